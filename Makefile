@@ -1,0 +1,29 @@
+# The two quick-start commands: `make train` (PPO on CartPole, locally) and `make test`.
+# Both create .venv on first use; torch is pinned to the local CPU build (2.13.0).
+PY := .venv/bin/python
+STAMP := .venv/.installed
+
+.PHONY: train test lint bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+train: $(STAMP)
+	.venv/bin/flywheel train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+bench:
+	bash bench/run.sh
+
+clean:
+	rm -rf .venv runs build src/*.egg-info

@@ -1,0 +1,36 @@
+"""The one exception hierarchy of flywheel.
+
+Every message says what was expected, what came, and how to fix it.
+"""
+
+
+class FlywheelError(Exception):
+    """Base class of every error flywheel raises on purpose."""
+
+
+class ConfigError(FlywheelError, ValueError):
+    """A configuration is invalid; the message lists every problem with its fix."""
+
+
+class EnvError(FlywheelError, ValueError):
+    """An environment cannot be created or breaks the gymnasium contract."""
+
+
+class ConnectorError(FlywheelError, ValueError):
+    """A connector piece or pipeline is misused or returned something invalid."""
+
+
+class ModuleError(FlywheelError, ValueError):
+    """An RLModule is misconfigured or returned something invalid."""
+
+
+class EpisodeError(FlywheelError, ValueError):
+    """An episode was used against its contract (e.g. a step after it ended)."""
+
+
+class CheckpointError(FlywheelError, ValueError):
+    """A path is not a (readable, compatible) flywheel checkpoint."""
+
+
+class LearnerError(FlywheelError, RuntimeError):
+    """A learner update failed (e.g. a loss that is not finite)."""
