@@ -1,0 +1,265 @@
+"""A one-time check of the gymnasium contract, run when a runner is built.
+
+The sampling loop validates nothing per step, so an env that breaks the contract (spaces
+that are not spaces, observations outside the observation space, the old 4-tuple step API)
+would otherwise fail deep inside a connector or a module. :func:`check_env` calls ``reset``
+and a few random ``step``s on a separately created env and explains the first violation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from flywheel.errors import EnvError
+
+__all__ = ["SUPPORTED_SPACES", "check_env"]
+
+SUPPORTED_SPACES: tuple[type[gym.spaces.Space], ...] = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+    gym.spaces.Dict,
+    gym.spaces.Tuple,
+)
+
+_SPACE_EXAMPLES = {
+    "observation_space": "gymnasium.spaces.Box(low, high, shape, dtype)",
+    "action_space": "gymnasium.spaces.Discrete(n)",
+}
+
+
+def check_env(env: gym.Env, *, num_steps: int = 5, seed: int = 0) -> None:
+    """Checks ``env`` against the gymnasium contract, then closes it.
+
+    Checks that ``observation_space`` and ``action_space`` are supported space instances, that
+    ``reset(seed=seed)`` returns ``(obs, info)`` and that ``num_steps`` random ``step()``s return
+    ``(obs, reward, terminated, truncated, info)``, every observation inside the observation space.
+    Raises an :class:`EnvError` naming the culprit and the fix; an exception raised by the env
+    itself is wrapped in one that says which call raised it.
+    """
+    name = _env_name(env)
+    try:
+        _run_checks(env, name, num_steps, seed)
+    except BaseException:
+        with contextlib.suppress(Exception):  # the failed check is the error worth reporting
+            env.close()
+        raise
+    _call(name, "close()", env.close)
+
+
+def _run_checks(env: gym.Env, name: str, num_steps: int, seed: int) -> None:
+    obs_space = _space_attribute(env, name, "observation_space")
+    act_space = _space_attribute(env, name, "action_space")
+    _check_reset(env, name, obs_space, seed)
+    act_space.seed(seed)
+    for _ in range(num_steps):
+        if _check_step(env, name, obs_space, act_space.sample()):
+            _check_reset(env, name, obs_space, None)
+
+
+def _env_name(env: gym.Env) -> str:
+    spec = getattr(env, "spec", None)
+    if spec is not None:
+        return spec.id
+    return type(getattr(env, "unwrapped", env)).__name__
+
+
+def _call(name: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        raise EnvError(
+            f"env {name}.{what} raised {type(e).__name__}: {str(e).rstrip('.')}. This happened in flywheel's "
+            "one-time env check at runner build; fix the env (the chained error above has its traceback)."
+        ) from e
+
+
+def _space_attribute(env: gym.Env, name: str, attribute: str) -> gym.spaces.Space:
+    space = getattr(env, attribute, None)
+    if isinstance(space, type) and issubclass(space, gym.spaces.Space):
+        found = f"the class {space.__name__}, not an instance"
+    elif not isinstance(space, gym.spaces.Space):
+        found = "missing" if space is None else f"a {type(space).__name__} ({space!r})"
+    else:
+        _check_supported(space, name, attribute)
+        return space
+    raise EnvError(
+        f"env {name}.{attribute} is {found}; expected a gymnasium.spaces.Space instance. "
+        f"Fix: set self.{attribute} = {_SPACE_EXAMPLES[attribute]} in the env's __init__."
+    )
+
+
+def _check_supported(space: gym.spaces.Space, name: str, path: str) -> None:
+    if not isinstance(space, SUPPORTED_SPACES):
+        supported = ", ".join(cls.__name__ for cls in SUPPORTED_SPACES)
+        raise EnvError(
+            f"env {name}.{path} is {space}, a {type(space).__name__} space, which flywheel does not support. "
+            f"Supported: {supported} (nested freely). Fix: wrap the env in a gymnasium.ObservationWrapper "
+            "or ActionWrapper that exposes a supported space."
+        )
+    if isinstance(space, gym.spaces.Dict):
+        for key, sub in space.spaces.items():
+            _check_supported(sub, name, f"{path}[{key!r}]")
+    elif isinstance(space, gym.spaces.Tuple):
+        for i, sub in enumerate(space.spaces):
+            _check_supported(sub, name, f"{path}[{i}]")
+
+
+def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int | None) -> None:
+    what = f"reset(seed={seed})" if seed is not None else "reset()"
+    result = _call(name, what, env.reset, seed=seed)
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise EnvError(
+            f"env {name}.{what} returned {_describe(result)}; expected a tuple (obs, info). "
+            "Fix: return obs, {} (the gymnasium API; old gym returned obs alone)."
+        )
+    obs, info = result
+    _check_info(name, what, info)
+    _check_obs(name, what, obs, obs_space)
+
+
+def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: Any) -> bool:
+    """Steps once and returns whether the episode ended."""
+    what = "step()"
+    result = _call(name, f"step({action!r})", env.step, action)
+    if not isinstance(result, tuple) or len(result) != 5:
+        raise EnvError(
+            f"env {name}.{what} returned {_describe(result)}; expected a 5-tuple "
+            "(obs, reward, terminated, truncated, info). Fix: return all five (old gym returned a 4-tuple "
+            "with one `done`; split it into terminated and truncated)."
+        )
+    obs, reward, terminated, truncated, info = result
+    if not isinstance(reward, numbers.Real) and not (isinstance(reward, np.ndarray) and reward.shape == ()):
+        raise EnvError(
+            f"env {name}.{what} returned reward {_describe(reward)}; expected a float. "
+            "Fix: return float(reward)."
+        )
+    for flag, value in (("terminated", terminated), ("truncated", truncated)):
+        if not isinstance(value, bool | np.bool_):
+            raise EnvError(
+                f"env {name}.{what} returned {flag}={_describe(value)}; expected a bool. "
+                f"Fix: return bool({flag})."
+            )
+    _check_info(name, what, info)
+    _check_obs(name, what, obs, obs_space)
+    return bool(terminated or truncated)
+
+
+def _check_info(name: str, what: str, info: Any) -> None:
+    if not isinstance(info, dict):
+        raise EnvError(
+            f"env {name}.{what} returned info {_describe(info)}; expected a dict. Fix: return {{}} when "
+            "there is nothing to report."
+        )
+
+
+def _check_obs(name: str, what: str, obs: Any, space: gym.spaces.Space) -> None:
+    if space.contains(obs):
+        return
+    problem, fix = _explain(obs, space)
+    raise EnvError(
+        f"env {name}.{what} returned an observation outside observation_space: got {_describe(obs)}, "
+        f"expected {space}: {problem}. Fix: {fix}."
+    )
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value!r} (dtype {value.dtype}, shape {value.shape})"
+    return f"{value!r} (type {type(value).__name__})"
+
+
+def _explain(value: Any, space: gym.spaces.Space) -> tuple[str, str]:
+    """(what is wrong, how to fix it) for a value that ``space.contains`` rejected."""
+    if isinstance(space, gym.spaces.Dict):
+        return _explain_dict(value, space)
+    if isinstance(space, gym.spaces.Tuple):
+        return _explain_tuple(value, space)
+    if isinstance(space, gym.spaces.Discrete):
+        return _explain_discrete(value, space)
+    if not isinstance(value, np.ndarray):
+        return (
+            f"it is a {type(value).__name__}, not a numpy array",
+            f"return np.asarray(obs, dtype=np.{space.dtype})",
+        )
+    if value.shape != space.shape:
+        return (
+            f"the shape is wrong ({value.shape} instead of {space.shape})",
+            f"return an array of shape {space.shape}, or declare the space with that shape",
+        )
+    if isinstance(space, gym.spaces.Box) and not np.can_cast(value.dtype, space.dtype):
+        return (
+            f"the dtype is wrong ({value.dtype} cannot be cast safely to {space.dtype})",
+            f"return obs.astype(np.{space.dtype}), or declare the space with dtype=np.{value.dtype}",
+        )
+    return _explain_bounds(value, space)
+
+
+def _explain_bounds(value: np.ndarray, space: gym.spaces.Space) -> tuple[str, str]:
+    if isinstance(space, gym.spaces.Box):
+        low, high = space.low, space.high
+    elif isinstance(space, gym.spaces.MultiDiscrete):
+        low, high = space.start, space.start + space.nvec - 1
+    else:
+        low, high = np.zeros(space.shape, space.dtype), np.ones(space.shape, space.dtype)
+    bad = ~((value >= low) & (value <= high))
+    if not bad.any():
+        return "it is not contained in the space", "return observations the space contains"
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    v, lo, hi = (
+        value[index],
+        np.broadcast_to(low, value.shape)[index],
+        np.broadcast_to(high, value.shape)[index],
+    )
+    where = "is NaN" if np.isnan(v) else (f"is below low {lo}" if v < lo else f"is above high {hi}")
+    return (
+        f"the bounds are wrong (value {v} at index {index} {where})",
+        "clip the observation into the space's bounds, or widen the space",
+    )
+
+
+def _explain_discrete(value: Any, space: gym.spaces.Discrete) -> tuple[str, str]:
+    if not isinstance(value, numbers.Integral | np.integer) and not (
+        isinstance(value, np.ndarray) and value.shape == () and np.issubdtype(value.dtype, np.integer)
+    ):
+        return f"it is a {type(value).__name__}, not an int", "return int(obs)"
+    start, stop = int(space.start), int(space.start + space.n)
+    return (
+        f"the bounds are wrong (value {int(value)} is outside [{start}, {stop}))",
+        f"return an int in [{start}, {stop}), or enlarge the Discrete space",
+    )
+
+
+def _explain_dict(value: Any, space: gym.spaces.Dict) -> tuple[str, str]:
+    if not isinstance(value, dict):
+        return f"it is a {type(value).__name__}, not a dict", "return a dict with the space's keys"
+    missing = sorted(set(space.spaces) - set(value), key=str)
+    extra = sorted(set(value) - set(space.spaces), key=str)
+    if missing or extra:
+        return (
+            f"the keys are wrong (missing {missing}, unexpected {extra})",
+            "return exactly the keys of the Dict space",
+        )
+    key = next(k for k, sub in space.spaces.items() if not sub.contains(value[k]))
+    problem, fix = _explain(value[key], space.spaces[key])
+    return f"at [{key!r}] {problem}", fix
+
+
+def _explain_tuple(value: Any, space: gym.spaces.Tuple) -> tuple[str, str]:
+    if isinstance(value, list | np.ndarray):  # gymnasium's Tuple accepts these as tuples too
+        value = tuple(value)
+    if not isinstance(value, tuple) or len(value) != len(space.spaces):
+        return (
+            f"it is {_describe(value)}, not a tuple of length {len(space.spaces)}",
+            f"return a tuple with one item per sub-space ({len(space.spaces)})",
+        )
+    i = next(i for i, (item, sub) in enumerate(zip(value, space.spaces)) if not sub.contains(item))
+    problem, fix = _explain(value[i], space.spaces[i])
+    return f"at [{i}] {problem}", fix

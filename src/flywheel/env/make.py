@@ -1,0 +1,247 @@
+"""Turn whatever a user passes as ``env`` into gymnasium envs and vector envs.
+
+A config names its env in one of four ways: a name given to :func:`register_env`, a
+gymnasium id, a ``gymnasium.Env`` subclass, or a callable. :func:`make_env_creator` resolves
+that once, at build time, into a creator ``creator(env_context) -> gymnasium.Env``, so a typo
+fails before any process or sub-env is started. :func:`make_vector_env` then builds the
+gymnasium vector env the runners step, one sub-env per creator call, each told its
+``worker_index`` and ``vector_index`` through an :class:`EnvContext`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from flywheel.errors import EnvError
+
+__all__ = ["VECTORIZE_MODES", "EnvContext", "make_env_creator", "make_vector_env", "register_env", "seed_for"]
+
+EnvCreator = Callable[["EnvContext"], gym.Env]
+
+VECTORIZE_MODES: tuple[str, ...] = ("sync", "async", "vector_entry_point")
+"""The valid ``gym_env_vectorize_mode`` values (strings or ``gymnasium.VectorizeMode`` members)."""
+
+_REGISTRY: dict[str, EnvCreator] = {}
+
+_HOW_TO_PASS = (
+    "Pass a gymnasium id, a name given to flywheel.register_env(name, creator), "
+    "an Env subclass or a callable."
+)
+
+
+class EnvContext(dict):
+    """The user's ``env_config`` dict, plus where the env being built runs.
+
+    Creators and env classes receive it instead of the bare dict, so an env can vary with the
+    runner (``worker_index``: 0 for the local runner, 1..``num_workers`` for remote ones) and
+    with its slot in the vector env (``vector_index``). It stays a plain dict for everything
+    else and pickles with its attributes, so it can cross process boundaries.
+    """
+
+    def __init__(
+        self,
+        env_config: Mapping[str, Any] | None = None,
+        *,
+        worker_index: int = 0,
+        num_workers: int = 0,
+        vector_index: int = 0,
+    ) -> None:
+        super().__init__(env_config or {})
+        self.worker_index = worker_index
+        self.num_workers = num_workers
+        self.vector_index = vector_index
+
+    def copy_with_overrides(
+        self,
+        worker_index: int | None = None,
+        num_workers: int | None = None,
+        vector_index: int | None = None,
+        env_config: Mapping[str, Any] | None = None,
+    ) -> EnvContext:
+        """Returns a new context; every argument left at ``None`` keeps this context's value."""
+        return EnvContext(
+            dict(self) if env_config is None else env_config,
+            worker_index=self.worker_index if worker_index is None else worker_index,
+            num_workers=self.num_workers if num_workers is None else num_workers,
+            vector_index=self.vector_index if vector_index is None else vector_index,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"EnvContext({dict.__repr__(self)}, worker_index={self.worker_index}, "
+            f"num_workers={self.num_workers}, vector_index={self.vector_index})"
+        )
+
+
+def register_env(name: str, creator: EnvCreator) -> None:
+    """Makes ``name`` usable wherever an env is expected; registering a name again replaces it.
+
+    The registry is per process: names are resolved into their creator at build time, and
+    the creator itself (not the name) travels to sub-env processes.
+    """
+    if not isinstance(name, str) or not callable(creator):
+        raise EnvError(
+            f"register_env expects a str name and a callable creator(env_config), got "
+            f"{type(name).__name__} {name!r} and {type(creator).__name__}. "
+            "Fix: register_env('my_env', lambda env_config: MyEnv(env_config))."
+        )
+    _REGISTRY[name] = creator
+
+
+def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> EnvCreator:
+    """Resolves ``env`` into ``creator(env_context) -> gymnasium.Env``.
+
+    Tried in order: a registered name, a gymnasium id (``"module:Id-v0"`` imports ``module``
+    first), a ``gymnasium.Env`` subclass (called as ``cls(env_context)``), any callable. A
+    gymnasium id is made with ``gymnasium.make(id)`` alone, so a non-empty ``env_config`` for
+    one is rejected rather than silently ignored.
+    """
+    if isinstance(env, str):
+        if env in _REGISTRY:
+            return _REGISTRY[env]
+        spec = _gym_spec(env)
+        if spec is None:
+            raise EnvError(_unknown_env_message(env))
+        if env_config:
+            raise EnvError(
+                f"env {env!r} is a gymnasium id, which flywheel makes with gymnasium.make({env!r}) alone, "
+                f"but env_config={dict(env_config)!r} was given. Fix: register a creator that uses it, e.g. "
+                f"register_env('my_env', lambda cfg: gymnasium.make({env!r}, **cfg)) and pass 'my_env'."
+            )
+        return _GymMake(env)
+    if isinstance(env, gym.Env):
+        raise EnvError(
+            f"Got an env instance ({type(env).__name__}), but each runner and sub-env needs its own env. "
+            f"Fix: pass its class {type(env).__name__} or a callable that creates one."
+        )
+    if callable(env):
+        return env
+    raise EnvError(f"Cannot make an env from {env!r} (type {type(env).__name__}). {_HOW_TO_PASS}")
+
+
+def make_vector_env(
+    env: Any,
+    env_config: Mapping[str, Any] | None = None,
+    *,
+    num_envs: int = 1,
+    vectorize_mode: str | gym.VectorizeMode = "sync",
+    worker_index: int = 0,
+    num_workers: int = 0,
+) -> gym.vector.VectorEnv:
+    """Builds the vector env a runner steps.
+
+    ``"sync"`` and ``"async"`` build ``num_envs`` sub-envs from the creator (in this process or
+    one process each), with ``autoreset_mode=SAME_STEP``: a finished sub-env is reset within the
+    same ``step()`` and its final observation is in ``infos["final_obs"]``. ``"vector_entry_point"``
+    uses a gymnasium id's own vectorized implementation, which may autoreset ``NEXT_STEP``
+    instead; runners read ``vector_env.metadata["autoreset_mode"]``.
+    """
+    mode = _mode_name(vectorize_mode)
+    if not isinstance(num_envs, int) or num_envs < 1:
+        raise EnvError(f"num_envs must be an int >= 1, got {num_envs!r}. Fix: pass num_envs=1 or more.")
+    creator = make_env_creator(env, env_config)
+    if mode == "vector_entry_point":
+        return _make_vector_entry_point(env, creator, num_envs)
+    context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
+    thunks = [_SubEnvThunk(creator, context.copy_with_overrides(vector_index=i)) for i in range(num_envs)]
+    vector_cls = gym.vector.SyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
+    return vector_cls(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+def seed_for(seed: int | None, worker_index: int, num_envs: int, vector_index: int = 0) -> int | None:
+    """The seed of one sub-env: ``seed + worker_index * num_envs + vector_index`` (``None`` stays ``None``).
+
+    Distinct for every (runner, sub-env) pair of a run, and consistent with gymnasium's vector
+    ``reset(seed=s)``, which seeds sub-env ``i`` with ``s + i``: resetting a runner's vector env
+    with ``seed_for(seed, worker_index, num_envs)`` gives each sub-env exactly this seed.
+    """
+    if seed is None:
+        return None
+    return seed + worker_index * num_envs + vector_index
+
+
+class _GymMake:
+    """Creator for a gymnasium id; a class rather than a lambda so it pickles by value."""
+
+    def __init__(self, env_id: str) -> None:
+        self.env_id = env_id
+
+    def __call__(self, env_context: EnvContext) -> gym.Env:
+        return gym.make(self.env_id)
+
+    def __repr__(self) -> str:
+        return f"gymnasium.make({self.env_id!r})"
+
+
+class _SubEnvThunk:
+    """Builds one sub-env: ``creator(context)``; picklable whenever the creator is."""
+
+    def __init__(self, creator: EnvCreator, context: EnvContext) -> None:
+        self.creator = creator
+        self.context = context
+
+    def __call__(self) -> gym.Env:
+        name = getattr(self.creator, "__qualname__", repr(self.creator))
+        try:
+            env = self.creator(self.context)
+        except Exception as e:
+            raise EnvError(
+                f"Creating sub-env {self.context.vector_index} on worker {self.context.worker_index} with "
+                f"{name}({self.context!r}) raised {type(e).__name__}: {str(e).rstrip('.')}. "
+                "Fix the creator (see the chained error)."
+            ) from e
+        if not isinstance(env, gym.Env):
+            raise EnvError(
+                f"The env creator {name} returned {type(env).__name__}, expected a gymnasium.Env. "
+                "Fix: return an instance of a gymnasium.Env subclass."
+            )
+        return env
+
+
+def _mode_name(vectorize_mode: str | gym.VectorizeMode) -> str:
+    mode = vectorize_mode.value if isinstance(vectorize_mode, gym.VectorizeMode) else vectorize_mode
+    if mode not in VECTORIZE_MODES:
+        raise EnvError(
+            f"Unknown gym_env_vectorize_mode {vectorize_mode!r}. Valid modes: {list(VECTORIZE_MODES)} "
+            "(or the gymnasium.VectorizeMode members)."
+        )
+    return mode
+
+
+def _make_vector_entry_point(env: Any, creator: EnvCreator, num_envs: int) -> gym.vector.VectorEnv:
+    spec = _gym_spec(creator.env_id) if isinstance(creator, _GymMake) else None
+    if spec is None or spec.vector_entry_point is None:
+        raise EnvError(
+            f"gym_env_vectorize_mode='vector_entry_point' needs a gymnasium id whose spec has a "
+            f"vector_entry_point, but env {env!r} has none. Modes that work for it: ['sync', 'async']."
+        )
+    return gym.make_vec(creator.env_id, num_envs, vectorization_mode="vector_entry_point")
+
+
+def _gym_spec(env_id: str) -> gym.envs.registration.EnvSpec | None:
+    """The gymnasium spec of ``env_id``, or None when gymnasium does not know it."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise EnvError(
+                f"env {env_id!r} names module {module!r} to import before making {name!r}, but importing it "
+                f"failed ({e}). Fix: install the package that provides {module!r} or correct the id."
+            ) from e
+    try:
+        return gym.spec(name)
+    except gym.error.Error:
+        return None
+
+
+def _unknown_env_message(name: str) -> str:
+    candidates = list(_REGISTRY) + list(gym.envs.registry)
+    close = difflib.get_close_matches(name, candidates, n=1)
+    did_you_mean = f" Did you mean {close[0]!r}?" if close else ""
+    return f"Unknown env {name!r}.{did_you_mean} Registered names: {sorted(_REGISTRY)}. {_HOW_TO_PASS}"
