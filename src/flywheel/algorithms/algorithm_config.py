@@ -1,0 +1,373 @@
+"""`AlgorithmConfig`: the builder-style settings object every algorithm, runner and learner is built from.
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=8)
+        .training(lr=3e-4, minibatch_size=256)
+    )
+    algo = config.build_algo()          # validate() -> copy -> freeze -> algo_class(config=copy)
+
+The settings and their defaults live in `AlgorithmSettings` (one documented field each); this class
+only sets them by section, copies/serializes/freezes them, and builds what runners and learners need
+from them (module spec, connector pipelines, callbacks). What each setting *means* is implemented where
+it is used, not here.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, Self
+
+from flywheel.algorithms import config_validation
+from flywheel.algorithms.config_builders import env_spaces, hook_pieces, make_pipeline, merge_module_specs
+from flywheel.algorithms.config_settings import AlgorithmSettings
+from flywheel.callbacks import HOOK_NAMES, RLlibCallback, make_callbacks
+from flywheel.errors import ConfigError
+from flywheel.typing import DEFAULT_MODULE_ID
+
+if TYPE_CHECKING:
+    from flywheel.connectors.pipeline import ConnectorPipelineV2
+    from flywheel.core.rl_module.spec import RLModuleSpec
+
+FROZEN_MESSAGE = (
+    "This config is frozen (it belongs to a built algorithm). Use config.copy() for an editable copy."
+)
+
+
+class _NotProvided:
+    """Sentinel for "argument not passed" (None is a meaningful value for many settings)."""
+
+    def __repr__(self) -> str:
+        return "NOT_PROVIDED"
+
+
+NOT_PROVIDED = _NotProvided()
+
+
+@dataclasses.dataclass(init=False, repr=False, eq=True)
+class AlgorithmConfig(AlgorithmSettings):
+    """Settings of an algorithm, set through section methods that each return the config."""
+
+    _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
+
+    def __init__(self, algo_class: type | None = None):
+        """`algo_class`: the Algorithm subclass `build_algo()` creates (None: the config's default)."""
+        for field in self._setting_fields():
+            value = field.default_factory() if field.default is dataclasses.MISSING else field.default
+            object.__setattr__(self, field.name, value)
+        object.__setattr__(self, "_algo_class", algo_class)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen:
+            raise ConfigError(FROZEN_MESSAGE)
+        object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        default = type(self)()
+        changed = [
+            f"{n}={getattr(self, n)!r}"
+            for n in self.setting_names()
+            if getattr(self, n) != getattr(default, n)
+        ]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    # ---- the settings' names and sections ------------------------------------------------
+
+    @classmethod
+    def _setting_fields(cls) -> tuple[dataclasses.Field, ...]:
+        return tuple(f for f in dataclasses.fields(cls) if "section" in f.metadata)
+
+    @classmethod
+    def setting_names(cls) -> tuple[str, ...]:
+        """Every setting of this config class (what to_dict() holds and overrides() accepts)."""
+        return _names(cls, None)
+
+    @classmethod
+    def section_of(cls, name: str) -> str | None:
+        """The section method that sets `name` (None for settings code sets, e.g. in_evaluation)."""
+        return next(f.metadata["section"] for f in cls._setting_fields() if f.name == name)
+
+    def _update(
+        self, where: str, kwargs: Mapping[str, Any], valid: Iterable[str], noun: str = "keyword"
+    ) -> Self:
+        """Checks every key first (TypeError naming the closest valid one), then sets them all."""
+        if self._frozen:
+            raise ConfigError(FROZEN_MESSAGE)
+        valid = tuple(valid)
+        for key in kwargs:
+            if key not in valid:
+                hint = config_validation.closest(key, valid)
+                help_text = (
+                    f"Did you mean {hint!r}?" if hint else f"Valid {noun}s: {', '.join(map(repr, valid))}."
+                )
+                raise TypeError(
+                    f"{type(self).__name__}.{where}() got an unexpected {noun} {key!r}. {help_text}"
+                )
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+        return self
+
+    def _section(self, section: str, kwargs: Mapping[str, Any], **positional: Any) -> Self:
+        kwargs = {**{k: v for k, v in positional.items() if v is not NOT_PROVIDED}, **kwargs}
+        return self._update(section, kwargs, _names(type(self), section))
+
+    # ---- section methods (keywords: the fields of AlgorithmSettings with that section) ---
+
+    def environment(self, env: Any = NOT_PROVIDED, **kwargs: Any) -> Self:
+        """The env and how its observations, actions and rewards are adapted.
+
+        Keywords: env_config, observation_space, action_space, clip_rewards, normalize_actions,
+        clip_actions, disable_env_checking.
+        """
+        return self._section("environment", kwargs, env=env)
+
+    def env_runners(self, **kwargs: Any) -> Self:
+        """Sampling: number of runners and sub-envs, episode cutting, the env<->module pipelines.
+
+        Keywords: num_env_runners, num_envs_per_env_runner, gym_env_vectorize_mode, rollout_fragment_length,
+        batch_mode, explore, env_to_module_connector, module_to_env_connector,
+        add_default_connectors_to_env_to_module_pipeline, add_default_connectors_to_module_to_env_pipeline,
+        episode_lookback_horizon, sample_timeout_s, num_cpus_per_env_runner.
+        """
+        return self._section("env_runners", kwargs)
+
+    def learners(self, **kwargs: Any) -> Self:
+        """Learner count, resources, class and learner pipeline.
+
+        Keywords: num_learners, num_cpus_per_learner, num_gpus_per_learner, learner_class,
+        learner_connector, add_default_connectors_to_learner_pipeline.
+        """
+        return self._section("learners", kwargs)
+
+    def training(self, **kwargs: Any) -> Self:
+        """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size_per_learner, minibatch_size,
+        num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param)."""
+        return self._section("training", kwargs)
+
+    def multi_agent(self, **kwargs: Any) -> Self:
+        """Modules and agents: policies, policy_mapping_fn, policies_to_train, count_steps_by."""
+        return self._section("multi_agent", kwargs)
+
+    def rl_module(self, **kwargs: Any) -> Self:
+        """The module: rl_module_spec (overrides the algorithm's default spec), model_config."""
+        return self._section("rl_module", kwargs)
+
+    def evaluation(self, **kwargs: Any) -> Self:
+        """Evaluation: evaluation_interval, evaluation_duration, evaluation_duration_unit,
+        evaluation_num_env_runners, evaluation_config."""
+        return self._section("evaluation", kwargs)
+
+    def fault_tolerance(self, **kwargs: Any) -> Self:
+        """Runner failures: restart_failed_env_runners, ignore_env_runner_failures,
+        max_num_env_runner_restarts, delay_between_env_runner_restarts_s, restart_failed_sub_environments."""
+        return self._section("fault_tolerance", kwargs)
+
+    def callbacks(
+        self, callbacks_class: type[RLlibCallback] | None | _NotProvided = NOT_PROVIDED, **kwargs: Any
+    ) -> Self:
+        """An RLlibCallback subclass and/or function hooks (on_episode_end=fn or [fn, ...], ...).
+
+        Function hooks run after the class's method, with the same keyword arguments.
+        """
+        return self._section("callbacks", kwargs, callbacks_class=callbacks_class)
+
+    def reporting(self, **kwargs: Any) -> Self:
+        """Metrics: metrics_num_episodes_for_smoothing, min_time_s_per_iteration, min_sample_timesteps_per_iteration."""
+        return self._section("reporting", kwargs)
+
+    def debugging(self, **kwargs: Any) -> Self:
+        """Reproducibility and logs: seed, log_level."""
+        return self._section("debugging", kwargs)
+
+    # ---- freezing, copies, dicts ---------------------------------------------------------
+
+    def freeze(self) -> None:
+        """Makes every later attribute set or section call raise ConfigError (used by built algorithms)."""
+        object.__setattr__(self, "_frozen", True)
+
+    @property
+    def is_frozen(self) -> bool:
+        """True once the config belongs to a built algorithm."""
+        return self._frozen
+
+    def copy(self, copy_frozen: bool = False) -> Self:
+        """A deep copy (classes and functions are shared, not copied); editable unless `copy_frozen`."""
+        duplicate = copy.deepcopy(self)
+        object.__setattr__(duplicate, "_frozen", self._frozen and copy_frozen)
+        return duplicate
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every setting by name; containers are copies, classes and callables the objects themselves."""
+        return copy.deepcopy({name: getattr(self, name) for name in self.setting_names()})
+
+    def update_from_dict(self, settings: Mapping[str, Any]) -> Self:
+        """Sets the given settings (TypeError naming the closest valid name for an unknown key)."""
+        return self._update("update_from_dict", copy.deepcopy(dict(settings)), self.setting_names(), "key")
+
+    @classmethod
+    def from_dict(cls, settings: Mapping[str, Any]) -> Self:
+        """A config of this class with `settings` (e.g. from to_dict()) over the defaults."""
+        config = cls()
+        return config._update("from_dict", copy.deepcopy(dict(settings)), cls.setting_names(), "key")
+
+    @classmethod
+    def overrides(cls, **kwargs: Any) -> dict[str, Any]:
+        """`kwargs` as a dict after checking each key is a setting (for evaluation_config)."""
+        for key in kwargs:
+            if key not in cls.setting_names():
+                hint = config_validation.closest(key, cls.setting_names())
+                help_text = f" Did you mean {hint!r}?" if hint else ""
+                raise TypeError(f"{cls.__name__}.overrides() got an unexpected keyword {key!r}.{help_text}")
+        return dict(kwargs)
+
+    def get_evaluation_config_object(self) -> Self:
+        """An editable copy for evaluation runners: num_env_runners=evaluation_num_env_runners, then the
+        evaluation_config overrides, and in_evaluation=True."""
+        eval_config = self.copy()
+        eval_config.num_env_runners = self.evaluation_num_env_runners
+        eval_config.update_from_dict(self.evaluation_config or {})
+        eval_config.in_evaluation = True
+        return eval_config
+
+    # ---- validation and building ---------------------------------------------------------
+
+    def validation_problems(self) -> list[str]:
+        """Every problem of this config, one line each with its fix. Algorithm configs extend this."""
+        return config_validation.common_problems(self)
+
+    def validate(self) -> None:
+        """Raises one ConfigError listing every problem (does nothing for a valid config)."""
+        problems = self.validation_problems()
+        if problems:
+            count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+            lines = "\n".join(f"- {problem}" for problem in problems)
+            raise ConfigError(f"Invalid {type(self).__name__} ({count}):\n{lines}")
+
+    @property
+    def algo_class(self) -> type:
+        """The Algorithm subclass build_algo() creates."""
+        return self._algo_class or self.get_default_algo_class()
+
+    @algo_class.setter
+    def algo_class(self, value: type | None) -> None:
+        self._algo_class = value
+
+    def get_default_algo_class(self) -> type:
+        """The Algorithm class of this config (imported on first use)."""
+        from flywheel.algorithms.algorithm import Algorithm
+
+        return Algorithm
+
+    def get_default_learner_class(self) -> type:
+        """The Learner class used when learner_class is None; algorithm configs override this."""
+        raise ConfigError(
+            f"{type(self).__name__} has no default learner class. Fix: pass learner_class=... to config.learners()."
+        )
+
+    def build_algo(self) -> Any:
+        """validate(), then the Algorithm built on a frozen copy of this config (this one stays editable)."""
+        self.validate()
+        config = self.copy()
+        config.freeze()
+        return self.algo_class(config=config)
+
+    @property
+    def total_train_batch_size(self) -> int:
+        """Env steps trained on per iteration over all learners."""
+        return self.train_batch_size_per_learner * max(1, self.num_learners)
+
+    @property
+    def is_multi_agent(self) -> bool:
+        """True when modules other than "default_policy" exist or agents are mapped to modules."""
+        return set(self.policies) != {DEFAULT_MODULE_ID} or self.policy_mapping_fn is not None
+
+    def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
+        """Env steps per sub-env per sample() call for runner `worker_index` (the same for every runner).
+
+        "auto": ceil(total_train_batch_size / (max(1, num_env_runners) * num_envs_per_env_runner)),
+        so one sample() call over all runners and sub-envs yields at least the train batch.
+        """
+        if self.rollout_fragment_length != "auto":
+            return self.rollout_fragment_length
+        sub_envs = max(1, self.num_env_runners) * self.num_envs_per_env_runner
+        return math.ceil(self.total_train_batch_size / sub_envs)
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """The algorithm's default module spec (the base config has none: rl_module_spec must name one)."""
+        from flywheel.core.rl_module.spec import RLModuleSpec
+
+        return RLModuleSpec()
+
+    def get_rl_module_spec(
+        self, spaces: tuple | None = None, module_id: str = DEFAULT_MODULE_ID
+    ) -> RLModuleSpec:
+        """The module spec for `module_id`: the default spec updated by the user's (non-None fields win).
+
+        model_config merges default spec's < config.model_config < user spec's. Spaces come from
+        `spaces=(observation_space, action_space)`, else the environment() settings, else the specs.
+        A MultiRLModuleSpec as rl_module_spec contributes its sub-spec for `module_id`.
+        """
+        user = self.rl_module_spec
+        if user is not None and hasattr(user, "rl_module_specs"):
+            user = user.rl_module_specs.get(module_id)
+        spaces = spaces if spaces is not None else (self.observation_space, self.action_space)
+        return merge_module_specs(self.get_default_rl_module_spec(), user, self.model_config, spaces)
+
+    def build_env_to_module_connector(
+        self, env: Any, spaces: tuple | None = None, device: Any = None
+    ) -> ConnectorPipelineV2:
+        """The env-to-module pipeline: the user's pieces, then the defaults (add obs/states, batch, to tensor)."""
+        pieces = hook_pieces(self.env_to_module_connector, "env_to_module_connector", env, spaces, device)
+        if self.add_default_connectors_to_env_to_module_pipeline:
+            from flywheel.connectors.env_to_module import default_env_to_module_connectors
+
+            pieces += default_env_to_module_connectors(device=device)
+        return make_pipeline(*env_spaces(env, spaces), pieces)
+
+    def build_module_to_env_connector(
+        self, env: Any, spaces: tuple | None = None, device: Any = None
+    ) -> ConnectorPipelineV2:
+        """The module-to-env pipeline: the defaults (actions, to numpy, normalize/clip), then the user's pieces.
+
+        The user's hook is called as ``module_to_env_connector(env, spaces)``.
+        """
+        pieces = []
+        if self.add_default_connectors_to_module_to_env_pipeline:
+            from flywheel.connectors.module_to_env import default_module_to_env_connectors
+
+            pieces = default_module_to_env_connectors(
+                normalize_actions=self.normalize_actions, clip_actions=self.clip_actions
+            )
+        pieces += hook_pieces(self.module_to_env_connector, "module_to_env_connector", env, spaces)
+        return make_pipeline(*env_spaces(env, spaces), pieces)
+
+    def build_learner_connector(
+        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+    ) -> ConnectorPipelineV2:
+        """The learner pipeline: the user's pieces, then the defaults (algorithm configs add their own).
+
+        The user's hook is called as ``learner_connector(input_observation_space, input_action_space)``;
+        `device` is where the learner trains (the default pieces produce numpy; the learner moves it).
+        """
+        hook_args = (input_observation_space, input_action_space)
+        pieces = hook_pieces(self.learner_connector, "learner_connector", *hook_args)
+        if self.add_default_connectors_to_learner_pipeline:
+            from flywheel.connectors.learner import default_learner_connectors
+
+            pieces += default_learner_connectors()
+        return make_pipeline(input_observation_space, input_action_space, pieces)
+
+    def build_callbacks(self) -> RLlibCallback:
+        """One RLlibCallback running callbacks_class's hooks, then the function hooks (see `active_hooks`)."""
+        return make_callbacks(self.callbacks_class, {name: getattr(self, name) for name in HOOK_NAMES})
+
+
+@cache
+def _names(cls: type[AlgorithmConfig], section: str | None) -> tuple[str, ...]:
+    """Setting names of `cls`, all of them (section None) or those of one section method."""
+    return tuple(f.name for f in cls._setting_fields() if section is None or f.metadata["section"] == section)

@@ -1,0 +1,192 @@
+"""`AlgorithmSettings`: every setting of an `AlgorithmConfig`, its default, and why it exists.
+
+Each field is a plain attribute of the config (``config.num_envs_per_env_runner``) and belongs to the
+section method that sets it (``config.env_runners(num_envs_per_env_runner=8)``), named in the field's
+metadata. Algorithm configs add their own training settings the same way (see `PPOConfig`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from flywheel.callbacks import RLlibCallback
+from flywheel.typing import DEFAULT_MODULE_ID
+
+Schedule = list[list[float]]
+"""Piecewise-linear schedule over sampled env steps: ``[[0, 3e-4], [100_000, 1e-5]]`` (first step 0)."""
+
+
+def setting(section: str | None, default: Any = None, *, factory: Callable[[], Any] | None = None) -> Any:
+    """A config field set by the section method `section` (None: set only by code, not by a section)."""
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata={"section": section})
+    return dataclasses.field(default=default, metadata={"section": section})
+
+
+@dataclasses.dataclass(init=False, repr=False, eq=True)
+class AlgorithmSettings:
+    """The settings shared by every algorithm, grouped by section method."""
+
+    # environment()
+    env: Any = setting("environment")
+    """Gymnasium id, name given to `register_env`, Env/MultiAgentEnv subclass, or creator(env_config)."""
+    env_config: dict = setting("environment", factory=dict)
+    """Passed to the env creator/class (with worker_index, num_workers, vector_index attributes)."""
+    observation_space: Any = setting("environment")
+    """Overrides the env's observation space for the module (None: ask the env)."""
+    action_space: Any = setting("environment")
+    """Overrides the env's action space for the module (None: ask the env)."""
+    clip_rewards: bool | float | None = setting("environment")
+    """None/False: raw rewards; True: sign of the reward; a float c: clip to [-c, c] (tames reward scale)."""
+    normalize_actions: bool = setting("environment", True)
+    """Box actions: the module acts in [-1, 1] and actions are unsquashed to the env's bounds."""
+    clip_actions: bool = setting("environment", False)
+    """Box actions: clip to the env's bounds (used when normalize_actions is False)."""
+    disable_env_checking: bool = setting("environment", False)
+    """Skip the one-time env contract check at runner build (for envs that are slow to step)."""
+
+    # env_runners()
+    num_env_runners: int = setting("env_runners", 0)
+    """Remote (Ray) runners; 0 samples in the calling process and never starts Ray."""
+    num_envs_per_env_runner: int = setting("env_runners", 1)
+    """Sub-envs per runner, stepped as one vector env with one forward pass (the main speed knob)."""
+    gym_env_vectorize_mode: str = setting("env_runners", "sync")
+    """"sync" (one process), "async" (one process per sub-env) or "vector_entry_point" (the env's own)."""
+    rollout_fragment_length: int | str = setting("env_runners", "auto")
+    """Env steps per sub-env per sample() call; "auto" splits the train batch over all sub-envs."""
+    batch_mode: str = setting("env_runners", "truncate_episodes")
+    """"truncate_episodes" cuts ongoing episodes into chunks; "complete_episodes" samples whole ones."""
+    explore: bool = setting("env_runners", True)
+    """Sample actions from the exploration distribution (False: deterministic inference actions)."""
+    env_to_module_connector: Callable | None = setting("env_runners")
+    """``(env, spaces, device) -> piece | [pieces] | pipeline``: custom pieces run before the defaults."""
+    module_to_env_connector: Callable | None = setting("env_runners")
+    """``(env, spaces) -> piece | [pieces] | pipeline``: custom pieces run after the defaults."""
+    add_default_connectors_to_env_to_module_pipeline: bool = setting("env_runners", True)
+    """False: the env-to-module pipeline holds only your pieces (they must batch and tensorize)."""
+    add_default_connectors_to_module_to_env_pipeline: bool = setting("env_runners", True)
+    """False: the module-to-env pipeline holds only your pieces (they must produce actions)."""
+    episode_lookback_horizon: int = setting("env_runners", 1)
+    """Steps of history carried into each cut chunk (connectors such as frame stacking read them)."""
+    sample_timeout_s: float | None = setting("env_runners", 60.0)
+    """Seconds to wait for remote runners' samples before treating a runner as failed."""
+    num_cpus_per_env_runner: float = setting("env_runners", 1)
+    """CPUs Ray reserves for each remote runner."""
+
+    # learners()
+    num_learners: int = setting("learners", 0)
+    """Remote learners (data-parallel, gradients averaged); 0 updates in the calling process."""
+    num_cpus_per_learner: float = setting("learners", 1)
+    """CPUs Ray reserves for each remote learner."""
+    num_gpus_per_learner: float = setting("learners", 0)
+    """GPUs per learner; above 0 the learner trains on cuda."""
+    learner_class: type | None = setting("learners")
+    """Learner subclass to use (None: the algorithm's default learner, e.g. PPOTorchLearner)."""
+    learner_connector: Callable | None = setting("learners")
+    """``(input_observation_space, input_action_space) -> piece | [pieces] | pipeline``: runs before the defaults."""
+    add_default_connectors_to_learner_pipeline: bool = setting("learners", True)
+    """False: the learner pipeline holds only your pieces (they must build the train batch)."""
+
+    # training()
+    gamma: float = setting("training", 0.99)
+    """Discount factor: how much future rewards count."""
+    lr: float | Schedule = setting("training", 1e-3)
+    """Learning rate, or a piecewise-linear schedule over sampled env steps."""
+    grad_clip: float | None = setting("training")
+    """Gradient clipping threshold (None: no clipping)."""
+    grad_clip_by: str = setting("training", "global_norm")
+    """"value" clips each entry, "norm" each tensor's norm, "global_norm" all gradients' joint norm."""
+    train_batch_size_per_learner: int = setting("training", 4000)
+    """Env steps each learner trains on per iteration (sampling stops once all learners have theirs)."""
+    minibatch_size: int = setting("training", 128)
+    """Rows per gradient step; must not exceed train_batch_size_per_learner."""
+    num_epochs: int = setting("training", 1)
+    """Passes over each train batch."""
+    shuffle_batch_per_epoch: bool = setting("training", True)
+    """Shuffle rows (whole sequences for recurrent modules) before each epoch's minibatches."""
+
+    # multi_agent()
+    policies: set | dict = setting("multi_agent", factory=lambda: {DEFAULT_MODULE_ID})
+    """Module ids (set/list), or dict module id -> RLModuleSpec or None."""
+    policy_mapping_fn: Callable | None = setting("multi_agent")
+    """``(agent_id, episode, **kw) -> module_id``: which module acts for which agent."""
+    policies_to_train: Any = setting("multi_agent")
+    """Module ids the learners update (None: all of them)."""
+    count_steps_by: str = setting("multi_agent", "env_steps")
+    """"env_steps" or "agent_steps": what train batch sizes and rollout lengths count."""
+
+    # rl_module()
+    rl_module_spec: Any = setting("rl_module")
+    """RLModuleSpec (or MultiRLModuleSpec); its fields that are not None override the algorithm's default."""
+    model_config: dict = setting("rl_module", factory=dict)
+    """Default-model options (fcnet_hiddens, use_lstm, ...); the module's own defaults fill the rest."""
+
+    # evaluation()
+    evaluation_interval: int | None = setting("evaluation")
+    """Evaluate every n training iterations (None: only when algo.evaluate() is called)."""
+    evaluation_duration: int = setting("evaluation", 10)
+    """How much to evaluate per round, in evaluation_duration_unit."""
+    evaluation_duration_unit: str = setting("evaluation", "episodes")
+    """"episodes" or "timesteps"."""
+    evaluation_num_env_runners: int = setting("evaluation", 0)
+    """Remote evaluation runners (0: evaluate on a local runner)."""
+    evaluation_config: dict | None = setting("evaluation")
+    """Setting overrides for evaluation, e.g. AlgorithmConfig.overrides(explore=False)."""
+
+    # fault_tolerance()
+    restart_failed_env_runners: bool = setting("fault_tolerance", True)
+    """Replace remote runners that crashed instead of failing the iteration."""
+    ignore_env_runner_failures: bool = setting("fault_tolerance", False)
+    """Keep training on the healthy runners' samples when some fail (without restarting them)."""
+    max_num_env_runner_restarts: int = setting("fault_tolerance", 1000)
+    """Give up (raise) after this many runner restarts."""
+    delay_between_env_runner_restarts_s: float = setting("fault_tolerance", 60.0)
+    """Seconds to wait before restarting a failed runner (lets flaky resources recover)."""
+    restart_failed_sub_environments: bool = setting("fault_tolerance", False)
+    """Recreate a sub-env that raised instead of failing the whole runner."""
+
+    # callbacks()
+    callbacks_class: type[RLlibCallback] | None = setting("callbacks")
+    """RLlibCallback subclass (None: only the function hooks below run)."""
+    on_algorithm_init: Callable | list | None = setting("callbacks")
+    """Function hook(s), called after the class's method with the same keywords."""
+    on_train_result: Callable | list | None = setting("callbacks")
+    """Function hook(s) for each training result."""
+    on_episode_created: Callable | list | None = setting("callbacks")
+    """Function hook(s) for each new episode object."""
+    on_episode_start: Callable | list | None = setting("callbacks")
+    """Function hook(s) after each episode's reset."""
+    on_episode_step: Callable | list | None = setting("callbacks")
+    """Function hook(s) after every env step (hot path)."""
+    on_episode_end: Callable | list | None = setting("callbacks")
+    """Function hook(s) for each finished episode."""
+    on_sample_end: Callable | list | None = setting("callbacks")
+    """Function hook(s) at the end of each runner.sample()."""
+    on_environment_created: Callable | list | None = setting("callbacks")
+    """Function hook(s) after a runner created its env."""
+    on_evaluate_start: Callable | list | None = setting("callbacks")
+    """Function hook(s) before each evaluation round."""
+    on_evaluate_end: Callable | list | None = setting("callbacks")
+    """Function hook(s) after each evaluation round."""
+    on_checkpoint_loaded: Callable | list | None = setting("callbacks")
+    """Function hook(s) after an algorithm restored a checkpoint."""
+
+    # reporting()
+    metrics_num_episodes_for_smoothing: int = setting("reporting", 100)
+    """Episode metrics (return, length) are means over this many most recent episodes."""
+    min_time_s_per_iteration: float = setting("reporting", 0)
+    """train() repeats training steps until at least this many seconds passed."""
+    min_sample_timesteps_per_iteration: int = setting("reporting", 0)
+    """train() repeats training steps until at least this many env steps were sampled."""
+
+    # debugging()
+    seed: int | None = setting("debugging")
+    """Seeds torch, numpy and the envs (per runner and sub-env) for reproducible runs."""
+    log_level: str = setting("debugging", "WARN")
+    """Level of flywheel's loggers: DEBUG, INFO, WARN, ERROR."""
+
+    # Set by code, not by a section method.
+    in_evaluation: bool = setting(None, False)
+    """True on the copy `get_evaluation_config_object()` makes for evaluation runners."""

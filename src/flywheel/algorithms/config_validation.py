@@ -1,0 +1,297 @@
+"""Checks behind `AlgorithmConfig.validate()`: each returns a problem line (with its fix) or None.
+
+Problems are collected, not raised one by one, so a user fixes a config in one round.
+"""
+
+from __future__ import annotations
+
+import difflib
+import numbers
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from flywheel.callbacks import HOOK_NAMES, RLlibCallback
+from flywheel.typing import DEFAULT_MODULE_ID
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+
+SCHEDULE_EXAMPLE = "[[0, 3e-4], [100_000, 1e-5]]"
+LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
+
+
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to `word` (difflib), or None when nothing is similar."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1)
+    return matches[0] if matches else None
+
+
+def where(config: AlgorithmConfig, name: str) -> str:
+    """How a user sets `name`: ``config.<section>(name=...)``."""
+    return f"config.{config.section_of(name)}({name}=...)"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_int(config: AlgorithmConfig, name: str, minimum: int, *, allow_none: bool = False) -> str | None:
+    """`name` must be an int >= minimum (or None when allowed)."""
+    value = getattr(config, name)
+    if (value is None and allow_none) or (_is_int(value) and value >= minimum):
+        return None
+    wanted = f"an int >= {minimum}" + (" or None" if allow_none else "")
+    return f"{name}={value!r} must be {wanted}. Fix: pass {wanted} to {where(config, name)}."
+
+
+def check_number(
+    config: AlgorithmConfig, name: str, minimum: float, *, strict: bool = False, allow_none: bool = False
+) -> str | None:
+    """`name` must be a number >= minimum (> minimum when strict), or None when allowed."""
+    value = getattr(config, name)
+    if value is None and allow_none:
+        return None
+    if _is_number(value) and (value > minimum if strict else value >= minimum):
+        return None
+    wanted = f"a number {'>' if strict else '>='} {minimum}" + (" or None" if allow_none else "")
+    return f"{name}={value!r} must be {wanted}. Fix: pass {wanted} to {where(config, name)}."
+
+
+def check_unit_interval(config: AlgorithmConfig, name: str) -> str | None:
+    """`name` must be a number in [0, 1]."""
+    value = getattr(config, name)
+    if _is_number(value) and 0 <= value <= 1:
+        return None
+    return (
+        f"{name}={value!r} must be a number in [0, 1]. Fix: pass a number in [0, 1] to {where(config, name)}."
+    )
+
+
+def check_bool(config: AlgorithmConfig, name: str) -> str | None:
+    """`name` must be True or False."""
+    value = getattr(config, name)
+    if isinstance(value, bool):
+        return None
+    return f"{name}={value!r} must be True or False. Fix: pass a bool to {where(config, name)}."
+
+
+def check_choice(config: AlgorithmConfig, name: str, choices: tuple[str, ...]) -> str | None:
+    """`name` must be one of `choices`; the fix suggests the closest one."""
+    value = getattr(config, name)
+    if isinstance(value, str) and value in choices:
+        return None
+    suggestion = (closest(value, choices) if isinstance(value, str) else None) or choices[0]
+    example = where(config, name).replace("...", repr(suggestion))
+    return f"{name}={value!r} is not one of {list(choices)}. Fix: use one of them, e.g. {example}."
+
+
+def check_optional_callable(config: AlgorithmConfig, name: str) -> str | None:
+    """`name` must be None or callable."""
+    value = getattr(config, name)
+    if value is None or callable(value):
+        return None
+    return f"{name}={value!r} is not callable. Fix: pass a function (or None) to {where(config, name)}."
+
+
+def check_optional_class(config: AlgorithmConfig, name: str) -> str | None:
+    """`name` must be None or a class."""
+    value = getattr(config, name)
+    if value is None or isinstance(value, type):
+        return None
+    return f"{name}={value!r} is not a class. Fix: pass the class itself (not an instance) to {where(config, name)}."
+
+
+def check_schedule(config: AlgorithmConfig, name: str, minimum: float, *, strict: bool = False) -> str | None:
+    """`name` is a number (> / >= minimum) or a piecewise-linear schedule with values >= minimum."""
+    value = getattr(config, name)
+    if not isinstance(value, list | tuple):
+        return check_number(config, name, minimum, strict=strict)
+    fix = f"Fix: pass a number or a list of [step, value] pairs such as {SCHEDULE_EXAMPLE} to {where(config, name)}."
+    pairs_ok = all(isinstance(p, list | tuple) and len(p) == 2 for p in value)
+    if not value or not pairs_ok or not all(_is_int(s) and _is_number(v) for s, v in value):
+        return f"{name}={value!r} is neither a number nor a schedule of [int step, number value] pairs. {fix}"
+    steps = [step for step, _ in value]
+    if steps[0] != 0:
+        return f"{name}={value!r} must start at step 0 (got {steps[0]}). {fix}"
+    if any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
+        return f"{name}={value!r} has steps that do not strictly increase: {steps}. {fix}"
+    low = min(v for _, v in value)
+    if low < minimum:
+        return f"{name}={value!r} has a value below {minimum} ({low}). {fix}"
+    return None
+
+
+def _check_env(config: AlgorithmConfig) -> list[str | None]:
+    problems: list[str | None] = []
+    if config.env is None:
+        problems.append(
+            "env is not set. Fix: call config.environment('CartPole-v1') (or a registered name, Env class or creator)."
+        )
+    elif not (isinstance(config.env, str) or callable(config.env)):
+        problems.append(
+            f"env={config.env!r} ({type(config.env).__name__}) is not an env id, name, class or creator. "
+            "Fix: pass a gymnasium id, a name given to register_env(), an Env subclass or a callable to config.environment()."
+        )
+    if not isinstance(config.env_config, Mapping):
+        problems.append(
+            f"env_config={config.env_config!r} is not a dict. Fix: pass a dict to {where(config, 'env_config')}."
+        )
+    problems.append(check_bool(config, "normalize_actions"))
+    problems.append(check_bool(config, "clip_actions"))
+    clip = config.clip_rewards
+    if not (clip is None or isinstance(clip, bool) or (_is_number(clip) and clip > 0)):
+        problems.append(
+            f"clip_rewards={clip!r} must be None, a bool or a number > 0. Fix: pass e.g. {where(config, 'clip_rewards').replace('...', '1.0')}."
+        )
+    return problems
+
+
+def _check_env_runners(config: AlgorithmConfig) -> list[str | None]:
+    fragment = config.rollout_fragment_length
+    return [
+        check_int(config, "num_env_runners", 0),
+        check_int(config, "num_envs_per_env_runner", 1),
+        check_choice(config, "gym_env_vectorize_mode", ("sync", "async", "vector_entry_point")),
+        None
+        if fragment == "auto" or (_is_int(fragment) and fragment >= 1)
+        else (
+            f"rollout_fragment_length={fragment!r} must be 'auto' or an int >= 1. "
+            f"Fix: pass 'auto' or an int >= 1 to {where(config, 'rollout_fragment_length')}."
+        ),
+        check_choice(config, "batch_mode", ("truncate_episodes", "complete_episodes")),
+        check_bool(config, "explore"),
+        check_optional_callable(config, "env_to_module_connector"),
+        check_optional_callable(config, "module_to_env_connector"),
+        check_int(config, "episode_lookback_horizon", 0),
+        check_number(config, "sample_timeout_s", 0, strict=True, allow_none=True),
+        check_number(config, "num_cpus_per_env_runner", 0),
+    ]
+
+
+def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
+    problems = [
+        check_int(config, "num_learners", 0),
+        check_number(config, "num_cpus_per_learner", 0),
+        check_number(config, "num_gpus_per_learner", 0),
+        check_optional_class(config, "learner_class"),
+        check_optional_callable(config, "learner_connector"),
+        check_unit_interval(config, "gamma"),
+        check_schedule(config, "lr", 0, strict=True),
+        check_number(config, "grad_clip", 0, strict=True, allow_none=True),
+        check_choice(config, "grad_clip_by", ("value", "norm", "global_norm")),
+        check_int(config, "train_batch_size_per_learner", 1),
+        check_int(config, "minibatch_size", 1),
+        check_int(config, "num_epochs", 1),
+    ]
+    batch, minibatch = config.train_batch_size_per_learner, config.minibatch_size
+    if _is_int(batch) and _is_int(minibatch) and minibatch > batch:
+        problems.append(
+            f"minibatch_size={minibatch} is larger than train_batch_size_per_learner={batch}. "
+            "Fix: lower minibatch_size or raise train_batch_size_per_learner in config.training()."
+        )
+    return problems
+
+
+def _check_multi_agent(config: AlgorithmConfig) -> list[str | None]:
+    policies = config.policies
+    if not isinstance(policies, Mapping | set | frozenset | list | tuple) or not policies:
+        return [
+            f"policies={policies!r} must be a non-empty set/list of module ids or a dict id -> RLModuleSpec. "
+            f"Fix: pass e.g. {where(config, 'policies').replace('...', repr({'p0', 'p1'}))}."
+        ]
+    problems = [check_optional_callable(config, "policy_mapping_fn")]
+    ids = set(policies)
+    if ids != {DEFAULT_MODULE_ID} and config.policy_mapping_fn is None:
+        problems.append(
+            f"policies={sorted(ids)} needs a policy_mapping_fn to know which module acts for which agent. "
+            "Fix: pass policy_mapping_fn=lambda agent_id, episode, **kw: <module id> to config.multi_agent()."
+        )
+    to_train = config.policies_to_train
+    if to_train is not None and not callable(to_train):
+        for module_id in sorted(set(to_train) - ids):
+            problems.append(
+                f"policies_to_train contains {module_id!r}, which is not in policies {sorted(ids)}. "
+                "Fix: add it to config.multi_agent(policies=...) or remove it from policies_to_train."
+            )
+    problems.append(check_choice(config, "count_steps_by", ("env_steps", "agent_steps")))
+    return problems
+
+
+def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
+    problems: list[str | None] = []
+    spec = config.rl_module_spec
+    if spec is not None and not hasattr(spec, "build"):
+        problems.append(
+            f"rl_module_spec={spec!r} is not an RLModuleSpec. Fix: pass RLModuleSpec(module_class=...) to {where(config, 'rl_module_spec')}."
+        )
+    if not isinstance(config.model_config, Mapping):
+        problems.append(
+            f"model_config={config.model_config!r} is not a dict. Fix: pass a dict to {where(config, 'model_config')}."
+        )
+    problems += [
+        check_int(config, "evaluation_interval", 1, allow_none=True),
+        check_int(config, "evaluation_duration", 1),
+        check_choice(config, "evaluation_duration_unit", ("episodes", "timesteps")),
+        check_int(config, "evaluation_num_env_runners", 0),
+    ]
+    overrides = config.evaluation_config
+    if overrides is not None and not isinstance(overrides, Mapping):
+        problems.append(
+            f"evaluation_config={overrides!r} is not a dict. Fix: pass AlgorithmConfig.overrides(explore=False) or a dict to config.evaluation()."
+        )
+    elif overrides:
+        known = config.setting_names()
+        for key in [k for k in overrides if k not in known]:
+            hint = closest(key, known)
+            problems.append(
+                f"evaluation_config has an unknown setting {key!r}. Fix: use a setting name"
+                + (f", e.g. {hint!r}." if hint else " (see AlgorithmConfig.overrides()).")
+            )
+    return problems
+
+
+def _check_rest(config: AlgorithmConfig) -> list[str | None]:
+    problems = [
+        check_int(config, "max_num_env_runner_restarts", 0),
+        check_number(config, "delay_between_env_runner_restarts_s", 0),
+        check_int(config, "metrics_num_episodes_for_smoothing", 1),
+        check_number(config, "min_time_s_per_iteration", 0, allow_none=True),
+        check_int(config, "min_sample_timesteps_per_iteration", 0, allow_none=True),
+        check_int(config, "seed", 0, allow_none=True),
+        check_choice(config, "log_level", LOG_LEVELS),
+    ]
+    cls = config.callbacks_class
+    if cls is not None and not (isinstance(cls, type) and issubclass(cls, RLlibCallback)):
+        problems.append(
+            f"callbacks_class={cls!r} is not an RLlibCallback subclass. Fix: subclass flywheel.RLlibCallback and pass the class to config.callbacks()."
+        )
+    for name in HOOK_NAMES:
+        hook = getattr(config, name)
+        if (
+            hook is not None
+            and not callable(hook)
+            and not (isinstance(hook, list | tuple) and all(map(callable, hook)))
+        ):
+            problems.append(
+                f"{name}={hook!r} is not a function or a list of functions. Fix: pass a function to config.callbacks({name}=...)."
+            )
+    return problems
+
+
+_SECTION_CHECKS: tuple[Callable[[AlgorithmConfig], list[str | None]], ...] = (
+    _check_env,
+    _check_env_runners,
+    _check_learners_and_training,
+    _check_multi_agent,
+    _check_module_and_evaluation,
+    _check_rest,
+)
+
+
+def common_problems(config: AlgorithmConfig) -> list[str]:
+    """Every problem of the settings all algorithms share, in section order."""
+    return [problem for check in _SECTION_CHECKS for problem in check(config) if problem]

@@ -1,0 +1,93 @@
+"""`PPOConfig`: PPO's settings (clipped surrogate, value loss, entropy bonus, optional KL term, GAE).
+
+config = PPOConfig().environment("CartPole-v1").training(clip_param=0.2, lambda_=0.95)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from flywheel.algorithms import config_validation as checks
+from flywheel.algorithms.algorithm_config import AlgorithmConfig
+from flywheel.algorithms.config_settings import Schedule, setting
+
+if TYPE_CHECKING:
+    from flywheel.connectors.pipeline import ConnectorPipelineV2
+    from flywheel.core.rl_module.spec import RLModuleSpec
+
+
+@dataclasses.dataclass(init=False, repr=False, eq=True)
+class PPOConfig(AlgorithmConfig):
+    """Settings of PPO; `training()` also takes the PPO keywords below."""
+
+    lr: float | Schedule = setting("training", 3e-4)
+    """Learning rate (PPO default 3e-4), or a piecewise-linear schedule over sampled env steps."""
+    num_epochs: int = setting("training", 10)
+    """Passes over each train batch (PPO default 10: on-policy data is reused a few times)."""
+    clip_param: float = setting("training", 0.2)
+    """Clip range of the probability ratio: how far one update may move the policy."""
+    vf_clip_param: float = setting("training", 10.0)
+    """The value loss (squared error) is clipped at this; keep it at the scale of squared returns."""
+    vf_loss_coeff: float = setting("training", 1.0)
+    """Weight of the value loss in the total loss (matters when layers are shared)."""
+    entropy_coeff: float | Schedule = setting("training", 0.0)
+    """Weight of the entropy bonus (more exploration), or a schedule over sampled env steps."""
+    use_kl_loss: bool = setting("training", False)
+    """Add kl_coeff * KL(old || new) to the loss (on top of clipping)."""
+    kl_coeff: float = setting("training", 0.2)
+    """Initial KL weight; adapted after each update towards kl_target."""
+    kl_target: float = setting("training", 0.01)
+    """KL per update that the adaptive kl_coeff aims at."""
+    lambda_: float = setting("training", 0.95)
+    """GAE lambda: bias (0) vs variance (1) of the advantage estimates."""
+    use_gae: bool = setting("training", True)
+    """False: advantages are discounted returns minus the value baseline (GAE with lambda_=1)."""
+
+    def get_default_algo_class(self) -> type:
+        """PPO (imported on first use)."""
+        from flywheel.algorithms.ppo.ppo import PPO
+
+        return PPO
+
+    def get_default_learner_class(self) -> type:
+        """PPOTorchLearner (imported on first use)."""
+        from flywheel.algorithms.ppo.learner import PPOTorchLearner
+
+        return PPOTorchLearner
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """DefaultPPOTorchRLModule: actor-critic from model_config."""
+        from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
+        from flywheel.core.rl_module.spec import RLModuleSpec
+
+        return RLModuleSpec(module_class=DefaultPPOTorchRLModule)
+
+    def build_learner_connector(
+        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+    ) -> ConnectorPipelineV2:
+        """The common learner pipeline with PPO's defaults around it (unless defaults are off):
+        `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), `GeneralAdvantageEstimation` last."""
+        pipeline = super().build_learner_connector(input_observation_space, input_action_space, device)
+        if self.add_default_connectors_to_learner_pipeline:
+            from flywheel.connectors.learner import AddOneTsToEpisodesAndTruncate, GeneralAdvantageEstimation
+
+            pipeline.prepend(AddOneTsToEpisodesAndTruncate())
+            lambda_ = self.lambda_ if self.use_gae else 1.0
+            pipeline.append(GeneralAdvantageEstimation(gamma=self.gamma, lambda_=lambda_))
+        return pipeline
+
+    def validation_problems(self) -> list[str]:
+        """The common problems plus PPO's."""
+        problems = [
+            checks.check_number(self, "clip_param", 0, strict=True),
+            checks.check_number(self, "vf_clip_param", 0, strict=True),
+            checks.check_number(self, "vf_loss_coeff", 0),
+            checks.check_schedule(self, "entropy_coeff", 0),
+            checks.check_bool(self, "use_kl_loss"),
+            checks.check_number(self, "kl_coeff", 0),
+            checks.check_number(self, "kl_target", 0, strict=True),
+            checks.check_unit_interval(self, "lambda_"),
+            checks.check_bool(self, "use_gae"),
+        ]
+        return super().validation_problems() + [problem for problem in problems if problem]

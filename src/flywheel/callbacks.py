@@ -1,0 +1,191 @@
+"""`RLlibCallback`: user code that runs at fixed points of training, sampling and evaluation.
+
+Two ways to write callbacks, usable together::
+
+    class LogLengths(RLlibCallback):
+        def on_episode_end(self, *, episode, metrics_logger, **kwargs):
+            metrics_logger.log_value("my_len", len(episode))
+
+    config.callbacks(LogLengths, on_train_result=lambda result, **kw: print(result["training_iteration"]))
+
+Every hook is called with keyword arguments only, so a function hook names just what it needs and
+swallows the rest with ``**kw``. `AlgorithmConfig.build_callbacks()` merges the class and the function
+hooks into one object; callers read `active_hooks` once and skip the hooks that do nothing, which
+matters for `on_episode_step` (called every env step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+HOOK_NAMES: tuple[str, ...] = (
+    "on_algorithm_init",
+    "on_train_result",
+    "on_episode_created",
+    "on_episode_start",
+    "on_episode_step",
+    "on_episode_end",
+    "on_sample_end",
+    "on_environment_created",
+    "on_evaluate_start",
+    "on_evaluate_end",
+    "on_checkpoint_loaded",
+)
+"""Every hook name, in the order they are documented (also the function-hook keywords of `config.callbacks()`)."""
+
+
+class RLlibCallback:
+    """Base class of user callbacks; every hook is a no-op until a subclass overrides it."""
+
+    @property
+    def active_hooks(self) -> frozenset[str]:
+        """Names of the hooks that do something (overridden, or set on the instance by `build_callbacks`).
+
+        Read it once when building a runner or algorithm, not per call: hooks outside the set are
+        no-ops and need not be called at all.
+        """
+        return frozenset(name for name in HOOK_NAMES if _is_active(self, name))
+
+    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        """After an Algorithm is fully built (runners, learners and modules exist)."""
+
+    def on_train_result(
+        self, *, algorithm: Any, metrics_logger: Any = None, result: dict | None = None, **kwargs: Any
+    ) -> None:
+        """After each `algo.train()` iteration, with its result dict (which the hook may extend)."""
+
+    def on_episode_created(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        env_index: int | None = None,
+        rl_module: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """When a runner creates a new episode object, before the env is reset for it."""
+
+    def on_episode_start(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        env_index: int | None = None,
+        rl_module: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """After the reset observation has been added to a new episode."""
+
+    def on_episode_step(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        env_index: int | None = None,
+        rl_module: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """After every env step of an episode (hot path: keep it cheap)."""
+
+    def on_episode_end(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        env_index: int | None = None,
+        rl_module: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """When an episode terminated or was truncated (its last step is already added)."""
+
+    def on_sample_end(
+        self,
+        *,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        samples: list | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """At the end of `runner.sample()`, with the episodes it returns."""
+
+    def on_environment_created(
+        self,
+        *,
+        env_runner: Any = None,
+        metrics_logger: Any = None,
+        env: Any = None,
+        env_context: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """After a runner created its (vector) env; `env_context` is the env_config it got."""
+
+    def on_evaluate_start(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        """Before an evaluation round starts."""
+
+    def on_evaluate_end(
+        self,
+        *,
+        algorithm: Any,
+        metrics_logger: Any = None,
+        evaluation_metrics: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """After an evaluation round, with its metrics (the `evaluation` part of the result)."""
+
+    def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
+        """After an Algorithm restored its state from a checkpoint."""
+
+
+def _is_active(callback: RLlibCallback, name: str) -> bool:
+    if name in vars(callback):
+        return True
+    return getattr(type(callback), name) is not getattr(RLlibCallback, name)
+
+
+def make_callbacks(
+    callbacks_class: type[RLlibCallback] | None,
+    hooks: dict[str, Callable | Sequence[Callable] | None],
+) -> RLlibCallback:
+    """One `RLlibCallback` that runs the class's hook, then each function hook, with the same keywords.
+
+    The result is an instance of `callbacks_class` (so its own state and ``isinstance`` checks work);
+    hooks that have function hooks are replaced on the instance by a callable running all of them.
+    """
+    callback = (callbacks_class or RLlibCallback)()
+    for name in HOOK_NAMES:
+        functions = _as_list(hooks.get(name))
+        if not functions:
+            continue
+        calls = ([getattr(callback, name)] if _is_active(callback, name) else []) + functions
+        setattr(callback, name, calls[0] if len(calls) == 1 else _CallAll(calls))
+    return callback
+
+
+def _as_list(hook: Callable | Sequence[Callable] | None) -> list[Callable]:
+    if hook is None:
+        return []
+    if callable(hook):
+        return [hook]
+    return list(hook)
+
+
+class _CallAll:
+    """Calls several hooks in order with the same keywords (a class, not a closure, so it pickles)."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self, calls: list[Callable]):
+        self.calls = calls
+
+    def __call__(self, **kwargs: Any) -> None:
+        for call in self.calls:
+            call(**kwargs)
