@@ -1,0 +1,168 @@
+"""`ConnectorV2`: one piece of a connector pipeline.
+
+A piece transforms a batch (and may rewrite the episodes it is built from) between two parts of the
+loop: env → module, module → env, or episodes → learner. The driving loop, on a runner, is::
+
+    batch = env_to_module(rl_module=module, batch={}, episodes=episodes, explore=explore)
+    out = module.forward_exploration(batch)
+    out = module_to_env(rl_module=module, batch=out, episodes=episodes, explore=explore)
+    env.step(out[Columns.ACTIONS_FOR_ENV])
+
+A piece that changes what the module sees declares it in `recompute_output_observation_space` /
+`recompute_output_action_space`, so the module is built for the right spaces and nothing guesses shapes.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import gymnasium as gym
+
+from flywheel.typing import StateDict
+
+
+class ConnectorV2(abc.ABC):
+    """Base class of every connector piece (and of `ConnectorPipelineV2`).
+
+    `input_observation_space` / `input_action_space` are what this piece receives; the
+    `observation_space` / `action_space` properties are what it hands on, recomputed whenever an input
+    space is set.
+    """
+
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        **kwargs: Any,
+    ):
+        self._input_observation_space = input_observation_space
+        self._input_action_space = input_action_space
+        self._observation_space: gym.Space | None = None
+        self._action_space: gym.Space | None = None
+        self._update_output_spaces()
+
+    @abc.abstractmethod
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Transforms `batch` (and possibly `episodes`) and returns the batch.
+
+        Args:
+            rl_module: The module the batch is for (or comes from).
+            batch: The batch built so far; pieces add columns to it and return it.
+            episodes: The episodes the batch is built from, in sub-env (or train-batch) order.
+            explore: Whether the runner is exploring (sampling) or acting greedily.
+            shared_data: A dict the pieces of one pipeline call share with each other.
+            metrics: The caller's `MetricsLogger`, for pieces that log.
+        """
+
+    # Spaces.
+
+    @property
+    def input_observation_space(self) -> gym.Space | None:
+        return self._input_observation_space
+
+    @input_observation_space.setter
+    def input_observation_space(self, space: gym.Space | None) -> None:
+        self._input_observation_space = space
+        self._update_output_spaces()
+
+    @property
+    def input_action_space(self) -> gym.Space | None:
+        return self._input_action_space
+
+    @input_action_space.setter
+    def input_action_space(self, space: gym.Space | None) -> None:
+        self._input_action_space = space
+        self._update_output_spaces()
+
+    @property
+    def observation_space(self) -> gym.Space | None:
+        """The observation space this piece outputs (None while the input space is unknown)."""
+        return self._observation_space
+
+    @property
+    def action_space(self) -> gym.Space | None:
+        """The action space this piece outputs (None while the input space is unknown)."""
+        return self._action_space
+
+    def set_input_spaces(self, observation_space: gym.Space | None, action_space: gym.Space | None) -> None:
+        """Sets both input spaces and recomputes the output spaces once (pipelines chain pieces with it)."""
+        self._input_observation_space = observation_space
+        self._input_action_space = action_space
+        self._update_output_spaces()
+
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
+        """Returns the observation space this piece outputs; override when the piece changes it."""
+        return input_observation_space
+
+    def recompute_output_action_space(
+        self, input_observation_space: gym.Space | None, input_action_space: gym.Space
+    ) -> gym.Space | None:
+        """Returns the action space this piece outputs; override when the piece changes it."""
+        return input_action_space
+
+    def _update_output_spaces(self) -> None:
+        obs_space, act_space = self._input_observation_space, self._input_action_space
+        self._observation_space = (
+            None if obs_space is None else self.recompute_output_observation_space(obs_space, act_space)
+        )
+        self._action_space = (
+            None if act_space is None else self.recompute_output_action_space(obs_space, act_space)
+        )
+
+    # Batch helpers.
+
+    @staticmethod
+    def add_batch_item(
+        batch: dict[str, Any], column: str, item_to_add: Any, single_agent_episode: Any = None
+    ) -> None:
+        """Appends `item_to_add` to the list `batch[column]` (one item per episode, in episode order).
+
+        `single_agent_episode` names the episode the item belongs to; single-agent batches are ordered
+        by episode, so only the call order matters there.
+        """
+        column_items = batch.get(column)
+        if column_items is None:
+            batch[column] = [item_to_add]
+        else:
+            column_items.append(item_to_add)
+
+    # State (only stateful pieces override these).
+
+    def get_state(self) -> StateDict:
+        """Returns this piece's state as plain data (`{}` for stateless pieces)."""
+        return {}
+
+    def set_state(self, state: StateDict) -> None:  # noqa: B027 (optional hook, no-op by default)
+        """Restores a state returned by `get_state` (or by `merge_states`)."""
+
+    def merge_states(self, states: list[StateDict]) -> StateDict:
+        """Combines the states of the same piece on several runners into one.
+
+        The default keeps the first: right for pieces whose state does not depend on the data seen.
+        """
+        return states[0] if states else {}
+
+    def reset_state(self) -> None:  # noqa: B027 (optional hook, no-op by default)
+        """Forgets everything this piece learned from data (e.g. running statistics)."""
+
+    # Naming.
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"{self.name}()"

@@ -1,0 +1,157 @@
+"""`ConnectorPipelineV2`: an ordered list of connector pieces that acts as one piece."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import gymnasium as gym
+
+from flywheel.connectors.connector import ConnectorV2
+from flywheel.errors import ConnectorError
+from flywheel.typing import StateDict
+
+PieceRef = str | type | int
+
+
+class ConnectorPipelineV2(ConnectorV2):
+    """Calls its pieces in order, each on the batch the previous one returned.
+
+    Each piece's input spaces are the previous piece's output spaces (the first piece gets the
+    pipeline's input spaces); they are recomputed after every structural change, and the pipeline's
+    output spaces are the last piece's.
+    """
+
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        connectors: Iterable[ConnectorV2] | None = None,
+        **kwargs: Any,
+    ):
+        self.connectors: list[ConnectorV2] = list(connectors or [])
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        for piece in self.connectors:
+            out = piece(
+                rl_module=rl_module,
+                batch=batch,
+                episodes=episodes,
+                explore=explore,
+                shared_data=shared_data,
+                metrics=metrics,
+                **kwargs,
+            )
+            if out is None:
+                raise ConnectorError(
+                    f"Connector piece {piece.name} returned None, expected the batch (a dict). "
+                    f"End its __call__ with `return batch`."
+                )
+            batch = out
+        return batch
+
+    # Structure.
+
+    def append(self, connector: ConnectorV2) -> None:
+        """Adds `connector` at the end."""
+        self.connectors.append(connector)
+        self._update_output_spaces()
+
+    def prepend(self, connector: ConnectorV2) -> None:
+        """Adds `connector` at the start."""
+        self.connectors.insert(0, connector)
+        self._update_output_spaces()
+
+    def insert_before(self, name_or_class: str | type, connector: ConnectorV2) -> ConnectorV2:
+        """Inserts `connector` before the first piece with that name (or of that class); returns it."""
+        self.connectors.insert(self._index_of(name_or_class), connector)
+        self._update_output_spaces()
+        return connector
+
+    def insert_after(self, name_or_class: str | type, connector: ConnectorV2) -> ConnectorV2:
+        """Inserts `connector` after the first piece with that name (or of that class); returns it."""
+        self.connectors.insert(self._index_of(name_or_class) + 1, connector)
+        self._update_output_spaces()
+        return connector
+
+    def remove(self, name_or_class: str | type) -> None:
+        """Removes the first piece with that name (or of that class)."""
+        del self.connectors[self._index_of(name_or_class)]
+        self._update_output_spaces()
+
+    def __len__(self) -> int:
+        return len(self.connectors)
+
+    def __getitem__(self, key: PieceRef) -> ConnectorV2:
+        """Returns a piece by position, name or class."""
+        if isinstance(key, int):
+            return self.connectors[key]
+        return self.connectors[self._index_of(key)]
+
+    def _index_of(self, name_or_class: str | type) -> int:
+        by_name = isinstance(name_or_class, str)
+        for index, piece in enumerate(self.connectors):
+            if (piece.name == name_or_class) if by_name else isinstance(piece, name_or_class):
+                return index
+        target = name_or_class if by_name else name_or_class.__name__
+        raise ConnectorError(
+            f"The pipeline has no connector piece {target!r}; its pieces are "
+            f"[{', '.join(piece.name for piece in self.connectors)}]. Pass the name or class of one of them."
+        )
+
+    def _update_output_spaces(self) -> None:
+        obs_space, act_space = self._input_observation_space, self._input_action_space
+        for piece in self.connectors:
+            piece.set_input_spaces(obs_space, act_space)
+            obs_space, act_space = piece.observation_space, piece.action_space
+        self._observation_space, self._action_space = obs_space, act_space
+
+    # State.
+
+    def get_state(self) -> StateDict:
+        """Returns `{"<index>_<name>": state}` for every piece with a non-empty state."""
+        states = {}
+        for index, piece in enumerate(self.connectors):
+            state = piece.get_state()
+            if state:
+                states[f"{index}_{piece.name}"] = state
+        return states
+
+    def set_state(self, state: StateDict) -> None:
+        keys = {f"{index}_{piece.name}": piece for index, piece in enumerate(self.connectors)}
+        unknown = [key for key in state if key not in keys]
+        if unknown:
+            raise ConnectorError(
+                f"Connector state has keys {unknown} that match no piece; expected keys among {list(keys)}. "
+                f"Restore it into a pipeline with the same pieces in the same order."
+            )
+        for key, piece_state in state.items():
+            keys[key].set_state(piece_state)
+
+    def merge_states(self, states: list[StateDict]) -> StateDict:
+        """Merges the pipeline states of several runners, piece by piece."""
+        merged = {}
+        for index, piece in enumerate(self.connectors):
+            key = f"{index}_{piece.name}"
+            piece_states = [state[key] for state in states if key in state]
+            if piece_states:
+                merged[key] = piece.merge_states(piece_states)
+        return merged
+
+    def reset_state(self) -> None:
+        for piece in self.connectors:
+            piece.reset_state()
+
+    def __repr__(self) -> str:
+        return f"ConnectorPipelineV2([{', '.join(piece.name for piece in self.connectors)}])"
