@@ -2,6 +2,8 @@
 
 import json
 import math
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import msgpack
@@ -403,3 +405,11 @@ def test_delete_reset_contains_and_peek_default():
     logger.log_value("a", 5.0)  # the group is gone, so "a" can be a value now
     logger.reset()
     assert logger.reduce() == {}
+
+
+def test_docs_page_examples_run():
+    page = Path(__file__).parents[2] / "docs" / "concepts" / "metrics.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, str(page), "exec"), {})

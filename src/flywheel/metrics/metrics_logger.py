@@ -177,7 +177,7 @@ class MetricsLogger:
 
         The producer side of `aggregate`: windows carry only their new values (not the whole
         window), so a runner can call this every iteration and a consumer aggregating the results
-        counts every value exactly once. The producer's own reduced numbers are not computed here.
+        counts every value exactly once. The producer's own reduced numbers are discarded.
         """
         state = self._state(new_only=True)
         self.reduce()
