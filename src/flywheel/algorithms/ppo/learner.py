@@ -1,0 +1,122 @@
+"""`PPOTorchLearner`: the PPO loss (clipped surrogate, clipped value loss, entropy, optional KL)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from flywheel.columns import Columns
+from flywheel.core.learner.schedules import Scheduler
+from flywheel.core.learner.torch_learner import TorchLearner
+from flywheel.errors import LearnerError
+from flywheel.typing import ModuleID, StateDict
+
+
+class PPOTorchLearner(TorchLearner):
+    """PPO as in Schulman et al. (2017), on batches from the PPO learner pipeline.
+
+    The pipeline (see `PPOConfig.build_learner_connector`) provides `ADVANTAGES` (GAE,
+    standardized once per module over the whole train batch, not per minibatch) and
+    `VALUE_TARGETS`. `entropy_coeff` may be a schedule over sampled env steps; with
+    `use_kl_loss` the KL coefficient adapts after every update (×1.5 when the mean KL
+    exceeds 2×`kl_target`, ×0.5 below 0.5×`kl_target`).
+    """
+
+    def build(self) -> None:
+        super().build()
+        for module_id, module in self.module.items():
+            if not hasattr(module, "compute_values"):
+                raise LearnerError(
+                    f"PPO needs a value function, but module {module_id!r} ({type(module).__name__}) has no "
+                    "compute_values. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
+                )
+        self.entropy_coeff_schedulers = {
+            mid: Scheduler(self.config.entropy_coeff, name="entropy_coeff") for mid in self.module
+        }
+        self.curr_entropy_coeffs = {
+            mid: s.value(self._timestep) for mid, s in self.entropy_coeff_schedulers.items()
+        }
+        self.curr_kl_coeffs = {mid: float(self.config.kl_coeff) for mid in self.module}
+
+    def compute_loss_for_module(
+        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+    ) -> torch.Tensor:
+        module = self.module[module_id]
+        mask = batch.get(Columns.LOSS_MASK)
+        mean = torch.mean if mask is None else (lambda x: x[mask].mean())
+
+        dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+        ratio = torch.exp(dist.logp(batch[Columns.ACTIONS]) - batch[Columns.ACTION_LOGP])
+        advantages = batch[Columns.ADVANTAGES]
+        clipped_ratio = torch.clamp(ratio, 1 - config.clip_param, 1 + config.clip_param)
+        policy_loss = -mean(torch.min(ratio * advantages, clipped_ratio * advantages))
+
+        values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+        vf_loss_unclipped = (values - batch[Columns.VALUE_TARGETS]) ** 2
+        vf_loss = mean(torch.clamp(vf_loss_unclipped, 0, config.vf_clip_param))
+        entropy = mean(dist.entropy())
+
+        total_loss = (
+            policy_loss + config.vf_loss_coeff * vf_loss - self.curr_entropy_coeffs[module_id] * entropy
+        )
+        mean_kl = torch.zeros((), device=total_loss.device)
+        if config.use_kl_loss:
+            old_dist = module.get_exploration_action_dist_cls().from_logits(batch[Columns.ACTION_DIST_INPUTS])
+            mean_kl = mean(old_dist.kl(dist))
+            total_loss = total_loss + self.curr_kl_coeffs[module_id] * mean_kl
+
+        self.metrics.log_dict(
+            {
+                "policy_loss": policy_loss.detach(),
+                "vf_loss": vf_loss.detach(),
+                "vf_loss_unclipped": mean(vf_loss_unclipped).detach(),
+                "vf_explained_var": _explained_variance(batch[Columns.VALUE_TARGETS], values, mask),
+                "entropy": entropy.detach(),
+                "mean_kl_loss": mean_kl.detach(),
+            },
+            key=module_id,
+        )
+        return total_loss
+
+    def before_gradient_based_update(self, *, timesteps: dict | None) -> None:
+        """Learning rates and entropy coefficients at the current timestep."""
+        super().before_gradient_based_update(timesteps=timesteps)
+        for module_id, scheduler in self.entropy_coeff_schedulers.items():
+            self.curr_entropy_coeffs[module_id] = scheduler.value(self._timestep)
+            self.metrics.log_value((module_id, "curr_entropy_coeff"), self.curr_entropy_coeffs[module_id])
+
+    def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
+        """Adapts each trained module's KL coefficient to this update's mean KL."""
+        for module_id in self.module:
+            if self.config.use_kl_loss and self.should_module_be_updated(module_id):
+                kl = self.metrics.peek((module_id, "mean_kl_loss"))
+                if kl > 2.0 * self.config.kl_target:
+                    self.curr_kl_coeffs[module_id] *= 1.5
+                elif kl < 0.5 * self.config.kl_target:
+                    self.curr_kl_coeffs[module_id] *= 0.5
+            self.metrics.log_value((module_id, "curr_kl_coeff"), self.curr_kl_coeffs[module_id])
+
+    def get_state(
+        self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
+    ) -> StateDict:
+        state = super().get_state(components, not_components)
+        if (components is None or "curr_kl_coeffs" in components) and "curr_kl_coeffs" not in (
+            not_components or []
+        ):
+            state["curr_kl_coeffs"] = dict(self.curr_kl_coeffs)
+        return state
+
+    def set_state(self, state: StateDict) -> None:
+        super().set_state(state)
+        self.curr_kl_coeffs.update(state.get("curr_kl_coeffs", {}))
+
+
+def _explained_variance(targets: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None) -> float:
+    """1 - Var(targets - values) / Var(targets), floored at -1 (1 = perfect, 0 = as good as the mean)."""
+    if mask is not None:
+        targets, values = targets[mask], values[mask]
+    var = torch.var(targets, unbiased=False)
+    if var == 0:
+        return 0.0
+    return max(-1.0, float(1.0 - torch.var(targets - values.detach(), unbiased=False) / var))

@@ -1,0 +1,77 @@
+"""`AddColumnsFromEpisodesToTrainBatch`: actions, rewards, done flags and extra model outputs."""
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.learner.module_episodes import (
+    BOOTSTRAP_CHUNK_LENS,
+    add_module_item,
+    append_last,
+    module_episodes,
+    modules_with_column,
+    stack_leaves,
+    terminated_column,
+)
+
+_OWN_COLUMNS = (Columns.ACTIONS, Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS)
+
+
+class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
+    """Adds one row per step of each chunk: `ACTIONS`, `REWARDS`, `TERMINATEDS`, `TRUNCATEDS`, and
+    every extra model output the runner recorded (`ACTION_LOGP`, `ACTION_DIST_INPUTS`, `VF_PREDS`,
+    `WEIGHTS_SEQ_NO`, ...) except `STATE_OUT`, which `AddTimeDimToBatchAndZeroPad` turns into `STATE_IN`.
+
+    Done flags are True only on a chunk's last step (terminated / truncated). With
+    `AddOneTsToEpisodesAndTruncate` earlier in the pipeline the columns get the extra bootstrap
+    row (last action and extra outputs repeated, reward 0.0) and that piece's done flags are kept.
+    A column an earlier piece set for a module is left alone for that module.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        extend = shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data
+        preset = {column: modules_with_column(batch, column) for column in _OWN_COLUMNS}
+        preset_extra: dict[str, set] = {}
+        for module_id, episode in module_episodes(episodes):
+            steps = slice(0, len(episode))
+            columns = {
+                Columns.ACTIONS: stack_leaves(episode.get_actions(steps)),
+                Columns.REWARDS: np.asarray(episode.get_rewards(steps), dtype=np.float32),
+            }
+            if extend:
+                columns[Columns.ACTIONS] = append_last(columns[Columns.ACTIONS])
+                columns[Columns.REWARDS] = append_last(columns[Columns.REWARDS], fill=0.0)
+            rows = len(columns[Columns.REWARDS])
+            columns[Columns.TERMINATEDS] = terminated_column(rows, len(episode) - 1, episode.is_terminated)
+            columns[Columns.TRUNCATEDS] = terminated_column(rows, len(episode) - 1, episode.is_truncated)
+            for column, data in columns.items():
+                if module_id not in preset[column]:
+                    add_module_item(batch, module_id, column, data)
+            self._add_extra_model_outputs(batch, module_id, episode, steps, extend, preset_extra)
+        return batch
+
+    @staticmethod
+    def _add_extra_model_outputs(
+        batch: dict, module_id: str, episode: Any, steps: slice, extend: bool, preset: dict[str, set]
+    ) -> None:
+        for key, data in episode.get_extra_model_outputs(None, steps).items():
+            if key == Columns.STATE_OUT:
+                continue
+            if key not in preset:
+                preset[key] = modules_with_column(batch, key)
+            if module_id in preset[key]:
+                continue
+            data = stack_leaves(data)
+            add_module_item(batch, module_id, key, append_last(data) if extend else data)

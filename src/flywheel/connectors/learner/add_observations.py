@@ -1,0 +1,42 @@
+"""`AddObservationsFromEpisodesToBatch` (learner version): every chunk's observations as rows."""
+
+from typing import Any
+
+from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.learner.module_episodes import (
+    add_module_item,
+    chunk_rows,
+    module_episodes,
+    modules_with_column,
+)
+
+
+class AddObservationsFromEpisodesToBatch(ConnectorV2):
+    """Adds `OBS`: the observation at each step of each chunk (one slice per chunk, no per-step work).
+
+    With `AddOneTsToEpisodesAndTruncate` earlier in the pipeline a chunk of `len` steps gives all
+    its `len + 1` observations (the last one feeds the bootstrap value); otherwise the `len`
+    observations the actions were taken on. Modules whose `OBS` a custom piece already set
+    (e.g. frame stacking in learner mode) are skipped; such a piece must produce
+    the same number of rows per chunk.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        preset = modules_with_column(batch, Columns.OBS)
+        for module_id, episode in module_episodes(episodes):
+            if module_id in preset:
+                continue
+            rows = chunk_rows(episode, shared_data)
+            add_module_item(batch, module_id, Columns.OBS, episode.get_observations(slice(0, rows)))
+        return batch

@@ -1,0 +1,132 @@
+"""`AddTimeDimToBatchAndZeroPad`: sequences of `max_seq_len` rows for stateful (recurrent) modules."""
+
+from typing import Any
+
+import numpy as np
+
+from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.learner.module_episodes import (
+    chunk_rows,
+    concat_leaves,
+    module_episodes,
+    num_rows,
+    stack_leaves,
+)
+from flywheel.errors import ConnectorError
+
+_DEFAULT_MAX_SEQ_LEN = 20
+
+
+class AddTimeDimToBatchAndZeroPad(ConnectorV2):
+    """Splits each chunk of a stateful module into sequences of `max_seq_len` rows, zero-padded.
+
+    Every column of such a module becomes `[num_sequences, max_seq_len, ...]`; `SEQ_LENS` holds
+    each sequence's real length, `LOSS_MASK` is False on padding, and `STATE_IN` (`{name:
+    [num_sequences, ...]}`) is the recurrent state at each sequence start: the `STATE_OUT` the
+    runner stored for the step before it (from the lookback buffer for a chunk's first
+    sequence), or the module's initial state at an episode's very first step. Sequences never
+    cross chunk boundaries. Stateless modules are left alone.
+
+    Args:
+        max_seq_len: Sequence length; default: the module's `model_config["max_seq_len"]` (20).
+    """
+
+    def __init__(self, input_observation_space=None, input_action_space=None, *, max_seq_len=None, **kwargs):
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+        self.max_seq_len = max_seq_len
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        chunks: dict[str, list] = {}
+        for module_id, episode in module_episodes(episodes):
+            chunks.setdefault(module_id, []).append(episode)
+        for module_id, module_chunks in chunks.items():
+            module = rl_module[module_id]
+            if not module.is_stateful():
+                continue
+            max_seq_len = self.max_seq_len or module.model_config.get("max_seq_len", _DEFAULT_MAX_SEQ_LEN)
+            rows = [chunk_rows(episode, shared_data) for episode in module_chunks]
+            columns = batch[module_id]
+            if Columns.LOSS_MASK not in columns:
+                columns[Columns.LOSS_MASK] = [np.ones(n, dtype=bool) for n in rows]
+            for column, items in columns.items():
+                per_chunk = _split_per_chunk(items, rows, module_id, column)
+                columns[column] = [_to_sequences(item, max_seq_len) for item in per_chunk]
+            columns[Columns.SEQ_LENS] = [_seq_lens(n, max_seq_len) for n in rows]
+            columns[Columns.STATE_IN] = [
+                _states_at_sequence_starts(module, episode, n, max_seq_len)
+                for episode, n in zip(module_chunks, rows)
+            ]
+        return batch
+
+
+def _split_per_chunk(items: Any, rows: list[int], module_id: str, column: str) -> list:
+    """Per-chunk items, splitting a column an earlier piece built as one array."""
+    if not isinstance(items, list):
+        total = num_rows(items)
+        if total != sum(rows):
+            raise ConnectorError(
+                f"batch[{module_id!r}][{column!r}] has {total} rows, expected {sum(rows)} (one per "
+                f"timestep of the module's chunks). Fix the piece that sets {column!r}."
+            )
+        bounds = np.cumsum(rows)[:-1]
+        return [_take(items, slice(start, end)) for start, end in zip([0, *bounds], [*bounds, total])]
+    for item, n in zip(items, rows):
+        if num_rows(item) != n:
+            raise ConnectorError(
+                f"batch[{module_id!r}][{column!r}] has a chunk item with {num_rows(item)} rows, expected {n}. "
+                f"Fix the piece that sets {column!r}: one row per timestep of each chunk."
+            )
+    return items
+
+
+def _take(data: Any, index: Any) -> Any:
+    if isinstance(data, dict):
+        return {key: _take(value, index) for key, value in data.items()}
+    return data[index]
+
+
+def _to_sequences(data: Any, max_seq_len: int) -> Any:
+    """`[rows, ...]` → `[ceil(rows / max_seq_len), max_seq_len, ...]`, zero-padded at the end."""
+    if isinstance(data, dict):
+        return {key: _to_sequences(value, max_seq_len) for key, value in data.items()}
+    data = np.asarray(data)
+    num_seqs = -(-len(data) // max_seq_len)
+    padded = np.zeros((num_seqs * max_seq_len,) + data.shape[1:], dtype=data.dtype)
+    padded[: len(data)] = data
+    return padded.reshape((num_seqs, max_seq_len) + data.shape[1:])
+
+
+def _seq_lens(rows: int, max_seq_len: int) -> np.ndarray:
+    num_seqs = -(-rows // max_seq_len)
+    lens = np.full(num_seqs, max_seq_len, dtype=np.int32)
+    lens[-1] = rows - (num_seqs - 1) * max_seq_len
+    return lens
+
+
+def _states_at_sequence_starts(module: Any, episode: Any, rows: int, max_seq_len: int) -> dict:
+    """`STATE_IN` for each sequence: the stored `STATE_OUT` of the step before its start."""
+    before_starts = list(range(max_seq_len - 1, rows - 1, max_seq_len))
+    if episode.t_started == 0:
+        first = {name: _to_numpy(value) for name, value in module.get_initial_state().items()}
+    else:
+        first = episode.get_extra_model_outputs(Columns.STATE_OUT, -1, neg_index_as_lookback=True)
+    first = stack_leaves([first])
+    if not before_starts:
+        return first
+    later = stack_leaves(episode.get_extra_model_outputs(Columns.STATE_OUT, before_starts))
+    return concat_leaves([first, later])
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)

@@ -1,0 +1,116 @@
+"""Helpers the learner pieces share: which module an episode trains, and per-module batch items.
+
+The learner batch is `{module_id: {column: items}}`. While the pipeline runs, `items` is a list
+with one array per episode chunk (leading dim = that chunk's rows, chunks in the order
+`module_episodes` yields them) or, when a piece already built the whole column, one array;
+`BatchIndividualItems` concatenates the lists.
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import tree
+
+from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
+
+# `shared_data` key under which `AddOneTsToEpisodesAndTruncate` records, per module, the number
+# of rows of each chunk (its steps plus the one bootstrap timestep), in `module_episodes` order.
+BOOTSTRAP_CHUNK_LENS = "bootstrap_chunk_lens"
+
+
+def module_episodes(episodes: list[Any]) -> Iterator[tuple[ModuleID, Any]]:
+    """Yields `(module_id, single_agent_episode)` for every chunk with at least one step.
+
+    A `SingleAgentEpisode` trains `episode.module_id` (the default policy when unset); a
+    multi-agent episode yields each agent's episode with the module its agent maps to.
+    Empty chunks carry nothing to train on and are skipped by every learner piece alike.
+    """
+    for episode in episodes:
+        agent_episodes = getattr(episode, "agent_episodes", None)
+        if agent_episodes is None:
+            if len(episode) > 0:
+                yield (getattr(episode, "module_id", None) or DEFAULT_MODULE_ID), episode
+            continue
+        for agent_id, agent_episode in agent_episodes.items():
+            if len(agent_episode) > 0:
+                yield agent_episode.module_id or episode.module_for(agent_id), agent_episode
+
+
+def chunk_rows(episode: Any, shared_data: dict | None) -> int:
+    """Rows a chunk contributes: its steps, plus one when bootstrap timesteps were added."""
+    extra = 1 if shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data else 0
+    return len(episode) + extra
+
+
+def add_module_item(batch: dict, module_id: ModuleID, column: str, item: Any) -> None:
+    """Appends one chunk's `item` to `batch[module_id][column]` (a list of per-chunk items)."""
+    columns = batch.get(module_id)
+    if columns is None:
+        batch[module_id] = {column: [item]}
+        return
+    items = columns.get(column)
+    if items is None:
+        columns[column] = [item]
+    else:
+        items.append(item)
+
+
+def modules_with_column(batch: dict, column: str) -> set[ModuleID]:
+    """Modules for which an earlier piece already set `column` (those pieces own it there)."""
+    return {module_id for module_id, columns in batch.items() if column in columns}
+
+
+def append_last(data: Any, fill: Any = None) -> Any:
+    """`data` with one more row at the end: a copy of its last row, or `fill` when given."""
+    if isinstance(data, np.ndarray):
+        last = data[-1:] if fill is None else np.full((1,) + data.shape[1:], fill, dtype=data.dtype)
+        return np.concatenate([data, last])
+    return tree.map_structure(lambda leaf: append_last(leaf, fill), data)
+
+
+def stack_leaves(items: list[Any]) -> Any:
+    """Stacks a list of (possibly nested) items leaf-wise into arrays with a new leading dim."""
+    if isinstance(items, np.ndarray) or not isinstance(items, list):
+        return items
+    if isinstance(items[0], dict):
+        return {key: stack_leaves([item[key] for item in items]) for key in items[0]}
+    return np.stack([np.asarray(item) for item in items])
+
+
+def concat_leaves(items: list[Any]) -> Any:
+    """Concatenates per-chunk items along the leading dim, leaf-wise for nested items."""
+    first = items[0]
+    if isinstance(first, np.ndarray):
+        return first if len(items) == 1 else np.concatenate(items)
+    if isinstance(first, dict):
+        return {key: concat_leaves([item[key] for item in items]) for key in first}
+    return np.concatenate([np.asarray(item) for item in items])
+
+
+def num_rows(data: Any) -> int:
+    """Leading dimension of an array or of the first leaf of a nested structure."""
+    while isinstance(data, dict):
+        data = next(iter(data.values()))
+    return len(data)
+
+
+def terminated_column(rows: int, last_real: int, flag: bool) -> np.ndarray:
+    """A bool column of `rows` False values with `flag` at row `last_real`."""
+    column = np.zeros(rows, dtype=bool)
+    column[last_real] = flag
+    return column
+
+
+__all__ = [
+    "BOOTSTRAP_CHUNK_LENS",
+    "add_module_item",
+    "append_last",
+    "chunk_rows",
+    "concat_leaves",
+    "modules_with_column",
+    "module_episodes",
+    "num_rows",
+    "stack_leaves",
+    "terminated_column",
+]
