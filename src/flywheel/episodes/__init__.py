@@ -1,0 +1,6 @@
+"""Episodes: the record of what happened in an env (observations, actions, rewards, ...)."""
+
+from flywheel.episodes.lookback_buffer import LookbackBuffer
+from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+
+__all__ = ["LookbackBuffer", "SingleAgentEpisode"]
