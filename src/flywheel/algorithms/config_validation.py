@@ -21,9 +21,10 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate closest to `word` (difflib), or None when nothing is similar."""
-    matches = difflib.get_close_matches(word, list(candidates), n=1)
-    return matches[0] if matches else None
+    """The candidate closest to `word` (difflib, ignoring case), or None when nothing is similar."""
+    by_lower = {candidate.lower(): candidate for candidate in candidates}
+    matches = difflib.get_close_matches(word.lower(), list(by_lower), n=1)
+    return by_lower[matches[0]] if matches else None
 
 
 def where(config: AlgorithmConfig, name: str) -> str:
@@ -201,7 +202,7 @@ def _check_multi_agent(config: AlgorithmConfig) -> list[str | None]:
     if not isinstance(policies, Mapping | set | frozenset | list | tuple) or not policies:
         return [
             f"policies={policies!r} must be a non-empty set/list of module ids or a dict id -> RLModuleSpec. "
-            f"Fix: pass e.g. {where(config, 'policies').replace('...', repr({'p0', 'p1'}))}."
+            "Fix: pass e.g. config.multi_agent(policies={'p0', 'p1'})."
         ]
     problems = [check_optional_callable(config, "policy_mapping_fn")]
     ids = set(policies)
@@ -249,7 +250,7 @@ def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
             hint = closest(key, known)
             problems.append(
                 f"evaluation_config has an unknown setting {key!r}. Fix: use a setting name"
-                + (f", e.g. {hint!r}." if hint else " (see AlgorithmConfig.overrides()).")
+                + (f", e.g. {hint!r}." if hint else f" ({type(config).__name__}.setting_names() lists them).")
             )
     return problems
 
