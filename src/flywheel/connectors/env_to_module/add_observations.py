@@ -1,0 +1,31 @@
+"""`AddObservationsFromEpisodesToBatch`: the module's input observation is each episode's newest one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
+
+
+class AddObservationsFromEpisodesToBatch(ConnectorV2):
+    """Sets `batch[OBS]` to the list of each episode's newest observation, in episode order.
+
+    Skipped when an earlier piece already set `OBS` (e.g. `FrameStacking`), so such pieces replace
+    what the module sees without being undone here.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if Columns.OBS not in batch:
+            batch[Columns.OBS] = [episode.get_observations(-1) for episode in episodes]
+        return batch

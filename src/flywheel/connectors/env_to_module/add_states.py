@@ -1,0 +1,55 @@
+"""`AddStatesFromEpisodesToBatch`: feeds a recurrent module the state it produced one step earlier."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import tree
+
+from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
+
+
+class AddStatesFromEpisodesToBatch(ConnectorV2):
+    """Sets `batch[STATE_IN]` to one state per episode, for stateful modules only.
+
+    An episode at its very first step gets the module's initial state; an ongoing one gets its last
+    `STATE_OUT` extra model output. A chunk that was just cut (no steps yet, `t_started > 0`) finds
+    that output in its lookback buffer, so runners must cut with `len_lookback_buffer >= 1`.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if Columns.STATE_IN in batch or not rl_module.is_stateful():
+            return batch
+        initial_state = None
+        states = []
+        for episode in episodes:
+            if len(episode) > 0:
+                states.append(episode.get_extra_model_outputs(Columns.STATE_OUT, -1))
+            elif episode.t_started > 0:
+                states.append(
+                    episode.get_extra_model_outputs(Columns.STATE_OUT, -1, neg_index_as_lookback=True)
+                )
+            else:
+                if initial_state is None:
+                    initial_state = tree.map_structure(_to_numpy, rl_module.get_initial_state())
+                states.append(initial_state)
+        batch[Columns.STATE_IN] = states
+        return batch
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    """One leaf of an initial state as numpy (modules may return tensors, even trainable ones)."""
+    return value.numpy(force=True) if isinstance(value, torch.Tensor) else np.asarray(value)

@@ -1,0 +1,42 @@
+"""`BatchIndividualItems`: turns per-episode item lists into arrays with a leading batch dimension."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tree
+
+from flywheel.connectors.connector import ConnectorV2
+
+
+class BatchIndividualItems(ConnectorV2):
+    """Stacks every list-valued column of the batch into one numpy array (row `i` = episode `i`).
+
+    Flat items (arrays, numbers) are stacked with one `np.stack`; nested items (dicts, tuples, as in
+    Dict observations or recurrent states) are stacked leaf-wise. Columns that are not lists (already
+    batched by an earlier piece) are left as they are.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        for column, items in batch.items():
+            if type(items) is list and items:
+                batch[column] = stack_items(items)
+        return batch
+
+
+def stack_items(items: list[Any]) -> Any:
+    """Stacks a list of same-structured items into one structure of arrays `[len(items), ...]`."""
+    if isinstance(items[0], (dict, tuple, list)):
+        return tree.map_structure(lambda *leaves: np.stack(leaves), *items)
+    return np.stack(items)

@@ -1,0 +1,121 @@
+"""`FlattenObservations`: Dict / Tuple / n-D Box / Discrete observations → one flat float32 vector."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from flywheel.connectors.connector import ConnectorV2
+from flywheel.errors import ConnectorError
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """One leaf of the observation space: where to find it and how to flatten it.
+
+    `one_hot_sizes` is None for Box/MultiBinary leaves (values reshaped to a row) and the category
+    counts for Discrete (one) or MultiDiscrete (one per component) leaves, which become one-hots.
+    """
+
+    path: tuple[Any, ...]
+    one_hot_sizes: np.ndarray | None
+    starts: np.ndarray | None
+
+
+class FlattenObservations(ConnectorV2):
+    """Rewrites each episode's newest observation as a 1-D float32 array.
+
+    Leaves are concatenated in the space's order (Dict keys as the Dict orders them, Tuple in
+    position order): Box and MultiBinary leaves flattened, Discrete leaves one-hot (`n` entries),
+    MultiDiscrete leaves one one-hot per component. Like `MeanStdFilter`, it writes back into the
+    episodes so the learner trains on the flat observations the module saw.
+    """
+
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        **kwargs: Any,
+    ):
+        self._leaves: list[_Leaf] = []
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
+    ) -> gym.Space:
+        self._leaves = []
+        lows, highs = [], []
+        self._plan(input_observation_space, (), lows, highs)
+        low, high = np.concatenate(lows), np.concatenate(highs)
+        return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), low.shape, np.float32)
+
+    def _plan(self, space: gym.Space, path: tuple[Any, ...], lows: list, highs: list) -> None:
+        if isinstance(space, gym.spaces.Dict):
+            for key, subspace in space.spaces.items():
+                self._plan(subspace, (*path, key), lows, highs)
+        elif isinstance(space, gym.spaces.Tuple):
+            for index, subspace in enumerate(space.spaces):
+                self._plan(subspace, (*path, index), lows, highs)
+        elif isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
+            is_box = isinstance(space, gym.spaces.Box)
+            lows.append(space.low.reshape(-1) if is_box else np.zeros(space.n).reshape(-1))
+            highs.append(space.high.reshape(-1) if is_box else np.ones(space.n).reshape(-1))
+            self._leaves.append(_Leaf(path, None, None))
+        elif isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+            sizes = np.asarray(space.n if isinstance(space, gym.spaces.Discrete) else space.nvec).reshape(-1)
+            starts = np.asarray(space.start).reshape(-1)
+            lows.append(np.zeros(sizes.sum()))
+            highs.append(np.ones(sizes.sum()))
+            self._leaves.append(_Leaf(path, sizes, starts))
+        else:
+            raise ConnectorError(
+                f"FlattenObservations handles Box, MultiBinary, Discrete, MultiDiscrete and Dict/Tuple of "
+                f"them, got {space} at {list(path) or 'the top level'}. Convert that part of the observation "
+                f"with a custom piece before FlattenObservations."
+            )
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if not episodes:
+            return batch
+        flat = self._flatten([episode.get_observations(-1) for episode in episodes])
+        for episode, row in zip(episodes, flat):
+            episode.set_observations(new_data=row, at_indices=-1)
+        return batch
+
+    def _flatten(self, observations: list[Any]) -> np.ndarray:
+        """Flattens a list of observations into one float32 array `[len(observations), flat_dim]`."""
+        parts = [self._flatten_leaf(leaf, observations) for leaf in self._leaves]
+        flat = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        return flat.astype(np.float32, copy=False)
+
+    @staticmethod
+    def _flatten_leaf(leaf: _Leaf, observations: list[Any]) -> np.ndarray:
+        if leaf.path:
+            observations = [_at_path(observation, leaf.path) for observation in observations]
+        values = np.asarray(observations).reshape(len(observations), -1)
+        if leaf.one_hot_sizes is None:
+            return values
+        one_hots = [
+            np.eye(size, dtype=np.float32)[values[:, index] - start]
+            for index, (size, start) in enumerate(zip(leaf.one_hot_sizes, leaf.starts))
+        ]
+        return one_hots[0] if len(one_hots) == 1 else np.concatenate(one_hots, axis=1)
+
+
+def _at_path(observation: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        observation = observation[key]
+    return observation

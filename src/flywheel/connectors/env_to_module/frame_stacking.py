@@ -1,0 +1,113 @@
+"""`FrameStacking`: the module sees the last `num_frames` observations, stacked along the last axis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
+from flywheel.errors import ConnectorError
+from flywheel.typing import DEFAULT_MODULE_ID
+
+
+class FrameStacking(ConnectorV2):
+    """Stacks each episode's last `num_frames` observations into one (oldest first).
+
+    A Box observation of shape `(..., C)` becomes `(..., num_frames * C)`: frame `f` occupies
+    `[f * C, (f + 1) * C)` of the last axis. Before the episode start the first frame is repeated.
+    Frames come from the episode (its lookback buffer included), so a chunk continuing an earlier one
+    stacks exactly only if it was cut with `len_lookback_buffer >= num_frames - 1` (runners:
+    `episode_lookback_horizon`); with less history the oldest stored frame is repeated.
+
+    The episodes are not rewritten (they keep single frames, which is cheaper to store); the piece
+    sets `batch[OBS]` itself, so the default observation piece skips. The learner therefore needs the
+    same stacking: add `FrameStacking(num_frames=..., as_learner_connector=True)` to the learner
+    pipeline. In that mode it sets `batch[module_id][OBS]` to one row per step of each episode, the
+    stacked frames ending at observation `0 .. len(episode) - 1` of the chunk (the observations the
+    actions were taken at), episodes concatenated in order.
+    """
+
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        num_frames: int = 4,
+        as_learner_connector: bool = False,
+        **kwargs: Any,
+    ):
+        if num_frames < 1:
+            raise ConnectorError(f"FrameStacking needs num_frames >= 1, got {num_frames}.")
+        self.num_frames = num_frames
+        self.as_learner_connector = as_learner_connector
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
+    ) -> gym.Space:
+        space = input_observation_space
+        if not isinstance(space, gym.spaces.Box) or not space.shape:
+            raise ConnectorError(
+                f"FrameStacking stacks Box observations with at least one dimension, got {space}. Put "
+                f"FlattenObservations before it for other spaces."
+            )
+        low = np.concatenate([space.low] * self.num_frames, axis=-1)
+        high = np.concatenate([space.high] * self.num_frames, axis=-1)
+        return gym.spaces.Box(low, high, low.shape, space.dtype)
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if self.as_learner_connector:
+            self._add_learner_rows(batch, episodes)
+        elif episodes:
+            k = self.num_frames
+            frames = np.asarray(
+                [_pad_front(episode.get_observations(slice(-k, None)), k) for episode in episodes]
+            )
+            # [B, k, ..., C] -> [B, ..., k, C] -> [B, ..., k * C]: frame-major along the last axis.
+            stacked = np.moveaxis(frames, 1, -2)
+            batch[Columns.OBS] = stacked.reshape(*stacked.shape[:-2], -1)
+        return batch
+
+    def _add_learner_rows(self, batch: dict[str, Any], episodes: list[Any]) -> None:
+        k = self.num_frames
+        rows: dict[str, list[np.ndarray]] = {}
+        for episode in episodes:
+            n = len(episode)
+            if n == 0:
+                continue
+            # Observations -(k-1) .. n-1 (lookback included): window j ends at observation j.
+            history = episode.get_observations(slice(1 - k, n), neg_index_as_lookback=True)
+            frames = _pad_front(history, n + k - 1)
+            windows = np.moveaxis(sliding_window_view(frames, k, axis=0), -1, -2)  # [n, ..., k, C]
+            module_id = episode.module_id or DEFAULT_MODULE_ID
+            rows.setdefault(module_id, []).append(windows.reshape(*windows.shape[:-2], -1))
+        for module_id, module_rows in rows.items():
+            batch.setdefault(module_id, {})[Columns.OBS] = np.concatenate(module_rows)
+
+    def __repr__(self) -> str:
+        return (
+            f"FrameStacking(num_frames={self.num_frames}, as_learner_connector={self.as_learner_connector})"
+        )
+
+
+def _pad_front(frames: Any, length: int) -> np.ndarray:
+    """`frames` as an array of `length` frames, the first one repeated in front when there are fewer."""
+    frames = np.asarray(frames)
+    missing = length - len(frames)
+    if missing <= 0:
+        return frames
+    return np.concatenate([np.repeat(frames[:1], missing, axis=0), frames])

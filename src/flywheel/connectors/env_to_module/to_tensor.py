@@ -1,0 +1,62 @@
+"""`NumpyToTensor`: the last env-to-module step, numpy batch → torch tensors for the module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import tree
+
+from flywheel.connectors.connector import ConnectorV2
+
+
+class NumpyToTensor(ConnectorV2):
+    """Turns every numpy array in the batch into a torch tensor (nested columns leaf-wise).
+
+    float64 arrays become float32, since modules compute in float32 and envs often return float64.
+    Tensors share memory with the arrays on the CPU (`torch.from_numpy`, no copy); with `device` set,
+    they are moved there.
+    """
+
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        device: str | torch.device | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+        self.device = None if device is None else torch.device(device)
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        for column, value in batch.items():
+            if isinstance(value, np.ndarray):
+                batch[column] = self._to_tensor(value)
+            elif isinstance(value, (dict, tuple, list)):
+                batch[column] = tree.map_structure(self._to_tensor_if_array, value)
+        return batch
+
+    def _to_tensor(self, array: np.ndarray) -> torch.Tensor:
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        tensor = torch.from_numpy(array)
+        return tensor if self.device is None else tensor.to(self.device)
+
+    def _to_tensor_if_array(self, leaf: Any) -> Any:
+        return self._to_tensor(leaf) if isinstance(leaf, np.ndarray) else leaf
+
+    def __repr__(self) -> str:
+        return f"NumpyToTensor(device={self.device})"

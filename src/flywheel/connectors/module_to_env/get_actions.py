@@ -1,0 +1,40 @@
+"""`GetActions`: turns the module's action distribution inputs into actions (and their log-probs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
+
+
+class GetActions(ConnectorV2):
+    """Samples `batch[ACTIONS]` from `batch[ACTION_DIST_INPUTS]` unless the module already chose them.
+
+    Exploring: the module's exploration distribution, `sample()`, plus `ACTION_LOGP` (the learner
+    needs it for importance ratios). Not exploring: the inference distribution's
+    `deterministic_sample()` (e.g. argmax, Gaussian mean), no log-probs.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        if Columns.ACTIONS in batch:
+            return batch
+        if explore:
+            dist = rl_module.get_exploration_action_dist_cls().from_logits(batch[Columns.ACTION_DIST_INPUTS])
+            actions = dist.sample()
+            batch[Columns.ACTION_LOGP] = dist.logp(actions)
+        else:
+            dist = rl_module.get_inference_action_dist_cls().from_logits(batch[Columns.ACTION_DIST_INPUTS])
+            actions = dist.deterministic_sample()
+        batch[Columns.ACTIONS] = actions
+        return batch

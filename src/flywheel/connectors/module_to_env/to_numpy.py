@@ -1,0 +1,40 @@
+"""`TensorToNumpy`: module outputs → numpy, so the env and the episodes never see tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import tree
+
+from flywheel.connectors.connector import ConnectorV2
+
+
+class TensorToNumpy(ConnectorV2):
+    """Turns every torch tensor in the batch into a numpy array (nested columns leaf-wise).
+
+    Tensors are detached and moved to the CPU first, so outputs of a module on a GPU or with
+    gradients convert too.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        for column, value in batch.items():
+            if isinstance(value, torch.Tensor):
+                batch[column] = value.numpy(force=True)
+            elif isinstance(value, (dict, tuple, list)):
+                batch[column] = tree.map_structure(_leaf_to_numpy, value)
+        return batch
+
+
+def _leaf_to_numpy(leaf: Any) -> Any:
+    return leaf.numpy(force=True) if isinstance(leaf, torch.Tensor) else leaf
