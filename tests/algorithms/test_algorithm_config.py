@@ -154,6 +154,9 @@ def test_sections_own_exactly_the_api_keywords():
             keywords
         ), section
     assert AlgorithmConfig.section_of("in_evaluation") is None
+    assert (
+        AlgorithmConfig.section_of("clip_param") is None and PPOConfig.section_of("clip_param") == "training"
+    )
 
 
 @pytest.mark.parametrize("section", sorted(SECTION_KEYWORDS))

@@ -89,8 +89,8 @@ class AlgorithmConfig(AlgorithmSettings):
 
     @classmethod
     def section_of(cls, name: str) -> str | None:
-        """The section method that sets `name` (None for settings code sets, e.g. in_evaluation)."""
-        return next(f.metadata["section"] for f in cls._setting_fields() if f.name == name)
+        """The section method that sets `name` (None for settings only code sets, e.g. in_evaluation)."""
+        return next((f.metadata["section"] for f in cls._setting_fields() if f.name == name), None)
 
     def _update(
         self, where: str, kwargs: Mapping[str, Any], valid: Iterable[str], noun: str = "keyword"
