@@ -47,7 +47,9 @@ def test_base_hooks_are_no_ops_and_inactive():
     callback = RLlibCallback()
     assert callback.active_hooks == frozenset()
     assert callback.on_episode_step(episode=1, env_runner=None, metrics_logger=None, extra=2) is None
-    assert Recorder().active_hooks == {"on_episode_end", "on_train_result"}
+    recorder = Recorder()
+    assert recorder.active_hooks == {"on_episode_end", "on_train_result"}
+    assert recorder.active_hooks is recorder.active_hooks  # cached: runners may check it every step
 
 
 def test_build_callbacks_without_anything_is_an_inactive_base():

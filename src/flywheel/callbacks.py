@@ -42,10 +42,15 @@ class RLlibCallback:
     def active_hooks(self) -> frozenset[str]:
         """Names of the hooks that do something (overridden, or set on the instance by `build_callbacks`).
 
-        Read it once when building a runner or algorithm, not per call: hooks outside the set are
-        no-ops and need not be called at all.
+        Hooks outside the set are no-ops and need not be called at all. Computed on first access and
+        then cached (a dict lookup, cheap enough for per-step checks), so set any hook on an instance
+        before reading it.
         """
-        return frozenset(name for name in HOOK_NAMES if _is_active(self, name))
+        active = self.__dict__.get("_active_hooks")
+        if active is None:
+            active = frozenset(name for name in HOOK_NAMES if _is_active(self, name))
+            self.__dict__["_active_hooks"] = active
+        return active
 
     def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
         """After an Algorithm is fully built (runners, learners and modules exist)."""
