@@ -77,7 +77,6 @@ class Learner(abc.ABC):
         self._weights_seq_no = 0
         self._timestep = 0
         self._num_non_finite_updates = 0
-        self._rng = np.random.default_rng(getattr(config, "seed", None))
 
     # Building.
 
@@ -227,13 +226,20 @@ class Learner(abc.ABC):
             mid: rows[mid] if minibatch_size is None else max(1, minibatch_size // _row_len(columns))
             for mid, columns in batch.items()
         }
+        rng = self._shuffle_rng()
         for _ in range(num_epochs):
             parts = {}
             for mid, n in rows.items():
-                order = self._rng.permutation(n) if shuffle else np.arange(n)
+                order = rng.permutation(n) if shuffle else np.arange(n)
                 parts[mid] = np.array_split(order, max(1, -(-n // per_minibatch[mid])))
             for i in range(max((len(p) for p in parts.values()), default=0)):
                 yield {mid: self._take_rows(batch[mid], p[i]) for mid, p in parts.items() if i < len(p)}
+
+    def _shuffle_rng(self) -> np.random.Generator:
+        """Shuffling randomness: with `config.seed`, a function of (seed, update number), so a
+        restored learner shuffles exactly as the original would have."""
+        seed = getattr(self.config, "seed", None)
+        return np.random.default_rng(None if seed is None else [seed, self._weights_seq_no])
 
     @abc.abstractmethod
     def _update_on_minibatch(self, minibatch: dict, index: int, *, warn: bool) -> None:

@@ -107,7 +107,7 @@ class TorchLearner(Learner):
             self._weights_seq_no + 1,
             index,
             self._weights_seq_no,
-            {mid: float(loss) for mid, loss in losses.items()},
+            {mid: float(loss.detach()) for mid, loss in losses.items()},
         )
 
     # Tensors.
