@@ -1,0 +1,129 @@
+"""`MultiRLModule`: several RLModules under module ids, as one torch module and one dict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from torch import nn
+
+from flywheel.core.rl_module.rl_module import RLModule
+from flywheel.errors import ModuleError
+from flywheel.typing import ModuleID
+
+
+class MultiRLModule(nn.Module):
+    """Maps module ids to RLModules (a learner's `module`; one entry per policy).
+
+    It is an `nn.Module` holding a `ModuleDict`, so `.parameters()` spans every sub-module
+    and one optimizer or DDP wrapper can cover them all. It also reads like a dict:
+    `multi["p0"]`, `"p0" in multi`, `keys()`, `items()`, `values()`, `len(multi)`.
+
+    Forward passes take and return `{module_id: ...}`: each sub-batch goes to its module.
+    """
+
+    def __init__(self, rl_modules: dict[ModuleID, RLModule] | None = None):
+        super().__init__()
+        self._rl_modules = nn.ModuleDict()
+        for module_id, module in (rl_modules or {}).items():
+            self.add_module(module_id, module)
+
+    # Dict behaviour.
+
+    def __getitem__(self, module_id: ModuleID) -> RLModule:
+        try:
+            return self._rl_modules[module_id]
+        except KeyError:
+            raise KeyError(
+                f"No module with id {module_id!r} in this MultiRLModule; it has {list(self.keys())}."
+            ) from None
+
+    def __contains__(self, module_id: object) -> bool:
+        return module_id in self._rl_modules
+
+    def __len__(self) -> int:
+        return len(self._rl_modules)
+
+    def __iter__(self) -> Iterator[ModuleID]:
+        return iter(self._rl_modules)
+
+    def keys(self):
+        return self._rl_modules.keys()
+
+    def items(self):
+        return self._rl_modules.items()
+
+    def values(self):
+        return self._rl_modules.values()
+
+    def add_module(self, module_id: ModuleID, module: RLModule, *, override: bool = False) -> None:
+        """Adds `module` under `module_id` (ModuleError if taken, unless `override`)."""
+        if not isinstance(module, RLModule) or not isinstance(module, nn.Module):
+            raise ModuleError(
+                f"MultiRLModule holds torch RLModules, got {type(module).__name__} for {module_id!r}. "
+                "Fix: pass a TorchRLModule (e.g. RLModuleSpec(...).build())."
+            )
+        if module_id in self._rl_modules and not override:
+            raise ModuleError(
+                f"Module id {module_id!r} is already in this MultiRLModule. "
+                "Fix: pass override=True to replace it, or choose another id."
+            )
+        try:
+            self._rl_modules[module_id] = module
+        except KeyError as e:
+            raise ModuleError(
+                f"{module_id!r} cannot be a module id: {e}. Fix: use a plain name such as 'p0' "
+                "(no dots, not an attribute name of torch.nn.Module)."
+            ) from e
+
+    def remove_module(self, module_id: ModuleID, *, raise_err_if_not_found: bool = True) -> None:
+        """Removes `module_id` (KeyError if missing, unless `raise_err_if_not_found=False`)."""
+        if module_id in self._rl_modules:
+            del self._rl_modules[module_id]
+        elif raise_err_if_not_found:
+            raise KeyError(
+                f"No module with id {module_id!r} to remove; this MultiRLModule has {list(self.keys())}. "
+                "Fix: pass raise_err_if_not_found=False to ignore missing ids."
+            )
+
+    def foreach_module(self, func: Callable[[RLModule], Any]) -> list:
+        """`[func(module) for each module]`, in insertion order."""
+        return [func(module) for module in self._rl_modules.values()]
+
+    # Forward passes.
+
+    def forward_inference(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_inference(sub, **kwargs) for mid, sub in batch.items()}
+
+    def forward_exploration(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_exploration(sub, **kwargs) for mid, sub in batch.items()}
+
+    def forward_train(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_train(sub, **kwargs) for mid, sub in batch.items()}
+
+    def forward(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        """torch's entry point (used by wrappers such as DDP): the training pass."""
+        return {mid: self[mid].forward(sub, **kwargs) for mid, sub in batch.items()}
+
+    # State.
+
+    def get_state(
+        self,
+        components: ModuleID | list[ModuleID] | None = None,
+        not_components: ModuleID | list[ModuleID] | None = None,
+        *,
+        inference_only: bool = False,
+    ) -> dict[ModuleID, dict]:
+        """`{module_id: module.get_state(inference_only=...)}` for the selected module ids."""
+        keep = [components] if isinstance(components, str) else components
+        drop = [not_components] if isinstance(not_components, str) else (not_components or [])
+        return {
+            mid: module.get_state(inference_only=inference_only)
+            for mid, module in self._rl_modules.items()
+            if (keep is None or mid in keep) and mid not in drop
+        }
+
+    def set_state(self, state: dict[ModuleID, dict]) -> None:
+        """Loads `{module_id: module_state}`; ids not given keep their weights."""
+        for module_id, module_state in state.items():
+            self[module_id].set_state(module_state)

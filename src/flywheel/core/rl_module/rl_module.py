@@ -1,0 +1,150 @@
+"""`RLModule`: the neural-network part of a policy, free of any framework.
+
+An RLModule maps a batch dict to an output dict, in three phases that may differ::
+
+    out = module.forward_exploration({OBS: obs})   # runners, explore=True
+    out = module.forward_inference({OBS: obs})     # runners, explore=False; evaluation
+    out = module.forward_train(train_batch)        # learners, with gradients
+
+Each returns at least `Columns.ACTION_DIST_INPUTS`; the module's distribution classes
+(`get_*_action_dist_cls()`) turn those into actions, log-probabilities and entropies.
+Subclasses build their layers in `setup()` and override `_forward` (all phases) or the
+phase methods they need. `TorchRLModule` adds torch: modes, no-grad, weights as state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from flywheel.core.distributions import Distribution, distribution_for_space
+from flywheel.errors import ModuleError
+
+
+class RLModule:
+    """Base class of all modules; see the module docstring for the forward protocol.
+
+    Args:
+        observation_space: Space of the observations the module receives (the output space of
+            the env-to-module pipeline).
+        action_space: Space of the actions the module's distributions produce.
+        inference_only: Build only what runners need to act (e.g. no value branch).
+        model_config: Free-form settings for `setup()` (default `{}`).
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+        inference_only: bool = False,
+        model_config: dict | None = None,
+    ):
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.inference_only = inference_only
+        self.model_config = dict(model_config) if model_config else {}
+        self._default_dist_cls: type[Distribution] | None = None
+        self._is_stateful: bool | None = None
+        self.setup()
+
+    def setup(self) -> None:
+        """Builds the module's layers from the spaces and `model_config` (override this)."""
+
+    # Forward passes. The public methods are the stable entry points; subclasses override the
+    # private ones. `TorchRLModule` wraps them in the right torch mode and grad context.
+
+    def forward_inference(self, batch: dict, **kwargs) -> dict:
+        """Greedy acting (no exploration): evaluation and `explore=False` sampling."""
+        return self._forward_inference(batch, **kwargs)
+
+    def forward_exploration(self, batch: dict, **kwargs) -> dict:
+        """Acting while collecting experience (`explore=True`)."""
+        return self._forward_exploration(batch, **kwargs)
+
+    def forward_train(self, batch: dict, **kwargs) -> dict:
+        """The pass a learner differentiates through."""
+        return self._forward_train(batch, **kwargs)
+
+    def _forward_inference(self, batch: dict, **kwargs) -> dict:
+        return self._forward(batch, **kwargs)
+
+    def _forward_exploration(self, batch: dict, **kwargs) -> dict:
+        return self._forward(batch, **kwargs)
+
+    def _forward_train(self, batch: dict, **kwargs) -> dict:
+        return self._forward(batch, **kwargs)
+
+    def _forward(self, batch: dict, **kwargs) -> dict:
+        raise NotImplementedError(
+            f"{type(self).__name__} overrides none of _forward, _forward_inference, "
+            "_forward_exploration, _forward_train. Fix: override _forward (used by all three "
+            "phases) or the phase methods the module is used with."
+        )
+
+    # Recurrent state.
+
+    def get_initial_state(self) -> dict:
+        """The state at an episode's start, without batch dimension (`{}`: not stateful).
+
+        Stateful modules read `batch[STATE_IN]` (this structure with a leading batch
+        dimension) and return `STATE_OUT` of the same structure.
+        """
+        return {}
+
+    def is_stateful(self) -> bool:
+        """Whether the module carries recurrent state (asked every step: cached)."""
+        if self._is_stateful is None:
+            self._is_stateful = bool(self.get_initial_state())
+        return self._is_stateful
+
+    # Action distributions.
+
+    def get_inference_action_dist_cls(self) -> type[Distribution]:
+        """Distribution class for `forward_inference` outputs (default: from the action space)."""
+        return self._default_action_dist_cls()
+
+    def get_exploration_action_dist_cls(self) -> type[Distribution]:
+        """Distribution class for `forward_exploration` outputs (default: from the action space)."""
+        return self._default_action_dist_cls()
+
+    def get_train_action_dist_cls(self) -> type[Distribution]:
+        """Distribution class for `forward_train` outputs (default: from the action space)."""
+        return self._default_action_dist_cls()
+
+    def _default_action_dist_cls(self) -> type[Distribution]:
+        if self._default_dist_cls is None:
+            if self.action_space is None:
+                raise ModuleError(
+                    f"{type(self).__name__} has no action_space, so it has no default action "
+                    "distribution. Fix: build the module with an action_space, or override its "
+                    "get_*_action_dist_cls() methods."
+                )
+            self._default_dist_cls = distribution_for_space(self.action_space)
+        return self._default_dist_cls
+
+    # State (weights). Framework subclasses implement these.
+
+    def get_non_inference_attributes(self) -> list[str]:
+        """Names of sub-modules that runners do not need (left out when `inference_only`)."""
+        return []
+
+    def get_state(
+        self,
+        components: str | list[str] | None = None,
+        not_components: str | list[str] | None = None,
+        *,
+        inference_only: bool = False,
+    ) -> dict[str, Any]:
+        """The module's weights by name (see `TorchRLModule.get_state`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement get_state().")
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Loads weights produced by `get_state` (see `TorchRLModule.set_state`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement set_state().")
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(observation_space={self.observation_space}, "
+            f"action_space={self.action_space}, inference_only={self.inference_only})"
+        )

@@ -1,0 +1,121 @@
+"""`TorchRLModule`: an `RLModule` that is a `torch.nn.Module`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from flywheel.core.rl_module.rl_module import RLModule
+from flywheel.errors import ModuleError
+
+
+class TorchRLModule(nn.Module, RLModule):
+    """An RLModule whose layers are torch modules.
+
+    `forward_inference` / `forward_exploration` run in eval mode without gradients;
+    `forward_train` runs in train mode. The mode is only switched when it is wrong, so
+    calling the same phase every step costs one attribute check.
+
+    State is a flat dict `{parameter or buffer name: numpy array}` (names as in
+    `state_dict()`), which is what runners receive as weights and checkpoints store.
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+        inference_only: bool = False,
+        model_config: dict | None = None,
+    ):
+        nn.Module.__init__(self)
+        RLModule.__init__(self, observation_space, action_space, inference_only, model_config)
+
+    def forward_inference(self, batch: dict, **kwargs) -> dict:
+        if self.training:
+            self.eval()
+        with torch.no_grad():
+            return self._forward_inference(batch, **kwargs)
+
+    def forward_exploration(self, batch: dict, **kwargs) -> dict:
+        if self.training:
+            self.eval()
+        with torch.no_grad():
+            return self._forward_exploration(batch, **kwargs)
+
+    def forward_train(self, batch: dict, **kwargs) -> dict:
+        if not self.training:
+            self.train()
+        return self._forward_train(batch, **kwargs)
+
+    def forward(self, batch: dict, **kwargs) -> dict:
+        """torch's entry point (used by wrappers such as DDP): the training pass."""
+        return self._forward_train(batch, **kwargs)
+
+    def get_state(
+        self,
+        components: str | list[str] | None = None,
+        not_components: str | list[str] | None = None,
+        *,
+        inference_only: bool = False,
+    ) -> dict[str, np.ndarray]:
+        """Copies of the weights as numpy arrays, keyed by `state_dict()` name.
+
+        Args:
+            components: Only names under these sub-module names (e.g. `"encoder"`).
+            not_components: Leave out names under these sub-module names.
+            inference_only: Leave out `get_non_inference_attributes()` (what runners don't need).
+        """
+        keep = _prefixes(components)
+        drop = _prefixes(not_components)
+        if inference_only:
+            drop += _prefixes(self.get_non_inference_attributes())
+        return {
+            name: tensor.detach().cpu().numpy().copy()
+            for name, tensor in self.state_dict().items()
+            if (not keep or _under(name, keep)) and not _under(name, drop)
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Loads weights (numpy arrays or tensors) by name; names not given keep their values.
+
+        An `inference_only` module ignores the names of its non-inference attributes, so it
+        accepts a full learner state. Unknown names and wrong shapes raise a ModuleError.
+        """
+        own = self.state_dict(keep_vars=True)
+        skip = _prefixes(self.get_non_inference_attributes()) if self.inference_only else ()
+        unknown = [name for name in state if name not in own and not _under(name, skip)]
+        if unknown:
+            raise ModuleError(
+                f"{type(self).__name__}.set_state() got weights this module does not have: {unknown}. "
+                f"Expected names among {sorted(own)}. Fix: pass a state from a module built with "
+                "the same class, spaces and model_config."
+            )
+        with torch.no_grad():
+            for name, value in state.items():
+                target = own.get(name)
+                if target is None:
+                    continue
+                if tuple(target.shape) != tuple(value.shape):
+                    raise ModuleError(
+                        f"{type(self).__name__}.set_state(): weight {name!r} has shape "
+                        f"{tuple(value.shape)}, expected {tuple(target.shape)}. Fix: pass a state "
+                        "from a module built with the same spaces and model_config."
+                    )
+                target.copy_(torch.as_tensor(value))
+
+
+def _prefixes(names: str | list[str] | None) -> tuple[str, ...]:
+    if not names:
+        return ()
+    if isinstance(names, str):
+        names = [names]
+    return tuple(names)
+
+
+def _under(name: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether `name` is one of `prefixes` or a weight inside one of them."""
+    return any(name == p or name.startswith(p + ".") for p in prefixes)

@@ -1,0 +1,94 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from flywheel import MultiRLModule, TorchRLModule
+from flywheel.errors import ModuleError
+
+OBS = gym.spaces.Box(-1.0, 1.0, (2,))
+ACT = gym.spaces.Discrete(2)
+
+
+class Affine(TorchRLModule):
+    def setup(self):
+        self.layer = nn.Linear(2, 1)
+
+    def _forward(self, batch, **kwargs):
+        return {"out": self.layer(batch["x"]), "training": self.training}
+
+
+def make():
+    torch.manual_seed(0)
+    return MultiRLModule({"p0": Affine(OBS, ACT), "p1": Affine(OBS, ACT)})
+
+
+def test_dict_behaviour():
+    multi = make()
+    assert isinstance(multi, nn.Module)
+    assert list(multi.keys()) == ["p0", "p1"] and list(multi) == ["p0", "p1"]
+    assert len(multi) == 2 and "p0" in multi and "p2" not in multi
+    assert isinstance(multi["p1"], Affine)
+    assert [mid for mid, _ in multi.items()] == ["p0", "p1"]
+    assert list(multi.values()) == [multi["p0"], multi["p1"]]
+    assert len(list(multi.parameters())) == 4
+    with pytest.raises(
+        KeyError, match=r"No module with id 'p9' in this MultiRLModule; it has \['p0', 'p1'\]"
+    ):
+        multi["p9"]
+    assert len(MultiRLModule()) == 0
+
+
+def test_add_and_remove_modules():
+    multi = make()
+    extra = Affine(OBS, ACT)
+    multi.add_module("p2", extra)
+    assert multi["p2"] is extra and len(list(multi.parameters())) == 6
+    with pytest.raises(ModuleError, match="Module id 'p2' is already in this MultiRLModule"):
+        multi.add_module("p2", Affine(OBS, ACT))
+    replacement = Affine(OBS, ACT)
+    multi.add_module("p2", replacement, override=True)
+    assert multi["p2"] is replacement
+    multi.remove_module("p2")
+    assert list(multi.keys()) == ["p0", "p1"]
+    with pytest.raises(KeyError, match="No module with id 'p2' to remove"):
+        multi.remove_module("p2")
+    multi.remove_module("p2", raise_err_if_not_found=False)
+
+
+def test_add_module_rejects_non_modules_and_bad_ids():
+    multi = make()
+    with pytest.raises(ModuleError, match="MultiRLModule holds torch RLModules, got Linear for 'x'"):
+        multi.add_module("x", nn.Linear(1, 1))
+    with pytest.raises(ModuleError, match=r"'a.b' cannot be a module id"):
+        multi.add_module("a.b", Affine(OBS, ACT))
+
+
+def test_foreach_module():
+    multi = make()
+    assert multi.foreach_module(lambda m: type(m).__name__) == ["Affine", "Affine"]
+
+
+def test_forward_routes_sub_batches_by_module_id():
+    multi = make()
+    x = torch.ones(3, 2)
+    out = multi.forward_exploration({"p1": {"x": x}})
+    assert list(out) == ["p1"]
+    assert torch.equal(out["p1"]["out"], multi["p1"].layer(x).detach())
+    assert out["p1"]["training"] is False
+    train_out = multi.forward_train({"p0": {"x": x}, "p1": {"x": x}})
+    assert train_out["p0"]["training"] is True and train_out["p0"]["out"].requires_grad
+    assert multi.forward_inference({"p0": {"x": x}})["p0"]["out"].shape == (3, 1)
+
+
+def test_state_per_module_id_round_trip():
+    source, target = make(), MultiRLModule({"p0": Affine(OBS, ACT), "p1": Affine(OBS, ACT)})
+    state = source.get_state()
+    assert sorted(state) == ["p0", "p1"] and sorted(state["p0"]) == ["layer.bias", "layer.weight"]
+    assert sorted(source.get_state(components="p1")) == ["p1"]
+    assert sorted(source.get_state(not_components=["p1"])) == ["p0"]
+    target.set_state(state)
+    for mid in ("p0", "p1"):
+        for name, value in state[mid].items():
+            assert np.array_equal(target.get_state()[mid][name], value)
