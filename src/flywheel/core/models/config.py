@@ -1,0 +1,86 @@
+"""`model_config` keys of the default models, their defaults, and name lookups.
+
+The keys and defaults are RLlib's, so a `model_config` written for RLlib builds the same
+network here. Unknown keys are kept (custom modules read their own keys from the same dict).
+"""
+
+from __future__ import annotations
+
+import copy
+from types import MappingProxyType
+
+from torch import nn
+
+from flywheel.errors import ModuleError
+
+DEFAULT_MODEL_CONFIG = MappingProxyType(
+    {
+        # Hidden layer sizes of the MLP encoder (1-D observations) and of the LSTM's input MLP.
+        "fcnet_hiddens": [256, 256],
+        # Activation between hidden layers: "tanh", "relu", "linear", "swish"/"silu", "elu".
+        "fcnet_activation": "tanh",
+        # True: policy and value share the encoder (fewer weights, coupled losses).
+        # Recurrent modules always share the LSTM (see the rl_modules concept page).
+        "vf_share_layers": False,
+        # Put an LSTM after the encoder; the module becomes stateful ({"h", "c"}).
+        "use_lstm": False,
+        "lstm_cell_size": 256,
+        # Length of the training sequences the learner cuts episodes into (recurrent modules).
+        "max_seq_len": 20,
+        # CNN layers for image (H, W, C) observations: [[out_channels, kernel, stride], ...];
+        # None picks a default for 84x84, 64x64, 42x42 and 10x10 images.
+        "conv_filters": None,
+        "conv_activation": "relu",
+        # Hidden layers of the policy and value heads (after the encoder).
+        "head_fcnet_hiddens": [],
+        "head_fcnet_activation": "relu",
+        # Box actions: a learned, state-independent log-std instead of one computed per state.
+        "free_log_std": False,
+    }
+)
+
+_ACTIVATIONS: dict[str, type[nn.Module] | None] = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "linear": None,
+    "swish": nn.SiLU,
+    "silu": nn.SiLU,
+    "elu": nn.ELU,
+}
+
+_DEFAULT_CONV_FILTERS = {
+    (84, 84): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],
+    (64, 64): [[16, [4, 4], 2], [32, [4, 4], 2], [64, [4, 4], 2], [128, [4, 4], 2]],
+    (42, 42): [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],
+    (10, 10): [[16, [5, 5], 2], [32, [5, 5], 2]],
+}
+
+
+def resolve_model_config(model_config: dict | None) -> dict:
+    """A new dict: the defaults, overridden by `model_config`'s entries."""
+    resolved = copy.deepcopy(dict(DEFAULT_MODEL_CONFIG))
+    resolved.update(model_config or {})
+    return resolved
+
+
+def activation_layer(name: str | None) -> nn.Module | None:
+    """A new activation module for `name` (None for "linear"/None)."""
+    key = "linear" if name is None else str(name).lower()
+    if key not in _ACTIVATIONS:
+        raise ModuleError(
+            f"Unknown activation {name!r} in model_config. Expected one of {sorted(_ACTIVATIONS)}."
+        )
+    cls = _ACTIVATIONS[key]
+    return cls() if cls is not None else None
+
+
+def default_conv_filters(image_shape: tuple[int, ...]) -> list:
+    """RLlib's default CNN stack for an (H, W, C) image, or a ModuleError asking for one."""
+    filters = _DEFAULT_CONV_FILTERS.get(tuple(image_shape[:2]))
+    if filters is None:
+        raise ModuleError(
+            f"No default conv_filters for images of shape {tuple(image_shape)}; defaults exist for "
+            f"{sorted(_DEFAULT_CONV_FILTERS)} (H, W). Fix: set model_config['conv_filters'] = "
+            "[[out_channels, kernel, stride], ...], e.g. [[16, 4, 2], [32, 4, 2], [64, 4, 1]]."
+        )
+    return copy.deepcopy(filters)

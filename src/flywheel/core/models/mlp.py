@@ -1,0 +1,86 @@
+"""MLP building blocks: the encoder for flat and discrete observations, and heads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from flywheel.core.models.config import activation_layer
+
+
+def normc_init_(layer: nn.Linear, std: float) -> nn.Linear:
+    """Gaussian weights scaled so each output unit's weight vector has norm `std`; zero bias.
+
+    A policy output layer with std 0.01 starts PPO from a near-uniform policy, which keeps
+    the first updates from collapsing exploration; value outputs use std 1.0.
+    """
+    with torch.no_grad():
+        weight = torch.randn_like(layer.weight)
+        layer.weight.copy_(weight * (std / weight.norm(dim=1, keepdim=True)))
+        layer.bias.zero_()
+    return layer
+
+
+def mlp(
+    input_dim: int,
+    hiddens: Sequence[int],
+    activation: str | None,
+    output_dim: int | None = None,
+    output_std: float | None = None,
+) -> nn.Module:
+    """Linear layers through `hiddens` (activation after each), then an optional linear output.
+
+    A single layer is returned bare (not inside `nn.Sequential`) to save a call per forward.
+    """
+    layers: list[nn.Module] = []
+    size = input_dim
+    for hidden in hiddens:
+        layers.append(nn.Linear(size, int(hidden)))
+        act = activation_layer(activation)
+        if act is not None:
+            layers.append(act)
+        size = int(hidden)
+    if output_dim is not None:
+        out = nn.Linear(size, output_dim)
+        layers.append(out if output_std is None else normc_init_(out, output_std))
+    if not layers:
+        return nn.Identity()
+    return layers[0] if len(layers) == 1 else nn.Sequential(*layers)
+
+
+class MLPEncoder(nn.Module):
+    """`[..., input_dim]` observations → `[..., output_dim]` embeddings (any leading dims)."""
+
+    def __init__(self, input_dim: int, hiddens: Sequence[int], activation: str | None):
+        super().__init__()
+        self.net = mlp(input_dim, hiddens, activation)
+        self.output_dim = int(hiddens[-1]) if hiddens else int(input_dim)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if obs.dtype is not torch.float32:
+            obs = obs.float()
+        return self.net(obs)
+
+
+class OneHotMLPEncoder(MLPEncoder):
+    """Discrete (`[...]` ints) or MultiDiscrete (`[..., k]` ints) observations, one-hot
+    encoded (multi-hot for MultiDiscrete: one block per component) before the MLP."""
+
+    def __init__(self, nvec: Sequence[int], hiddens: Sequence[int], activation: str | None, *, scalar: bool):
+        depth = int(sum(nvec))
+        super().__init__(depth, hiddens, activation)
+        self.depth = depth
+        self.scalar = scalar
+        offsets = torch.tensor([0, *list(nvec)[:-1]], dtype=torch.long).cumsum(0)
+        self.register_buffer("offsets", offsets, persistent=False)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        obs = obs.long()
+        if self.scalar:
+            encoded = F.one_hot(obs, self.depth)
+        else:
+            encoded = F.one_hot(obs + self.offsets, self.depth).sum(-2)
+        return self.net(encoded.float())

@@ -1,0 +1,62 @@
+import pytest
+from torch import nn
+
+from flywheel.core.models import DEFAULT_MODEL_CONFIG, activation_layer, resolve_model_config
+from flywheel.core.models.config import default_conv_filters
+from flywheel.errors import ModuleError
+
+
+def test_defaults_are_rllibs():
+    assert dict(DEFAULT_MODEL_CONFIG) == {
+        "fcnet_hiddens": [256, 256],
+        "fcnet_activation": "tanh",
+        "vf_share_layers": False,
+        "use_lstm": False,
+        "lstm_cell_size": 256,
+        "max_seq_len": 20,
+        "conv_filters": None,
+        "conv_activation": "relu",
+        "head_fcnet_hiddens": [],
+        "head_fcnet_activation": "relu",
+        "free_log_std": False,
+    }
+
+
+def test_resolve_overrides_keeps_custom_keys_and_copies():
+    resolved = resolve_model_config({"fcnet_hiddens": [8], "my_key": 1})
+    assert resolved["fcnet_hiddens"] == [8] and resolved["my_key"] == 1 and resolved["max_seq_len"] == 20
+    resolve_model_config(None)["head_fcnet_hiddens"].append(3)
+    assert DEFAULT_MODEL_CONFIG["head_fcnet_hiddens"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("tanh", nn.Tanh),
+        ("relu", nn.ReLU),
+        ("swish", nn.SiLU),
+        ("silu", nn.SiLU),
+        ("elu", nn.ELU),
+        ("ReLU", nn.ReLU),
+    ],
+)
+def test_activations(name, cls):
+    assert type(activation_layer(name)) is cls
+
+
+def test_linear_activation_is_none_and_unknown_raises():
+    assert activation_layer("linear") is None and activation_layer(None) is None
+    with pytest.raises(
+        ModuleError, match=r"Unknown activation 'gelu' in model_config. Expected one of \['elu', "
+    ):
+        activation_layer("gelu")
+
+
+def test_default_conv_filters():
+    assert default_conv_filters((84, 84, 3)) == [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]]
+    assert default_conv_filters((10, 10, 1)) == [[16, [5, 5], 2], [32, [5, 5], 2]]
+    with pytest.raises(
+        ModuleError,
+        match=r"No default conv_filters for images of shape \(32, 32, 3\).*Fix: set model_config\['conv_filters'\]",
+    ):
+        default_conv_filters((32, 32, 3))
