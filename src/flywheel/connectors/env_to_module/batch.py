@@ -13,7 +13,8 @@ from flywheel.connectors.connector import ConnectorV2
 class BatchIndividualItems(ConnectorV2):
     """Stacks every list-valued column of the batch into one numpy array (row `i` = episode `i`).
 
-    Flat items (arrays, numbers) are stacked with one `np.stack`; nested items (dicts, tuples, as in
+    Flat items (arrays, numbers) are stacked with one `np.asarray` (several times faster than
+    `np.stack` for a handful of small arrays); nested items (dicts, tuples, as in
     Dict observations or recurrent states) are stacked leaf-wise. Columns that are not lists (already
     batched by an earlier piece) are left as they are.
     """
@@ -38,5 +39,5 @@ class BatchIndividualItems(ConnectorV2):
 def stack_items(items: list[Any]) -> Any:
     """Stacks a list of same-structured items into one structure of arrays `[len(items), ...]`."""
     if isinstance(items[0], (dict, tuple, list)):
-        return tree.map_structure(lambda *leaves: np.stack(leaves), *items)
-    return np.stack(items)
+        return tree.map_structure(lambda *leaves: np.asarray(leaves), *items)
+    return np.asarray(items)

@@ -111,7 +111,7 @@ class MeanStdFilter(ConnectorV2):
     ) -> dict[str, Any]:
         if not episodes:
             return batch
-        observations = np.stack([episode.get_observations(-1) for episode in episodes])
+        observations = np.asarray([episode.get_observations(-1) for episode in episodes])
         if self.update_stats:
             moments = _Moments.of_batch(observations)
             self._delta = self._delta.combine(moments)

@@ -155,4 +155,4 @@ def _pad_front(
             valid[index, :missing] = False
             history = np.concatenate([np.full((missing, *item_shape), value, history.dtype), history])
         rows.append(history)
-    return np.stack(rows), valid
+    return np.asarray(rows), valid
