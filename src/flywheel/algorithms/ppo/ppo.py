@@ -1,0 +1,14 @@
+"""`PPO`: proximal policy optimization (Schulman et al., 2017) on flywheel's runners and learners."""
+
+from __future__ import annotations
+
+from flywheel.algorithms.algorithm import Algorithm
+
+
+class PPO(Algorithm):
+    """On-policy: each step samples a fresh train batch, updates the learners on it, syncs weights."""
+
+    def training_step(self) -> None:
+        episodes = self._sample(num_timesteps=self.config.total_train_batch_size)
+        self._update(episodes)
+        self._sync_weights()

@@ -1,0 +1,310 @@
+"""`SingleAgentEnvRunner`: steps a gymnasium vector env and records `SingleAgentEpisode`s.
+
+One forward pass per vector step serves all sub-envs. Per step the runner only appends to the
+episodes' lists; metrics are counted in plain numbers and logged once per `sample()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from flywheel.columns import Columns
+from flywheel.env.checks import check_env
+from flywheel.env.make import EnvContext, make_env_creator, make_vector_env
+from flywheel.env_runners.env_runner import EnvRunner
+from flywheel.env_runners.infos import row, unbatch_infos
+from flywheel.episodes import SingleAgentEpisode
+
+_NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
+
+
+class SingleAgentEnvRunner(EnvRunner):
+    """Samples episodes from `num_envs_per_env_runner` copies of a single-agent env (API.md §6)."""
+
+    def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
+        super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
+        # Batches of a few observations: one thread beats two (no contention, no sync per op).
+        torch.set_num_threads(1)
+        self._callbacks = config.build_callbacks()
+        self.num_envs = config.num_envs_per_env_runner
+        self.env = self._make_env()
+        self._next_step_autoreset = (
+            self.env.metadata.get("autoreset_mode") == gym.vector.AutoresetMode.NEXT_STEP
+        )
+        self._env_to_module = config.build_env_to_module_connector(self.env, spaces=self._env_spaces())
+        self._module_to_env = config.build_module_to_env_connector(self.env, spaces=self._env_spaces())
+        spec = config.get_rl_module_spec(
+            spaces=(self._env_to_module.observation_space, self._env_to_module.action_space)
+        )
+        spec.inference_only = True
+        self.module = spec.build()
+        self.weights_seq_no = 0
+        self._seeded = False
+        self._episodes: list[SingleAgentEpisode] | None = None
+        self._to_module: dict[str, Any] = {}
+        self._returns = np.zeros(self.num_envs)  # unclipped, for metrics
+        self._reset_pending = np.zeros(self.num_envs, bool)  # NEXT_STEP autoreset: env i resets next step
+        if config.seed is not None:
+            torch.manual_seed(config.seed + worker_index)
+
+    # ------------------------------------------------------------------ setup
+
+    def _env_spaces(self) -> tuple[gym.Space, gym.Space]:
+        obs_space = self.config.observation_space or self.env.single_observation_space
+        act_space = self.config.action_space or self.env.single_action_space
+        return obs_space, act_space
+
+    def _make_env(self) -> gym.vector.VectorEnv:
+        config = self.config
+        context = EnvContext(config.env_config, worker_index=self.worker_index, num_workers=self.num_workers)
+        if not config.disable_env_checking:
+            check_env(make_env_creator(config.env, config.env_config)(context))
+        env = make_vector_env(
+            config.env,
+            config.env_config,
+            num_envs=self.num_envs,
+            vectorize_mode=config.gym_env_vectorize_mode,
+            worker_index=self.worker_index,
+            num_workers=self.num_workers,
+        )
+        self._callbacks.on_environment_created(
+            env_runner=self, metrics_logger=self.metrics, env=env, env_context=context
+        )
+        return env
+
+    # --------------------------------------------------------------- sampling
+
+    def sample(
+        self,
+        *,
+        num_timesteps: int | None = None,
+        num_episodes: int | None = None,
+        explore: bool | None = None,
+        random_actions: bool = False,
+        force_reset: bool = False,
+    ) -> list[SingleAgentEpisode]:
+        if num_timesteps is not None and num_episodes is not None:
+            raise ValueError("sample() takes num_timesteps or num_episodes, not both.")
+        if explore is None:
+            explore = self.config.explore
+        if num_timesteps is None and num_episodes is None:
+            num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
+        if force_reset or num_episodes is not None or self._episodes is None:
+            self._reset_envs(explore)
+
+        with self.metrics.log_time("timers/sample"):
+            if num_episodes is not None:
+                episodes, stats = self._sample_episodes(num_episodes, explore, random_actions)
+            else:
+                episodes, stats = self._sample_timesteps(num_timesteps, explore, random_actions)
+        self._log_sample_metrics(episodes, stats)
+        self._callbacks.on_sample_end(env_runner=self, metrics_logger=self.metrics, samples=episodes)
+        return episodes
+
+    def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool):
+        complete = self.config.batch_mode == "complete_episodes"
+        done, stats, steps = [], [], 0
+        while steps < num_timesteps:
+            stepped, finished = self._step(explore, random_actions, stats)
+            done.extend(finished)
+            steps += sum(len(e) for e in finished) if complete else stepped
+        if not complete:
+            done.extend(self._cut_ongoing())
+        return done, stats
+
+    def _sample_episodes(self, num_episodes: int, explore: bool, random_actions: bool):
+        done, stats = [], []
+        while len(done) < num_episodes:
+            done.extend(self._step(explore, random_actions, stats)[1])
+        self._episodes = None  # ongoing episodes are dropped; the next sample() resets
+        return done[:num_episodes], stats[:num_episodes]
+
+    def _cut_ongoing(self) -> list[SingleAgentEpisode]:
+        chunks = []
+        for i, episode in enumerate(self._episodes):
+            if self._reset_pending[i] or len(episode) == 0:
+                continue
+            self._episodes[i] = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
+            episode.to_numpy()
+            chunks.append(episode)
+        return chunks
+
+    def _step(self, explore: bool, random_actions: bool, stats: list) -> tuple[int, list]:
+        """One vector step: act, step the env, record. Returns (env steps recorded, finished episodes)."""
+        if random_actions:
+            actions = self.env.action_space.sample()
+            to_env = {Columns.ACTIONS: actions, Columns.ACTIONS_FOR_ENV: actions}
+        else:
+            to_env = self._compute_actions(explore)
+        obs, rewards, terminateds, truncateds, infos = self.env.step(to_env[Columns.ACTIONS_FOR_ENV])
+        self._returns += rewards
+        rewards = self._clip_rewards(rewards)
+        per_env_infos = unbatch_infos(infos, self.num_envs)
+        final_obs = infos.get("final_obs") if not self._next_step_autoreset else None
+        final_infos = unbatch_infos(infos["final_info"], self.num_envs) if final_obs is not None else None
+
+        actions = to_env[Columns.ACTIONS]
+        extra_keys = [k for k in to_env if k not in _NOT_EXTRA]
+        seq_no = self.weights_seq_no
+        stepped, finished, finished_idx = 0, [], []
+        for i, episode in enumerate(self._episodes):
+            if self._reset_pending[i]:
+                self._reset_pending[i] = False
+                self._start_episode(i, row(obs, i), per_env_infos[i])
+                continue
+            extra = {k: row(to_env[k], i) for k in extra_keys}
+            extra[Columns.WEIGHTS_SEQ_NO] = seq_no
+            terminated, truncated = bool(terminateds[i]), bool(truncateds[i])
+            if (terminated or truncated) and final_obs is not None:
+                episode.add_env_step(
+                    final_obs[i], row(actions, i), rewards[i], infos=final_infos[i],
+                    terminated=terminated, truncated=truncated, extra_model_outputs=extra,
+                )  # fmt: skip
+            else:
+                episode.add_env_step(
+                    row(obs, i), row(actions, i), rewards[i], infos=per_env_infos[i],
+                    terminated=terminated, truncated=truncated, extra_model_outputs=extra,
+                )  # fmt: skip
+            stepped += 1
+            if "on_episode_step" in self._callbacks.active_hooks:
+                self._episode_callback("on_episode_step", episode, i)
+            if terminated or truncated:
+                finished.append(episode)
+                finished_idx.append(i)
+                stats.append((float(self._returns[i]), episode.t))
+                if self._next_step_autoreset:
+                    self._reset_pending[i] = True
+                else:
+                    self._start_episode(i, row(obs, i), per_env_infos[i])
+
+        if finished and not self._next_step_autoreset:
+            # The final observations pass the env-to-module pipeline once (e.g. to be normalized).
+            self._call_env_to_module(finished, explore)
+        self._to_module = self._call_env_to_module(self._episodes, explore)
+        for i, episode in zip(finished_idx, finished):
+            self._returns[i] = 0.0
+            self._episode_callback("on_episode_end", episode, i)
+            episode.to_numpy()
+        return stepped, finished
+
+    def _compute_actions(self, explore: bool) -> dict[str, Any]:
+        if explore:
+            out = self.module.forward_exploration(self._to_module)
+        else:
+            out = self.module.forward_inference(self._to_module)
+        return self._module_to_env(
+            rl_module=self.module, batch=out, episodes=self._episodes, explore=explore, shared_data={},
+            metrics=self.metrics,
+        )  # fmt: skip
+
+    def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
+        return self._env_to_module(
+            rl_module=self.module, batch={}, episodes=episodes, explore=explore, shared_data={},
+            metrics=self.metrics,
+        )  # fmt: skip
+
+    def _clip_rewards(self, rewards: np.ndarray) -> np.ndarray:
+        clip = self.config.clip_rewards
+        if clip is None or clip is False:
+            return rewards
+        if clip is True:
+            return np.sign(rewards)
+        return np.clip(rewards, -clip, clip)
+
+    def _reset_envs(self, explore: bool) -> None:
+        seed = None
+        if not self._seeded and self.config.seed is not None:
+            seed = self.config.seed + self.worker_index * self.num_envs
+        self._seeded = True
+        obs, infos = self.env.reset(seed=seed)
+        per_env_infos = unbatch_infos(infos, self.num_envs)
+        self._episodes = [None] * self.num_envs
+        self._returns[:] = 0.0
+        self._reset_pending[:] = False
+        for i in range(self.num_envs):
+            self._start_episode(i, row(obs, i), per_env_infos[i])
+        self._to_module = self._call_env_to_module(self._episodes, explore)
+
+    def _start_episode(self, index: int, observation, info: dict) -> None:
+        episode = SingleAgentEpisode(
+            observation_space=self.env.single_observation_space,
+            action_space=self.env.single_action_space,
+            len_lookback_buffer=0,
+        )
+        self._episodes[index] = episode
+        self._episode_callback("on_episode_created", episode, index)
+        episode.add_env_reset(observation, infos=info)
+        self._episode_callback("on_episode_start", episode, index)
+
+    def _episode_callback(self, hook: str, episode: SingleAgentEpisode, index: int) -> None:
+        if hook in self._callbacks.active_hooks:
+            getattr(self._callbacks, hook)(
+                episode=episode, env_runner=self, metrics_logger=self.metrics, env=self.env,
+                env_index=index, rl_module=self.module,
+            )  # fmt: skip
+
+    def _log_sample_metrics(self, episodes: list[SingleAgentEpisode], stats: list[tuple[float, int]]) -> None:
+        m, window = self.metrics, self.config.metrics_num_episodes_for_smoothing
+        for ret, length in stats:
+            m.log_value("episode_return_mean", ret, window=window)
+            m.log_value("episode_return_min", ret, reduce="min", window=window)
+            m.log_value("episode_return_max", ret, reduce="max", window=window)
+            m.log_value("episode_len_mean", length, window=window)
+        num_steps = sum(len(e) for e in episodes)
+        m.log_value("num_episodes", len(stats), reduce="sum")
+        m.log_value("num_episodes_lifetime", len(stats), reduce="lifetime_sum")
+        m.log_value("num_env_steps_sampled", num_steps, reduce="sum")
+        m.log_value("num_env_steps_sampled_lifetime", num_steps, reduce="lifetime_sum", with_throughput=True)
+        m.log_value("weights_seq_no", self.weights_seq_no, reduce="max", window=1)
+
+    # ------------------------------------------------------------------ state
+
+    def get_state(
+        self,
+        components: Collection[str] | None = None,
+        *,
+        not_components: Collection[str] | None = None,
+        **kwargs,
+    ) -> dict[str, Any]:
+        def wanted(name: str) -> bool:
+            return (components is None or name in components) and not (
+                not_components and name in not_components
+            )
+
+        state: dict[str, Any] = {"weights_seq_no": self.weights_seq_no}
+        if wanted("rl_module"):
+            state["rl_module"] = self.module.get_state(inference_only=True)
+        if wanted("env_to_module_connector"):
+            state["env_to_module_connector"] = self._env_to_module.get_state()
+        if wanted("module_to_env_connector"):
+            state["module_to_env_connector"] = self._module_to_env.get_state()
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        if "env_to_module_connector" in state:
+            self._env_to_module.set_state(state["env_to_module_connector"])
+        if "module_to_env_connector" in state:
+            self._module_to_env.set_state(state["module_to_env_connector"])
+        if "rl_module" in state:
+            seq_no = state.get("weights_seq_no", 0)
+            if seq_no == 0 or seq_no >= self.weights_seq_no:
+                self.module.set_state(state["rl_module"])
+                self.weights_seq_no = seq_no
+
+    @property
+    def env_to_module(self):
+        """The env-to-module `ConnectorPipelineV2`."""
+        return self._env_to_module
+
+    @property
+    def module_to_env(self):
+        """The module-to-env `ConnectorPipelineV2`."""
+        return self._module_to_env
+
+    def stop(self) -> None:
+        self.env.close()
