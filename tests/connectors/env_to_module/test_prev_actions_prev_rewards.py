@@ -92,6 +92,13 @@ def test_learner_mode_gives_one_row_per_step():
     )
 
 
+def test_output_space_waits_for_the_action_space():
+    pipeline = ConnectorPipelineV2(OBS_SPACE, None, connectors=[PrevActionsPrevRewards()])
+    assert pipeline.observation_space is None
+    pipeline.input_action_space = gym.spaces.Discrete(2)
+    assert pipeline.observation_space.shape == (5,)
+
+
 def test_invalid_spaces():
     with pytest.raises(
         ConnectorError, match=r"PrevActionsPrevRewards needs Box observations, got Discrete\(2\)"
@@ -102,5 +109,3 @@ def test_invalid_spaces():
         match=r"PrevActionsPrevRewards needs a Discrete or Box action space, got MultiDiscrete",
     ):
         PrevActionsPrevRewards(OBS_SPACE, gym.spaces.MultiDiscrete([2, 2]))
-    with pytest.raises(ConnectorError, match=r"needs a Discrete or Box action space, got None"):
-        ConnectorPipelineV2(OBS_SPACE, None, connectors=[PrevActionsPrevRewards()])

@@ -45,8 +45,10 @@ class PrevActionsPrevRewards(ConnectorV2):
 
     def recompute_output_observation_space(
         self, input_observation_space: gym.Space, input_action_space: gym.Space | None
-    ) -> gym.Space:
+    ) -> gym.Space | None:
         obs_space, act_space = input_observation_space, input_action_space
+        if act_space is None:
+            return None  # Unknown until the action space is set too.
         if not isinstance(obs_space, gym.spaces.Box):
             raise ConnectorError(
                 f"PrevActionsPrevRewards needs Box observations, got {obs_space}. Put FlattenObservations "
@@ -61,8 +63,7 @@ class PrevActionsPrevRewards(ConnectorV2):
             self._action_pad = 0
         else:
             raise ConnectorError(
-                f"PrevActionsPrevRewards needs a Discrete or Box action space, got {act_space}. Set the "
-                f"pipeline's input_action_space to the env's action space."
+                f"PrevActionsPrevRewards needs a Discrete or Box action space, got {act_space}; encode other action spaces with a custom piece."
             )
         self._action_shape = act_space.shape
         extra = self.n_prev_actions * self._action_dim + self.n_prev_rewards
