@@ -63,7 +63,8 @@ class PrevActionsPrevRewards(ConnectorV2):
             self._action_pad = 0
         else:
             raise ConnectorError(
-                f"PrevActionsPrevRewards needs a Discrete or Box action space, got {act_space}; encode other action spaces with a custom piece."
+                f"PrevActionsPrevRewards needs a Discrete or Box action space, got {act_space}; encode "
+                f"other action spaces with a custom piece."
             )
         self._action_shape = act_space.shape
         extra = self.n_prev_actions * self._action_dim + self.n_prev_rewards
