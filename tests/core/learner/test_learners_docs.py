@@ -1,0 +1,31 @@
+"""The code blocks of docs/concepts/learners.md run as written."""
+
+import re
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+PAGE = Path(__file__).parents[3] / "docs" / "concepts" / "learners.md"
+
+
+def test_docs_code_blocks_run():
+    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
+    assert len(blocks) == 2
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, str(PAGE), "exec"), namespace)
+    # The custom learner from the page trains with its own loss and optimizer.
+    from flywheel import PPOConfig
+
+    config = (
+        PPOConfig().learners(learner_class=namespace["BehaviorCloningLearner"]).training(minibatch_size=4)
+    )
+    group_cls = namespace["LearnerGroup"]
+    group = group_cls(
+        config=config, spaces=(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(2))
+    )
+    learner = group.foreach_learner(lambda learner: learner)[0]
+    assert type(learner.optimizers_of("default_policy")[0].optimizer).__name__ == "SGD"
+    results = group.update(episodes=[namespace["episode"]])
+    assert set(results["default_policy"]) >= {"bc_logp", "total_loss"}
