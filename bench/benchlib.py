@@ -1,0 +1,263 @@
+"""Small helpers shared by the benchmark scripts: timing, peak memory, one-line JSON output.
+
+Every benchmark script prints exactly one JSON line, so `run.sh` can collect results from
+frameworks that log freely to stdout: the result line is the last line that parses as JSON.
+Nothing here imports a framework; each script imports only the system it measures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+THRESHOLDS = (450.0, 475.0)
+WINDOW = 100
+
+
+def process_start_time() -> float:
+    """Wall-clock time (epoch seconds) at which this process started, read from /proc.
+
+    Startup figures count from here, so interpreter start and framework imports are included.
+    """
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    start_ticks = int(fields[19])  # field 22 of stat(5), counted after the ")" of the command name
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    return time.time() - uptime + start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+PROCESS_START = process_start_time()
+
+
+def since_start() -> float:
+    """Seconds since this process started."""
+    return time.time() - PROCESS_START
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process alone, in MiB (ru_maxrss is KiB on Linux)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _tree_rss_bytes(root: int) -> int:
+    """Current resident memory of `root` and all its descendants, read from /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue  # the process ended while we looked
+    tree, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        children = [c for c, p in parents.items() if p == pid and c not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    total = 0
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * PAGE_SIZE
+        except OSError:
+            continue
+    return total
+
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+class TreeMemorySampler:
+    """Samples the resident memory of this process tree once a second, in a daemon thread.
+
+    RLlib starts Ray's helper processes (GCS, raylet, workers) even with everything local;
+    they cost the user memory too, and `ru_maxrss` never sees them while they run.
+    """
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.peak = 0
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _tree_rss_bytes(os.getpid()))
+            self._stop.wait(self._interval_s)
+
+    def stop(self) -> float:
+        """Stops sampling and returns the peak in MiB."""
+        self._stop.set()
+        self._thread.join()
+        return round(self.peak / 2**20, 1)
+
+
+def emit(result: dict[str, Any]) -> None:
+    """Print the one JSON result line, with the interpreter version and the machine's load attached.
+
+    The 1-minute load average tells whether something else competed for the two cores.
+    """
+    result.setdefault("python", platform.python_version())
+    result.setdefault("loadavg_1m", round(os.getloadavg()[0], 2))
+    print(json.dumps(result, sort_keys=True), flush=True)
+
+
+def run_guarded(meta: dict[str, Any], body: Callable[[], dict[str, Any]]) -> None:
+    """Run a benchmark body and emit its result, or an `error` line if it raised.
+
+    A framework that is missing or broken must not stop the other benchmarks: the report
+    shows the error text in place of the numbers.
+    """
+    try:
+        result = body()
+    except Exception as exc:  # noqa: BLE001 - any failure becomes a reported result
+        traceback.print_exc(file=sys.stderr)
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    emit({**meta, **result})
+
+
+def time_sampling(
+    sample: Callable[[int], int], *, num_timesteps: int, calls: int, warmup: int, min_seconds: float
+) -> dict[str, Any]:
+    """Time `sample(num_timesteps)` (returning steps taken) over at least `calls` calls after `warmup` calls.
+
+    Fast samplers finish a call in tens of milliseconds, where one scheduler hiccup on a
+    2-core machine moves the figure by half, so calls go on until `min_seconds` are timed.
+    """
+    for _ in range(warmup):
+        sample(num_timesteps)
+    steps, seconds = [], []
+    while len(steps) < calls or sum(seconds) < min_seconds:
+        t0 = time.perf_counter()
+        steps.append(sample(num_timesteps))
+        seconds.append(time.perf_counter() - t0)
+    return {
+        "env_steps_per_s": round(sum(steps) / sum(seconds), 1),
+        "env_steps_timed": sum(steps),
+        "seconds_timed": round(sum(seconds), 3),
+        "per_call_steps_per_s": [round(n / s, 1) for n, s in zip(steps, seconds)],
+    }
+
+
+class EpisodeReturnTracker:
+    """Sums returns over episode chunks and keeps the last 100 finished episodes.
+
+    EnvRunners hand out chunks of ongoing episodes (same `id_` across calls), so a chunk's
+    `get_return()` is only part of an episode's return; the parts are added up per `id_`
+    until the chunk that is done.
+    """
+
+    def __init__(self) -> None:
+        self._partial: dict[Any, float] = {}
+        self.finished: deque[float] = deque(maxlen=WINDOW)
+        self.num_finished = 0
+
+    def add_chunks(self, episodes: Iterable[Any]) -> None:
+        for episode in episodes:
+            ret = self._partial.pop(episode.id_, 0.0) + float(episode.get_return())
+            if episode.is_done:
+                self.add_finished(ret)
+            else:
+                self._partial[episode.id_] = ret
+
+    def add_finished(self, episode_return: float) -> None:
+        self.finished.append(episode_return)
+        self.num_finished += 1
+
+    def mean_last_100(self) -> float | None:
+        """Mean of the last 100 finished episodes, None until 100 have finished."""
+        if len(self.finished) < WINDOW:
+            return None
+        return sum(self.finished) / WINDOW
+
+
+class ThresholdClock:
+    """Records the wall-clock time and env steps at which the last-100 mean first reaches each threshold.
+
+    `check` is called by each training loop at its natural granularity (an iteration, a vector
+    step); it returns True once the highest threshold is reached, so the loop can stop.
+    """
+
+    def __init__(self, tracker: EpisodeReturnTracker) -> None:
+        self.tracker = tracker
+        self.train_start: float | None = None
+        self.first_result: float | None = None
+        self.reached: dict[float, dict[str, float]] = {}
+        self.memory = TreeMemorySampler()
+
+    def start_training(self) -> None:
+        self.train_start = time.time()
+
+    def check(self, env_steps: int) -> bool:
+        now = time.time()
+        if self.first_result is None:
+            self.first_result = now
+        mean = self.tracker.mean_last_100()
+        for threshold in THRESHOLDS:
+            if mean is not None and mean >= threshold and threshold not in self.reached:
+                self.reached[threshold] = {
+                    "seconds": round(now - PROCESS_START, 2),
+                    "train_seconds": round(now - self.train_start, 2),
+                    "env_steps": int(env_steps),
+                }
+        return THRESHOLDS[-1] in self.reached
+
+    def result(self, env_steps: int) -> dict[str, Any]:
+        """The training result fields shared by all peers (see README.md for their meaning)."""
+        out: dict[str, Any] = {
+            "startup_s": round(self.first_result - PROCESS_START, 2) if self.first_result else None,
+            "total_seconds": round(since_start(), 2),
+            "total_env_steps": int(env_steps),
+            "num_episodes": self.tracker.num_finished,
+            "final_mean_last_100": self.tracker.mean_last_100(),
+            "peak_rss_mb": peak_rss_mb(),
+            "peak_tree_rss_mb": self.memory.stop(),
+        }
+        for threshold in THRESHOLDS:
+            hit = self.reached.get(threshold)
+            key = f"to_{int(threshold)}"
+            out[key] = hit
+            if hit and threshold == THRESHOLDS[0]:
+                out["steps_per_s"] = round(hit["env_steps"] / hit["train_seconds"], 1)
+        if THRESHOLDS[0] not in self.reached:
+            elapsed = time.time() - (self.train_start or PROCESS_START)
+            out["steps_per_s"] = round(env_steps / elapsed, 1) if elapsed > 0 else None
+        return out
+
+
+def sampling_args(description: str) -> Any:
+    """Command line shared by the sampling scripts."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--num-envs", type=int, default=1, help="sub-envs in the vector env")
+    parser.add_argument("--num-timesteps", type=int, default=4000, help="env steps per sample() call")
+    parser.add_argument("--calls", type=int, default=5, help="timed sample() calls")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed sample() calls first")
+    parser.add_argument(
+        "--min-seconds", type=float, default=3.0, help="keep calling until this much is timed"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+def training_args(description: str) -> Any:
+    """Command line shared by the training scripts."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-seconds", type=float, default=600.0, help="wall-clock cap from process start")
+    return parser.parse_args()

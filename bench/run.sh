@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs the benchmarks and writes bench/RESULTS.md.
+#
+#   bench/run.sh                          # everything: sampling (1 and 8 envs, 3 repeats), training (seed 0)
+#   bench/run.sh --seeds 3                # training with seeds 0, 1, 2
+#   bench/run.sh --frameworks "flywheel"  # re-measure flywheel only; the peers' saved results stay
+#   bench/run.sh --only sampling          # or: --only train
+#   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
+#
+# Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
+# (one line per repeat or seed, replaced for what this run measures), its stderr in bench/results/logs/.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+
+frameworks="rllib loop sb3 flywheel"
+only="all"
+seeds=1
+repeats=3
+max_seconds=600
+report_only=0
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --frameworks) frameworks="$2"; shift 2 ;;
+        --only) only="$2"; shift 2 ;;
+        --seeds) seeds="$2"; shift 2 ;;
+        --repeats) repeats="$2"; shift 2 ;;
+        --max-seconds) max_seconds="$2"; shift 2 ;;
+        --report-only) report_only=1; shift ;;
+        *) echo "run.sh: unknown option '$1' (expected --frameworks, --only, --seeds, --repeats, --max-seconds, --report-only)" >&2; exit 2 ;;
+    esac
+done
+
+[[ -x .venv/bin/python ]] || ./setup.sh
+py=.venv/bin/python
+mkdir -p results/logs
+
+# measure OUT LOG LIMIT BENCH FRAMEWORK SCRIPT ARGS...: runs SCRIPT, appends its JSON result line to OUT,
+# or an error line naming the log when the script printed none (crashed, killed, timed out).
+measure() {
+    local out="$1" log="$2" limit="$3" bench="$4" fw="$5"; shift 5
+    echo "== $* (log: results/logs/$log)" >&2
+    local line
+    line="$(timeout "$limit" "$py" "$@" 2>"results/logs/$log" | grep '^{"bench"' | tail -n 1 || true)"
+    if [[ -z "$line" ]]; then
+        line="{\"bench\": \"$bench\", \"framework\": \"$fw\", \"error\": \"no result line (crashed or timed out after ${limit}s); see results/logs/$log\"}"
+    fi
+    echo "$line" | tee -a "$out" >&2
+}
+
+has() { [[ " $frameworks " == *" $1 "* ]]; }
+
+if [[ $report_only == 0 ]]; then
+    "$py" machine.py > results/machine.json
+    if [[ $only == all || $only == sampling ]]; then
+        for fw in rllib loop flywheel; do
+            has "$fw" || continue
+            for n in 1 8; do
+                out="results/sampling_${fw}_${n}envs.jsonl"
+                : > "$out"
+                for r in $(seq 1 "$repeats"); do
+                    measure "$out" "sampling_${fw}_${n}envs_r${r}.log" 900 sampling "$fw" "sampling_${fw}.py" --num-envs "$n"
+                done
+            done
+        done
+    fi
+    if [[ $only == all || $only == train ]]; then
+        for fw in rllib sb3 loop flywheel; do
+            has "$fw" || continue
+            out="results/train_${fw}.jsonl"
+            : > "$out"
+            for seed in $(seq 0 $((seeds - 1))); do
+                measure "$out" "train_${fw}_seed${seed}.log" $((${max_seconds%.*} + 300)) train "$fw" \
+                    "train_${fw}.py" --seed "$seed" --max-seconds "$max_seconds"
+            done
+        done
+    fi
+fi
+
+"$py" report.py
+echo "wrote $here/RESULTS.md" >&2
