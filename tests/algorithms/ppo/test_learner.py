@@ -237,3 +237,41 @@ def test_result_keys():
         "num_module_steps_trained",
     }
     assert all(isinstance(v, (int, float)) and math.isfinite(v) for v in results["default_policy"].values())
+
+
+def test_recurrent_module_trains_on_minibatches_of_whole_sequences():
+    shapes = []
+
+    class Recording(PPOTorchLearner):
+        def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+            shapes.append((tuple(batch[Columns.OBS].shape), batch[Columns.SEQ_LENS].tolist()))
+            return super().compute_loss_for_module(
+                module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+            )
+
+    config = (
+        PPOConfig()
+        .training(num_epochs=1, minibatch_size=8, shuffle_batch_per_epoch=False)
+        .rl_module(
+            model_config={"use_lstm": True, "lstm_cell_size": 4, "max_seq_len": 4, "fcnet_hiddens": [8]}
+        )
+    )
+    learner = Recording(config=config, spaces=(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), ACT_SPACE))
+    learner.build()
+    state = {"h": np.zeros(4, np.float32), "c": np.zeros(4, np.float32)}
+    episode = SingleAgentEpisode(
+        observations=[np.full(3, 0.1 * t, np.float32) for t in range(10)],
+        actions=[1] * 9,
+        rewards=[1.0] * 9,
+        extra_model_outputs={
+            Columns.ACTION_LOGP: [np.log(0.5)] * 9,
+            Columns.ACTION_DIST_INPUTS: [np.zeros(2, np.float32)] * 9,
+            Columns.STATE_OUT: [state] * 9,
+        },
+        terminated=True,
+        len_lookback_buffer=0,
+    ).to_numpy()
+    results = learner.update(episodes=[episode])
+    # 9 steps + 1 bootstrap row = 10 rows -> sequences of 4, 4, 2; 8 // 4 = 2 sequences per minibatch.
+    assert shapes == [((2, 4, 3), [4, 4]), ((1, 4, 3), [2])]
+    assert results["default_policy"]["num_module_steps_trained"] == 9
