@@ -45,9 +45,9 @@ def test_action_dist_inputs_per_action_space(action_space, dim):
 def test_default_architecture_and_initialization():
     module = build()
     assert isinstance(module, ValueFunctionAPI)
-    encoder_layers = [type(m) for m in module.encoder.net]
+    encoder_layers = [type(m) for m in module.encoder]
     assert encoder_layers == [nn.Linear, nn.Tanh, nn.Linear, nn.Tanh]
-    assert [m.out_features for m in module.encoder.net if isinstance(m, nn.Linear)] == [256, 256]
+    assert [m.out_features for m in module.encoder if isinstance(m, nn.Linear)] == [256, 256]
     assert module.pi.out_features == 2 and module.vf.out_features == 1
     assert torch.allclose(module.pi.weight.norm(dim=1), torch.full((2,), 0.01))
     assert torch.allclose(module.vf.weight.norm(dim=1), torch.ones(1))
@@ -59,10 +59,10 @@ def test_default_architecture_and_initialization():
 
 def test_model_config_hiddens_and_activation():
     module = build(fcnet_hiddens=[32, 16, 8], fcnet_activation="relu", head_fcnet_hiddens=[4])
-    assert [m.out_features for m in module.encoder.net if isinstance(m, nn.Linear)] == [32, 16, 8]
-    assert all(type(m) is nn.ReLU for m in module.encoder.net[1::2])
+    assert [m.out_features for m in module.encoder if isinstance(m, nn.Linear)] == [32, 16, 8]
+    assert all(type(m) is nn.ReLU for m in list(module.encoder)[1::2])
     assert [m.out_features for m in module.pi if isinstance(m, nn.Linear)] == [4, 2]
-    assert [m.out_features for m in module.vf_encoder.net if isinstance(m, nn.Linear)] == [32, 16, 8]
+    assert [m.out_features for m in module.vf_encoder if isinstance(m, nn.Linear)] == [32, 16, 8]
 
 
 def test_separate_value_encoder_and_embeddings():
@@ -76,7 +76,7 @@ def test_separate_value_encoder_and_embeddings():
     assert torch.allclose(values, module.compute_values(batch))
     # The value loss does not reach the policy encoder.
     values.sum().backward()
-    assert module.encoder.net[0].weight.grad is None and module.vf_encoder.net[0].weight.grad is not None
+    assert module.encoder[0].weight.grad is None and module.vf_encoder[0].weight.grad is not None
 
 
 def test_vf_share_layers():
@@ -93,8 +93,8 @@ def test_inference_only_has_no_value_branch():
     assert not hasattr(runner, "vf") and not hasattr(runner, "vf_encoder")
     assert sorted(runner.get_state()) == sorted(full.get_state(inference_only=True))
     assert sorted(runner.get_state()) == [
-        "encoder.net.0.bias",
-        "encoder.net.0.weight",
+        "encoder.0.bias",
+        "encoder.0.weight",
         "pi.bias",
         "pi.weight",
     ]

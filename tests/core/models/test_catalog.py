@@ -39,8 +39,8 @@ def test_encoder_per_observation_space(space, cls, dim):
 
 
 def test_first_layer_sizes_follow_the_space():
-    assert build_encoder(gym.spaces.Discrete(5), CFG).net[0].in_features == 5
-    assert build_encoder(gym.spaces.MultiDiscrete([2, 3]), CFG).net[0].in_features == 5
+    assert build_encoder(gym.spaces.Discrete(5), CFG)[0].in_features == 5
+    assert build_encoder(gym.spaces.MultiDiscrete([2, 3]), CFG)[0].in_features == 5
 
 
 def test_lstm_wraps_the_stateless_encoder():

@@ -24,17 +24,8 @@ def normc_init_(layer: nn.Linear, std: float) -> nn.Linear:
     return layer
 
 
-def mlp(
-    input_dim: int,
-    hiddens: Sequence[int],
-    activation: str | None,
-    output_dim: int | None = None,
-    output_std: float | None = None,
-) -> nn.Module:
-    """Linear layers through `hiddens` (activation after each), then an optional linear output.
-
-    A single layer is returned bare (not inside `nn.Sequential`) to save a call per forward.
-    """
+def linear_layers(input_dim: int, hiddens: Sequence[int], activation: str | None) -> list[nn.Module]:
+    """Linear layers through `hiddens`, each followed by the activation (if not "linear")."""
     layers: list[nn.Module] = []
     size = input_dim
     for hidden in hiddens:
@@ -43,7 +34,23 @@ def mlp(
         if act is not None:
             layers.append(act)
         size = int(hidden)
+    return layers
+
+
+def mlp(
+    input_dim: int,
+    hiddens: Sequence[int],
+    activation: str | None,
+    output_dim: int | None = None,
+    output_std: float | None = None,
+) -> nn.Module:
+    """`linear_layers`, then an optional linear output (normc-initialised when `output_std`).
+
+    A single layer is returned bare (not inside `nn.Sequential`) to save a call per forward.
+    """
+    layers = linear_layers(input_dim, hiddens, activation)
     if output_dim is not None:
+        size = int(hiddens[-1]) if hiddens else input_dim
         out = nn.Linear(size, output_dim)
         layers.append(out if output_std is None else normc_init_(out, output_std))
     if not layers:
@@ -51,18 +58,23 @@ def mlp(
     return layers[0] if len(layers) == 1 else nn.Sequential(*layers)
 
 
-class MLPEncoder(nn.Module):
-    """`[..., input_dim]` observations → `[..., output_dim]` embeddings (any leading dims)."""
+class MLPEncoder(nn.Sequential):
+    """`[..., input_dim]` observations → `[..., output_dim]` embeddings (any leading dims).
+
+    A `Sequential` itself rather than a wrapper around one: on the runner's hot path every
+    extra module call costs about a microsecond.
+    """
 
     def __init__(self, input_dim: int, hiddens: Sequence[int], activation: str | None):
-        super().__init__()
-        self.net = mlp(input_dim, hiddens, activation)
+        super().__init__(*linear_layers(input_dim, hiddens, activation))
         self.output_dim = int(hiddens[-1]) if hiddens else int(input_dim)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if obs.dtype is not torch.float32:
             obs = obs.float()
-        return self.net(obs)
+        for layer in self:
+            obs = layer(obs)
+        return obs
 
 
 class OneHotMLPEncoder(MLPEncoder):
@@ -83,4 +95,4 @@ class OneHotMLPEncoder(MLPEncoder):
             encoded = F.one_hot(obs, self.depth)
         else:
             encoded = F.one_hot(obs + self.offsets, self.depth).sum(-2)
-        return self.net(encoded.float())
+        return super().forward(encoded.float())
