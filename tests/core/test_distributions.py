@@ -224,3 +224,9 @@ def test_default_classes_for_simple_spaces():
     assert distribution_for_space(gym.spaces.Discrete(4)) is Categorical
     assert distribution_for_space(gym.spaces.Box(-1, 1, (2,))) is DiagGaussian
     assert Categorical.required_input_dim(gym.spaces.Discrete(4)) == 4
+
+
+def test_categorical_never_samples_a_masked_action():
+    torch.manual_seed(0)
+    logits = torch.tensor([0.0, -torch.inf, 0.0]).expand(50_000, 3)
+    assert not (Categorical.from_logits(logits).sample() == 1).any()
