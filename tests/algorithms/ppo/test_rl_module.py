@@ -192,3 +192,8 @@ def test_dict_observations_without_flattening():
 def test_unknown_activation_fails_at_build():
     with pytest.raises(ModuleError, match="Unknown activation 'sigmoid'"):
         build(fcnet_activation="sigmoid")
+
+
+def test_unsupported_action_space_fails_at_build():
+    with pytest.raises(ModuleError, match=r"No action distribution for action space MultiBinary\(4\)"):
+        build(act=gym.spaces.MultiBinary(4))
