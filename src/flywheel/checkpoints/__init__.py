@@ -1,0 +1,10 @@
+"""Checkpoints: `Checkpointable` components saved as directories of metadata, msgpack and safetensors.
+
+See `docs/concepts/checkpoints.md` for the on-disk layout.
+"""
+
+from flywheel.checkpoints.checkpointable import Checkpointable
+from flywheel.checkpoints.io import FORMAT_VERSION
+from flywheel.checkpoints.rotation import rotate_checkpoints
+
+__all__ = ["FORMAT_VERSION", "Checkpointable", "rotate_checkpoints"]
