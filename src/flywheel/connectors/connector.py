@@ -19,16 +19,25 @@ from typing import Any
 
 import gymnasium as gym
 
+from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.typing import StateDict
 
 
-class ConnectorV2(abc.ABC):
+class ConnectorV2(Checkpointable, abc.ABC):
     """Base class of every connector piece (and of `ConnectorPipelineV2`).
 
     `input_observation_space` / `input_action_space` are what this piece receives; the
     `observation_space` / `action_space` properties are what it hands on, recomputed whenever an input
     space is set.
+
+    The arguments a piece was constructed with are recorded (in `__new__`, so subclasses need not
+    pass them on) and saved in checkpoints, which rebuild the piece as `cls(*args, **kwargs)`.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        piece = super().__new__(cls)
+        piece._ctor_args_and_kwargs = (args, kwargs)
+        return piece
 
     def __init__(
         self,
@@ -157,6 +166,10 @@ class ConnectorV2(abc.ABC):
 
     def reset_state(self) -> None:  # noqa: B027 (optional hook, no-op by default)
         """Forgets everything this piece learned from data (e.g. running statistics)."""
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        """The arguments this piece was constructed with (checkpoints rebuild it from them)."""
+        return self._ctor_args_and_kwargs
 
     # Naming.
 

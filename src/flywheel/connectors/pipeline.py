@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
 import gymnasium as gym
 
+from flywheel.checkpoints.checkpointable import select
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.errors import ConnectorError
 from flywheel.typing import StateDict
@@ -119,13 +121,16 @@ class ConnectorPipelineV2(ConnectorV2):
 
     # State.
 
-    def get_state(self) -> StateDict:
-        """Returns `{"<index>_<name>": state}` for every piece with a non-empty state."""
+    def get_state(
+        self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
+    ) -> StateDict:
+        """Returns `{"<index>_<name>": state}` for every (selected) piece with a non-empty state."""
         states = {}
-        for index, piece in enumerate(self.connectors):
-            state = piece.get_state()
-            if state:
-                states[f"{index}_{piece.name}"] = state
+        for key, piece in self.get_checkpointable_components():
+            if select(key, components, not_components)[0]:
+                state = piece.get_state()
+                if state:
+                    states[key] = state
         return states
 
     def set_state(self, state: StateDict) -> None:
@@ -152,6 +157,26 @@ class ConnectorPipelineV2(ConnectorV2):
     def reset_state(self) -> None:
         for piece in self.connectors:
             piece.reset_state()
+
+    # Checkpoints: one sub-directory per piece; the pipeline itself records only its input spaces.
+
+    def get_checkpointable_components(self) -> list[tuple[str, ConnectorV2]]:
+        return [(f"{index}_{piece.name}", piece) for index, piece in enumerate(self.connectors)]
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        return (), {
+            "input_observation_space": self.input_observation_space,
+            "input_action_space": self.input_action_space,
+        }
+
+    @classmethod
+    def _from_metadata(cls, path: Path, metadata: dict[str, Any]) -> Self:
+        """The pipeline with every piece rebuilt from its sub-directory, in order (states come after,
+        once the pieces know their input spaces)."""
+        pipeline = super()._from_metadata(path, metadata)
+        for name in metadata["components"]:
+            pipeline.append(ConnectorV2._construct_from(path / name))
+        return pipeline
 
     def __repr__(self) -> str:
         return f"ConnectorPipelineV2([{', '.join(piece.name for piece in self.connectors)}])"
