@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
 from torch import nn
 
+from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.errors import ModuleError
 from flywheel.typing import ModuleID
 
 
-class MultiRLModule(nn.Module):
+class MultiRLModule(nn.Module, Checkpointable):
     """Maps module ids to RLModules (a learner's `module`; one entry per policy).
 
     It is an `nn.Module` holding a `ModuleDict`, so `.parameters()` spans every sub-module
@@ -127,3 +129,19 @@ class MultiRLModule(nn.Module):
         """Loads `{module_id: module_state}`; ids not given keep their weights."""
         for module_id, module_state in state.items():
             self[module_id].set_state(module_state)
+
+    # Checkpoints: one sub-directory per module id.
+
+    def get_checkpointable_components(self) -> list[tuple[str, RLModule]]:
+        return list(self._rl_modules.items())
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        return (), {}
+
+    @classmethod
+    def _from_metadata(cls, path: Path, metadata: dict[str, Any]) -> Self:
+        """The container with every module rebuilt from its sub-directory (weights come after)."""
+        multi = super()._from_metadata(path, metadata)
+        for module_id in metadata["components"]:
+            multi.add_module(module_id, RLModule._construct_from(path / module_id))
+        return multi

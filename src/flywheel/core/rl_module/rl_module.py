@@ -18,11 +18,12 @@ from typing import Any
 
 import gymnasium as gym
 
+from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.core.distributions import Distribution, distribution_for_space
 from flywheel.errors import ModuleError
 
 
-class RLModule:
+class RLModule(Checkpointable):
     """Base class of all modules; see the module docstring for the forward protocol.
 
     Args:
@@ -142,6 +143,15 @@ class RLModule:
     def set_state(self, state: dict[str, Any]) -> None:
         """Loads weights produced by `get_state` (see `TorchRLModule.set_state`)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement set_state().")
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        """The constructor arguments (`RLModule.from_checkpoint` rebuilds the module with them)."""
+        return (), {
+            "observation_space": self.observation_space,
+            "action_space": self.action_space,
+            "inference_only": self.inference_only,
+            "model_config": self.model_config,
+        }
 
     def __repr__(self) -> str:
         return (
