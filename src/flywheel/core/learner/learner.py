@@ -21,10 +21,12 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
 import numpy as np
 
+from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.columns import Columns
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
@@ -49,7 +51,7 @@ class OptimizerSlot:
     lr_scheduler: Scheduler
 
 
-class Learner(abc.ABC):
+class Learner(Checkpointable, abc.ABC):
     """Owns a `MultiRLModule`, its optimizers and the learner connector pipeline.
 
     Args:
@@ -308,6 +310,23 @@ class Learner(abc.ABC):
         self._num_non_finite_updates = state.get("num_non_finite_updates", self._num_non_finite_updates)
         if "learner_connector" in state:
             self._learner_connector.set_state(state["learner_connector"])
+
+    # Checkpoints: the module in its own sub-directory; optimizers, counters and pipeline state here.
+
+    ctor_args_may_pickle = True
+
+    def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
+        return [("rl_module", self.module)]
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        return (), {"config": self.config, "module_spec": self._module_spec, "spaces": self._spaces}
+
+    @classmethod
+    def _from_metadata(cls, path: Path, metadata: dict[str, Any]) -> Self:
+        """The learner, built (module, optimizers, pipeline) and ready for its state."""
+        learner = super()._from_metadata(path, metadata)
+        learner.build()
+        return learner
 
     @abc.abstractmethod
     def _get_optimizer_state(self, optimizer: Any) -> dict:

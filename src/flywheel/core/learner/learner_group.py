@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.core.learner.learner import Learner
 from flywheel.errors import ConfigError
 from flywheel.typing import ModuleID, StateDict
 
 
-class LearnerGroup:
+class LearnerGroup(Checkpointable):
     """Builds and drives the learners; the algorithm only talks to this.
 
     With `num_learners=0` there is one learner in this process (`is_local`). Every call goes
@@ -30,6 +31,7 @@ class LearnerGroup:
                 "does not provide yet. Fix: config.learners(num_learners=0) to train in this process."
             )
         self.config = config
+        self._module_spec, self._spaces = module_spec, spaces
         learner_class = config.learner_class or config.get_default_learner_class()
         self._learner: Learner = learner_class(config=config, module_spec=module_spec, spaces=spaces)
         self._learner.build()
@@ -76,10 +78,26 @@ class LearnerGroup:
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
     ) -> StateDict:
-        """`{"learner": learner.get_state(...)}`."""
+        """`{"learner": learner.get_state(...)}`; `"learner/<key>"` selects inside the learner."""
+        included, sub_components, sub_not_components = select("learner", components, not_components)
+        if not included:
+            return {}
         return {
-            "learner": self.foreach_learner(lambda learner: learner.get_state(components, not_components))[0]
+            "learner": self.foreach_learner(
+                lambda learner: learner.get_state(sub_components, sub_not_components)
+            )[0]
         }
 
     def set_state(self, state: StateDict) -> None:
-        self.foreach_learner(lambda learner: learner.set_state(state["learner"]))
+        if "learner" in state:
+            self.foreach_learner(lambda learner: learner.set_state(state["learner"]))
+
+    # Checkpoints.
+
+    ctor_args_may_pickle = True
+
+    def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
+        return [("learner", self._learner)]
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        return (), {"config": self.config, "module_spec": self._module_spec, "spaces": self._spaces}
