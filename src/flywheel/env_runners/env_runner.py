@@ -15,11 +15,19 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.metrics import MetricsLogger
 
 
-class EnvRunner(abc.ABC):
-    """Steps an env with an RLModule and records episodes."""
+class EnvRunner(Checkpointable, abc.ABC):
+    """Steps an env with an RLModule and records episodes.
+
+    Subclasses hold `module` (the RLModule) and the `env_to_module` / `module_to_env` pipelines;
+    checkpoints save each in its own sub-directory (`rl_module`, `env_to_module_connector`,
+    `module_to_env_connector`) and the runner's `weights_seq_no` in the runner's state.
+    """
+
+    ctor_args_may_pickle = True
 
     def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
         self.config = config
@@ -54,6 +62,16 @@ class EnvRunner(abc.ABC):
     def get_metrics_state(self) -> dict[str, Any]:
         """The metrics logged since the last call, as logger state for an exact merge elsewhere."""
         return self.metrics.reduce_to_state()
+
+    def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
+        return [
+            ("rl_module", self.module),
+            ("env_to_module_connector", self.env_to_module),
+            ("module_to_env_connector", self.module_to_env),
+        ]
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        return (), {"config": self.config, "worker_index": self.worker_index, "num_workers": self.num_workers}
 
     def ping(self) -> str:
         """Health probe for remote runners."""
