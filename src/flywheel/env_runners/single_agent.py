@@ -14,11 +14,13 @@ import numpy as np
 import torch
 
 from flywheel.columns import Columns
+from flywheel.connectors.module_to_env import GetActions
 from flywheel.env.checks import check_env
 from flywheel.env.make import EnvContext, make_env_creator, make_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.infos import row, unbatch_infos
 from flywheel.episodes import SingleAgentEpisode
+from flywheel.errors import ConfigError, ModuleError
 
 _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
 
@@ -30,7 +32,10 @@ class SingleAgentEnvRunner(EnvRunner):
         super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
         # Batches of a few observations: one thread beats two (no contention, no sync per op).
         torch.set_num_threads(1)
+        if config.seed is not None:  # before the module is built, so its initial weights are seeded too
+            torch.manual_seed(config.seed + worker_index)
         self._callbacks = config.build_callbacks()
+        self._on_episode_step = "on_episode_step" in self._callbacks.active_hooks
         self.num_envs = config.num_envs_per_env_runner
         self.env = self._make_env()
         self._next_step_autoreset = (
@@ -43,14 +48,22 @@ class SingleAgentEnvRunner(EnvRunner):
         )
         spec.inference_only = True
         self.module = spec.build()
+        self._check_lookback_for_state()
+        # Custom pieces may rewrite the stored observations (normalized floats, flattened dicts), so
+        # episodes then take their dtypes from the data instead of casting to the env's space.
+        self._episode_obs_space = (
+            self.env.single_observation_space if config.env_to_module_connector is None else None
+        )
+        # Forward passes (explore True/False) whose output still has to be checked once.
+        has_get_actions = any(isinstance(p, GetActions) for p in self._module_to_env.connectors)
+        self._unchecked_forwards = {True, False} if has_get_actions else set()
+        self._clip_rewards = _reward_clipper(config.clip_rewards)
         self.weights_seq_no = 0
         self._seeded = False
         self._episodes: list[SingleAgentEpisode] | None = None
         self._to_module: dict[str, Any] = {}
         self._returns = np.zeros(self.num_envs)  # unclipped, for metrics
         self._reset_pending = np.zeros(self.num_envs, bool)  # NEXT_STEP autoreset: env i resets next step
-        if config.seed is not None:
-            torch.manual_seed(config.seed + worker_index)
 
     # ------------------------------------------------------------------ setup
 
@@ -76,6 +89,15 @@ class SingleAgentEnvRunner(EnvRunner):
             env_runner=self, metrics_logger=self.metrics, env=env, env_context=context
         )
         return env
+
+    def _check_lookback_for_state(self) -> None:
+        if self.module.is_stateful() and self.config.episode_lookback_horizon < 1:
+            raise ConfigError(
+                f"{type(self.module).__name__} is stateful (recurrent), so a chunk that continues an episode "
+                "reads the last STATE_OUT from its lookback, but episode_lookback_horizon="
+                f"{self.config.episode_lookback_horizon}. Fix: config.env_runners(episode_lookback_horizon=1) "
+                "or more."
+            )
 
     # --------------------------------------------------------------- sampling
 
@@ -136,14 +158,11 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _step(self, explore: bool, random_actions: bool, stats: list) -> tuple[int, list]:
         """One vector step: act, step the env, record. Returns (env steps recorded, finished episodes)."""
-        if random_actions:
-            actions = self.env.action_space.sample()
-            to_env = {Columns.ACTIONS: actions, Columns.ACTIONS_FOR_ENV: actions}
-        else:
-            to_env = self._compute_actions(explore)
+        to_env = self._random_actions() if random_actions else self._compute_actions(explore)
         obs, rewards, terminateds, truncateds, infos = self.env.step(to_env[Columns.ACTIONS_FOR_ENV])
         self._returns += rewards
-        rewards = self._clip_rewards(rewards)
+        if self._clip_rewards is not None:
+            rewards = self._clip_rewards(rewards)
         per_env_infos = unbatch_infos(infos, self.num_envs)
         final_obs = infos.get("final_obs") if not self._next_step_autoreset else None
         final_infos = unbatch_infos(infos["final_info"], self.num_envs) if final_obs is not None else None
@@ -151,56 +170,99 @@ class SingleAgentEnvRunner(EnvRunner):
         actions = to_env[Columns.ACTIONS]
         extra_keys = [k for k in to_env if k not in _NOT_EXTRA]
         seq_no = self.weights_seq_no
-        stepped, finished, finished_idx = 0, [], []
+        stepped, finished, starting = 0, [], []
         for i, episode in enumerate(self._episodes):
-            if self._reset_pending[i]:
+            if self._reset_pending[i]:  # NEXT_STEP autoreset: this step only reset sub-env i
                 self._reset_pending[i] = False
-                self._start_episode(i, row(obs, i), per_env_infos[i])
+                self._returns[i] = 0.0
+                self._new_episode(i, row(obs, i), per_env_infos[i])
+                starting.append(i)
                 continue
             extra = {k: row(to_env[k], i) for k in extra_keys}
             extra[Columns.WEIGHTS_SEQ_NO] = seq_no
             terminated, truncated = bool(terminateds[i]), bool(truncateds[i])
-            if (terminated or truncated) and final_obs is not None:
-                episode.add_env_step(
-                    final_obs[i], row(actions, i), rewards[i], infos=final_infos[i],
-                    terminated=terminated, truncated=truncated, extra_model_outputs=extra,
-                )  # fmt: skip
+            done = terminated or truncated
+            if done and final_obs is not None:
+                next_obs, info = final_obs[i], final_infos[i]
             else:
-                episode.add_env_step(
-                    row(obs, i), row(actions, i), rewards[i], infos=per_env_infos[i],
-                    terminated=terminated, truncated=truncated, extra_model_outputs=extra,
-                )  # fmt: skip
+                next_obs, info = row(obs, i), per_env_infos[i]
+            episode.add_env_step(
+                next_obs, row(actions, i), rewards[i], infos=info,
+                terminated=terminated, truncated=truncated, extra_model_outputs=extra,
+            )  # fmt: skip
             stepped += 1
-            if "on_episode_step" in self._callbacks.active_hooks:
+            if self._on_episode_step:
                 self._episode_callback("on_episode_step", episode, i)
-            if terminated or truncated:
-                finished.append(episode)
-                finished_idx.append(i)
+            if done:
+                finished.append((i, episode))
                 stats.append((float(self._returns[i]), episode.t))
-                if self._next_step_autoreset:
-                    self._reset_pending[i] = True
-                else:
-                    self._start_episode(i, row(obs, i), per_env_infos[i])
+                self._reset_pending[i] = self._next_step_autoreset
+        self._end_and_start_episodes(finished, starting, obs, per_env_infos, explore)
+        return stepped, [episode for _, episode in finished]
 
-        if finished and not self._next_step_autoreset:
-            # The final observations pass the env-to-module pipeline once (e.g. to be normalized).
-            self._call_env_to_module(finished, explore)
-        self._to_module = self._call_env_to_module(self._episodes, explore)
-        for i, episode in zip(finished_idx, finished):
+    def _end_and_start_episodes(
+        self, finished: list, starting: list[int], obs: Any, infos: list[dict], explore: bool
+    ) -> None:
+        """Ends the finished episodes, starts new ones and prepares the next forward pass.
+
+        Callbacks come in RLlib's order (step, end, created, start), and each one sees the
+        observations already processed by the env-to-module pipeline (final and reset ones too).
+        """
+        if self._next_step_autoreset:
+            # Finished episodes stay in place until their sub-env resets next step, so this call
+            # processes their final observations along with everyone else's.
+            self._to_module = self._call_env_to_module(self._episodes, explore)
+            self._end_episodes(finished)
+        else:
+            if finished:
+                self._call_env_to_module([episode for _, episode in finished], explore)
+                self._end_episodes(finished)
+                for i, _ in finished:
+                    self._new_episode(i, row(obs, i), infos[i])
+                    starting.append(i)
+            self._to_module = self._call_env_to_module(self._episodes, explore)
+        for i in starting:
+            self._episode_callback("on_episode_start", self._episodes[i], i)
+
+    def _end_episodes(self, finished: list) -> None:
+        for i, episode in finished:
             self._returns[i] = 0.0
             self._episode_callback("on_episode_end", episode, i)
             episode.to_numpy()
-        return stepped, finished
+
+    def _random_actions(self) -> dict[str, Any]:
+        actions = self.env.action_space.sample()
+        return {Columns.ACTIONS: actions, Columns.ACTIONS_FOR_ENV: actions}
 
     def _compute_actions(self, explore: bool) -> dict[str, Any]:
         if explore:
             out = self.module.forward_exploration(self._to_module)
         else:
             out = self.module.forward_inference(self._to_module)
+        if explore in self._unchecked_forwards:
+            self._check_module_output(out, explore)
         return self._module_to_env(
             rl_module=self.module, batch=out, episodes=self._episodes, explore=explore, shared_data={},
             metrics=self.metrics,
         )  # fmt: skip
+
+    def _check_module_output(self, out: Any, explore: bool) -> None:
+        """Once per forward kind: the default GetActions piece needs ACTION_DIST_INPUTS (or ACTIONS)."""
+        method = "forward_exploration" if explore else "forward_inference"
+        name = type(self.module).__name__
+        if not isinstance(out, dict):
+            raise ModuleError(
+                f"{name}.{method}() returned a {type(out).__name__}, expected a dict of columns. "
+                f"Fix: return {{Columns.ACTION_DIST_INPUTS: logits}} from {name}._forward."
+            )
+        if Columns.ACTION_DIST_INPUTS not in out and Columns.ACTIONS not in out:
+            raise ModuleError(
+                f"{name}.{method}() returned the keys {sorted(out)}, but the runner's GetActions piece needs "
+                f"Columns.ACTION_DIST_INPUTS ({Columns.ACTION_DIST_INPUTS!r}) to sample actions from, or "
+                f"Columns.ACTIONS ({Columns.ACTIONS!r}) chosen by the module. Fix: return "
+                f"{{Columns.ACTION_DIST_INPUTS: logits}} from {name}._forward (or the phase method)."
+            )
+        self._unchecked_forwards.discard(explore)
 
     def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
         return self._env_to_module(
@@ -208,18 +270,11 @@ class SingleAgentEnvRunner(EnvRunner):
             metrics=self.metrics,
         )  # fmt: skip
 
-    def _clip_rewards(self, rewards: np.ndarray) -> np.ndarray:
-        clip = self.config.clip_rewards
-        if clip is None or clip is False:
-            return rewards
-        if clip is True:
-            return np.sign(rewards)
-        return np.clip(rewards, -clip, clip)
-
     def _reset_envs(self, explore: bool) -> None:
         seed = None
         if not self._seeded and self.config.seed is not None:
             seed = self.config.seed + self.worker_index * self.num_envs
+            self.env.action_space.seed(seed)  # random_actions=True samples from it
         self._seeded = True
         obs, infos = self.env.reset(seed=seed)
         per_env_infos = unbatch_infos(infos, self.num_envs)
@@ -227,19 +282,21 @@ class SingleAgentEnvRunner(EnvRunner):
         self._returns[:] = 0.0
         self._reset_pending[:] = False
         for i in range(self.num_envs):
-            self._start_episode(i, row(obs, i), per_env_infos[i])
+            self._new_episode(i, row(obs, i), per_env_infos[i])
         self._to_module = self._call_env_to_module(self._episodes, explore)
+        for i, episode in enumerate(self._episodes):
+            self._episode_callback("on_episode_start", episode, i)
 
-    def _start_episode(self, index: int, observation, info: dict) -> None:
+    def _new_episode(self, index: int, observation: Any, info: dict) -> None:
+        """Puts a new episode for sub-env `index` in place, holding its reset observation."""
         episode = SingleAgentEpisode(
-            observation_space=self.env.single_observation_space,
+            observation_space=self._episode_obs_space,
             action_space=self.env.single_action_space,
             len_lookback_buffer=0,
         )
         self._episodes[index] = episode
         self._episode_callback("on_episode_created", episode, index)
         episode.add_env_reset(observation, infos=info)
-        self._episode_callback("on_episode_start", episode, index)
 
     def _episode_callback(self, hook: str, episode: SingleAgentEpisode, index: int) -> None:
         if hook in self._callbacks.active_hooks:
@@ -308,3 +365,12 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def stop(self) -> None:
         self.env.close()
+
+
+def _reward_clipper(clip: bool | float | None):
+    """None (rewards pass unchanged), the sign (`clip_rewards=True`) or clipping to [-clip, clip]."""
+    if clip is None or clip is False:
+        return None
+    if clip is True:
+        return np.sign
+    return lambda rewards: np.clip(rewards, -clip, clip)
