@@ -10,10 +10,15 @@ The driving loop::
     algo.stop()
 
 Subclasses implement `training_step()` (PPO: sample → learner update → weight sync).
+
+Checkpoints (`save_to_path`, `Algorithm.from_checkpoint`) hold the learner group and the local env
+runner as components, and in the algorithm's own state the iteration, the metrics (lifetime
+counters, episode windows) and the random number generators.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from typing import Any
@@ -21,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.core.learner.learner_group import LearnerGroup
 from flywheel.core.rl_module.spec import MultiRLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
@@ -33,8 +39,10 @@ EVALUATION = "evaluation"
 TIMERS = "timers"
 
 
-class Algorithm:
+class Algorithm(Checkpointable):
     """Base class of every algorithm (PPO, ...): `train()`, `evaluate()`, `get_module()`, `stop()`."""
+
+    ctor_args_may_pickle = True
 
     def __init__(self, config: Any, **kwargs: Any) -> None:
         if not config.is_frozen:
@@ -176,8 +184,86 @@ class Algorithm:
             raise KeyError(f"Unknown module id {module_id!r}; this algorithm has only {DEFAULT_MODULE_ID!r}.")
         return self.env_runner.module
 
+    # ---------------------------------------------------------- checkpoints
+
+    def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
+        return [("learner_group", self.learner_group), ("env_runner", self.env_runner)]
+
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
+        return (), {"config": self.config}
+
+    def get_state(
+        self,
+        components: str | list[str] | None = None,
+        not_components: str | list[str] | None = None,
+        **kwargs,
+    ) -> dict[str, Any]:
+        """`learner_group`, `env_runner`, `training_iteration`, `time_total_s`, `metrics` and `rng`
+        (python, numpy and torch generator states); `"a/b"` selects `b` inside component `a`."""
+        state: dict[str, Any] = {}
+        for name, component in self.get_checkpointable_components():
+            included, sub_components, sub_not_components = select(name, components, not_components)
+            if included:
+                state[name] = component.get_state(
+                    components=sub_components, not_components=sub_not_components
+                )
+        own = {
+            "training_iteration": lambda: self.iteration,
+            "time_total_s": lambda: self._time_total_s,
+            "metrics": self.metrics.get_state,
+            "rng": _rng_state,
+        }
+        for name, value in own.items():
+            if select(name, components, not_components)[0]:
+                state[name] = value()
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores a `get_state` output; runners then get the learners' weights."""
+        if "learner_group" in state:
+            self.learner_group.set_state(state["learner_group"])
+        if "env_runner" in state:
+            self.env_runner.set_state(state["env_runner"])
+        if "learner_group" in state:
+            self._restore_runner_weights()
+        self.iteration = state.get("training_iteration", self.iteration)
+        self._time_total_s = state.get("time_total_s", self._time_total_s)
+        if "metrics" in state:
+            self.metrics.set_state(state["metrics"])
+        if "rng" in state:
+            _set_rng_state(state["rng"])
+
+    def restore_from_path(self, path: str | os.PathLike, component: str | None = None) -> None:
+        """Loads a checkpoint (or one component of it, e.g. a module into
+        `"learner_group/learner/rl_module/p0"`), syncs the runners and calls `on_checkpoint_loaded`."""
+        super().restore_from_path(path, component)
+        if component is not None and component.startswith("learner_group"):
+            self._restore_runner_weights()
+        self._callbacks.on_checkpoint_loaded(algorithm=self, metrics_logger=self.metrics)
+
+    def _restore_runner_weights(self) -> None:
+        """Runners take the restored learner weights even when their own sequence number is newer
+        (seq no 0 forces), then record the learners' sequence number."""
+        weights = self.learner_group.get_weights(inference_only=True)
+        self.env_runner_group.sync_weights(weights, 0)
+        self.env_runner_group.sync_weights(weights, self.learner_group.weights_seq_no)
+
     def stop(self) -> None:
         """Releases envs, runners and learners."""
         self.env_runner_group.stop()
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.stop()
+
+
+def _rng_state() -> dict[str, Any]:
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state().numpy(),
+    }
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(torch.from_numpy(state["torch"]))
