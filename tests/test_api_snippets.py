@@ -1,0 +1,67 @@
+"""Every ```python block of the API contract (../shared/API.md) runs as written, one section per test.
+
+Each section's blocks run together in a fresh interpreter, so a snippet cannot lean on another's
+imports or on this test process. Sections whose features are not built yet are expected to fail
+(non-strict xfail): they turn green on their own once the feature lands.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+API_MD = Path(__file__).resolve().parents[1] / ".." / "shared" / "API.md"
+
+NOT_BUILT_YET = {
+    "1": "DQN, SAC, multi-agent classes and Checkpointable are not built yet",
+    "7": "multi-agent (MultiAgentEnv, MultiAgentEnvRunner) is not built yet",
+    "8": "checkpoints (save_to_path, from_checkpoint, load_policy) are not built yet",
+    "10": "distributed execution (remote env runners and learners) is not built yet",
+}
+
+# What a snippet prints where the contract states it.
+EXPECTED_OUTPUT = {"9": "2.5 10\n"}
+
+
+def _sections() -> list[tuple[str, str, str]]:
+    """(number, heading, code) for each section of API.md with python blocks."""
+    if not API_MD.exists():
+        return []
+    sections = []
+    for part in re.split(r"^## ", API_MD.read_text(), flags=re.M)[1:]:
+        heading = part.splitlines()[0].strip()
+        blocks = re.findall(r"^```python\n(.*?)^```", part, flags=re.M | re.S)
+        if blocks:
+            sections.append((heading.split(".")[0], heading, "\n".join(blocks)))
+    return sections
+
+
+def _params() -> list:
+    if not API_MD.exists():
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason=f"{API_MD} is absent"), id="API.md")]
+    return [
+        pytest.param(
+            number,
+            code,
+            id=heading,
+            marks=[pytest.mark.xfail(reason=NOT_BUILT_YET[number], strict=False)]
+            if number in NOT_BUILT_YET
+            else [],
+        )
+        for number, heading, code in _sections()
+    ]
+
+
+@pytest.mark.parametrize(("number", "code"), _params())
+def test_api_snippet_runs_as_written(number, code):
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, f"API.md section {number} failed:\n{result.stderr[-3000:]}"
+    if number in EXPECTED_OUTPUT:
+        assert result.stdout.startswith(EXPECTED_OUTPUT[number]), result.stdout
