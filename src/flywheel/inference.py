@@ -1,0 +1,123 @@
+"""`load_policy`: act with a trained module from a checkpoint, without building an algorithm or Ray.
+
+    policy = load_policy("runs/cartpole/checkpoint")            # module + saved connector states
+    action = policy.compute_single_action(obs)                  # greedy (explore=False)
+    actions = policy.compute_actions(obs_batch, explore=True)   # sampled, one row per observation
+    policy.export_torchscript("policy.pt")                      # module-space obs -> action dist inputs
+
+The policy runs what a runner runs: the env-to-module pipeline (e.g. `MeanStdFilter` with the saved
+statistics), the module's inference or exploration pass, and the module-to-env pipeline (sampling,
+action unsquashing), all rebuilt from the pieces' metadata and states in the checkpoint. Nothing is
+unpickled and neither `ray` nor the algorithm classes are imported.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from flywheel.checkpoints import io
+from flywheel.columns import Columns
+from flywheel.connectors.pipeline import ConnectorPipelineV2
+from flywheel.core.rl_module.rl_module import RLModule
+from flywheel.episodes import SingleAgentEpisode
+from flywheel.errors import CheckpointError, ModuleError
+from flywheel.typing import DEFAULT_MODULE_ID
+
+MODULES_DIR = ("learner_group", "learner", "rl_module")
+ENV_TO_MODULE_DIR = ("env_runner", "env_to_module_connector")
+MODULE_TO_ENV_DIR = ("env_runner", "module_to_env_connector")
+
+
+def load_policy(path: str | os.PathLike, module_id: str = DEFAULT_MODULE_ID) -> Policy:
+    """The policy of `module_id` in the algorithm checkpoint at `path` (what `save_to_path` returned)."""
+    root = Path(path)
+    metadata = io.read_metadata(root)
+    if not {MODULES_DIR[0], ENV_TO_MODULE_DIR[0]} <= set(metadata["components"]):
+        raise CheckpointError(
+            f"{root} holds a {metadata['class']}, not an algorithm checkpoint (it has no learner_group and "
+            "env_runner components). Fix: pass the directory algo.save_to_path() returned."
+        )
+    modules_dir = root.joinpath(*MODULES_DIR)
+    module_ids = io.read_metadata(modules_dir)["components"]
+    if module_id not in module_ids:
+        raise CheckpointError(
+            f"The checkpoint at {root} has no module {module_id!r}; its modules are {module_ids}. "
+            f"Fix: load_policy(path, module_id=...) with one of them."
+        )
+    module = RLModule.from_checkpoint(modules_dir / module_id)
+    env_to_module = ConnectorPipelineV2.from_checkpoint(root.joinpath(*ENV_TO_MODULE_DIR))
+    module_to_env = ConnectorPipelineV2.from_checkpoint(root.joinpath(*MODULE_TO_ENV_DIR))
+    return Policy(module, env_to_module, module_to_env)
+
+
+class Policy:
+    """An RLModule between its env-to-module and module-to-env pipelines, acting on raw env observations.
+
+    Each call treats every observation as the first of an episode: pieces that read history
+    (frame stacking, previous actions) see only that observation, and recurrent modules start from
+    their initial state. Observation statistics are frozen at their saved values (pieces with an
+    `update_stats` attribute, such as `MeanStdFilter`, get `update_stats=False`), so the same
+    observation always gets the same greedy action.
+    """
+
+    def __init__(
+        self, module: RLModule, env_to_module: ConnectorPipelineV2, module_to_env: ConnectorPipelineV2
+    ) -> None:
+        self.module = module
+        self.env_to_module = env_to_module
+        self.module_to_env = module_to_env
+        for piece in env_to_module.connectors:
+            if hasattr(piece, "update_stats"):
+                piece.update_stats = False
+
+    def compute_actions(self, obs_batch: Any, explore: bool = False) -> np.ndarray:
+        """Actions for the env (after unsquashing/clipping) for a batch of observations (rows or a list)."""
+        episodes = []
+        for obs in obs_batch:
+            episode = SingleAgentEpisode(id_="inference", len_lookback_buffer=0)  # no uuid per call
+            episode.add_env_reset(obs)
+            episodes.append(episode)
+        call = {"rl_module": self.module, "episodes": episodes, "explore": explore, "shared_data": {}}
+        batch = self.env_to_module(batch={}, **call)
+        out = self.module.forward_exploration(batch) if explore else self.module.forward_inference(batch)
+        return self.module_to_env(batch=out, **call)[Columns.ACTIONS_FOR_ENV]
+
+    def compute_single_action(self, obs: Any, explore: bool = False) -> Any:
+        """The env action for one observation (e.g. a numpy int for Discrete, an array for Box)."""
+        return self.compute_actions([obs], explore=explore)[0]
+
+    def export_torchscript(self, path: str | os.PathLike) -> str:
+        """Saves the module's inference pass, `obs tensor [B, ...] -> ACTION_DIST_INPUTS [B, ...]`, as
+        TorchScript (load with `torch.jit.load`, also from C++). The graph takes observations as the
+        module sees them, i.e. after the env-to-module pieces (such as observation filters)."""
+        if self.module.is_stateful():
+            raise ModuleError(
+                f"{type(self.module).__name__} is recurrent; export_torchscript() exports stateless "
+                "`obs -> action dist inputs` graphs only. Fix: export a module without use_lstm."
+            )
+        example = np.asarray(self.module.observation_space.sample())[None]
+        example = torch.as_tensor(example.astype(np.float32) if example.dtype.kind == "f" else example)
+        graph = _InferenceGraph(self.module).eval()
+        with warnings.catch_warnings(), torch.no_grad():
+            # torch marks TorchScript deprecated, but it is still what C++ (libtorch) deployments load.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            traced = torch.jit.trace(graph, example)
+        traced.save(str(path))
+        return str(path)
+
+
+class _InferenceGraph(torch.nn.Module):
+    """The module's `_forward_inference` with a tensor in and a tensor out (what tracing needs)."""
+
+    def __init__(self, module: RLModule) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.module._forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
