@@ -1,0 +1,82 @@
+"""`ProgressBar`: a live tqdm bar over training results (iteration, env steps, return, steps/s).
+
+The driving loop::
+
+    with ProgressBar(total_iters=20) as bar:
+        for _ in range(20):
+            bar.update(algo.train())
+
+The bar counts iterations, or env steps when `total_timesteps` is given, and shows the newest
+result's numbers after it: ``iter=3 env_steps=12000 return=41.20 steps/s=9530``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import IO, Any, Self
+
+from tqdm import tqdm
+
+
+class ProgressBar:
+    """A tqdm bar fed with `algo.train()` results.
+
+    Args:
+        total_iters: Iterations the run will take at most (the bar's total), if known.
+        total_timesteps: Env steps the run will take at most; makes the bar count env steps.
+        desc: Text before the bar (e.g. "PPO CartPole-v1").
+        file: Where to draw (default: stderr, so stdout stays clean for results).
+        disable: Draw nothing (update() still works; for quiet runs).
+    """
+
+    def __init__(
+        self,
+        *,
+        total_iters: int | None = None,
+        total_timesteps: int | None = None,
+        desc: str | None = None,
+        file: IO[str] | None = None,
+        disable: bool = False,
+    ) -> None:
+        self._count_timesteps = total_timesteps is not None
+        self._bar = tqdm(
+            total=total_timesteps if self._count_timesteps else total_iters,
+            desc=desc,
+            unit="step" if self._count_timesteps else "iter",
+            file=file,
+            disable=disable,
+            dynamic_ncols=True,
+        )
+
+    def update(self, result: Mapping[str, Any]) -> None:
+        """Moves the bar to `result`'s iteration (or env steps) and shows its numbers."""
+        iteration = int(result["training_iteration"])
+        env_steps = int(result["num_env_steps_sampled_lifetime"])
+        self._bar.set_postfix_str(describe_result(result), refresh=False)
+        self._bar.update((env_steps if self._count_timesteps else iteration) - self._bar.n)
+
+    def close(self) -> None:
+        """Leaves the final bar on screen and releases it."""
+        self._bar.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def describe_result(result: Mapping[str, Any]) -> str:
+    """``iter=3 env_steps=12000 return=41.20 steps/s=9530``: a result's headline numbers on one line.
+
+    `return` is ``env_runners/episode_return_mean`` (nan until an episode finished); `steps/s` is the
+    env steps sampled in this iteration over its wall time.
+    """
+    runners = result.get("env_runners", {})
+    seconds = result.get("time_this_iter_s", 0.0)
+    sampled = runners.get("num_env_steps_sampled", 0)
+    rate = sampled / seconds if seconds > 0 else float("nan")
+    return (
+        f"iter={result['training_iteration']} env_steps={result['num_env_steps_sampled_lifetime']} "
+        f"return={runners.get('episode_return_mean', float('nan')):.2f} steps/s={rate:.0f}"
+    )

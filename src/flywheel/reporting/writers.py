@@ -1,0 +1,201 @@
+"""Result writers: each `algo.train()` result as a TensorBoard point, a CSV row and a JSON line.
+
+The driving loop::
+
+    writers = default_writers(run_dir)          # TensorBoard events, results.csv, results.jsonl
+    for _ in range(10):
+        result = algo.train()
+        for writer in writers:
+            writer.write(result)
+    for writer in writers:
+        writer.close()
+
+Every writer flushes after each result, so a run that is still going (or crashed) can be read.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import numbers
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+
+RESULTS_CSV = "results.csv"
+RESULTS_JSONL = "results.jsonl"
+
+
+def flatten_result(result: Mapping[str, Any], sep: str = "/") -> dict[str, Any]:
+    """The leaves of a nested result keyed by their joined path: ``{"env_runners/episode_return_mean": ...}``."""
+    flat: dict[str, Any] = {}
+    for key, value in result.items():
+        if isinstance(value, Mapping):
+            for sub_key, leaf in flatten_result(value, sep).items():
+                flat[f"{key}{sep}{sub_key}"] = leaf
+        else:
+            flat[str(key)] = value
+    return flat
+
+
+class ResultWriter(ABC):
+    """Writes each training result somewhere; usable as a context manager that closes it."""
+
+    @abstractmethod
+    def write(self, result: Mapping[str, Any]) -> None:
+        """Records one result (the nested dict `algo.train()` returns)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flushes and releases the writer's file(s)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class TensorBoardWriter(ResultWriter):
+    """TensorBoard event files in `log_dir`: one scalar per numeric leaf, tagged with its flattened key.
+
+    The step of every scalar is the result's `step_key` (default: the training iteration). Non-numeric
+    leaves (strings, lists, None) are skipped; NaN is written as NaN (TensorBoard shows a gap).
+    """
+
+    def __init__(self, log_dir: str | os.PathLike, *, step_key: str = "training_iteration") -> None:
+        # Imported here: it pulls in torch, and reading results or the CLI's --help must stay fast.
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.step_key = step_key
+        self._writer = SummaryWriter(log_dir=str(log_dir))
+
+    def write(self, result: Mapping[str, Any]) -> None:
+        flat = flatten_result(result)
+        if self.step_key not in flat:
+            raise ValueError(
+                f"TensorBoardWriter expected the result to contain the step counter {self.step_key!r}, "
+                f"but its keys are {sorted(flat)}. Fix: pass step_key=<one of those counters>."
+            )
+        step = int(flat[self.step_key])
+        for tag, value in flat.items():
+            if _is_number(value):
+                self._writer.add_scalar(tag, float(value), step)
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class CSVWriter(ResultWriter):
+    """A CSV file with one row per result and one column per flattened key.
+
+    The header is the keys of the first result. A later result that brings new keys (e.g.
+    ``evaluation/...`` once evaluation first runs) appends them as new columns at the end: the file
+    is rewritten once with the wider header and empty cells for the earlier rows, so existing columns
+    never move. Keys a result lacks are written as empty cells.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("w", newline="")
+        self._fieldnames: list[str] = []
+        self._writer: csv.DictWriter | None = None
+
+    @property
+    def fieldnames(self) -> list[str]:
+        """The current header."""
+        return list(self._fieldnames)
+
+    def write(self, result: Mapping[str, Any]) -> None:
+        row = {key: _csv_cell(value) for key, value in flatten_result(result).items()}
+        known = set(self._fieldnames)
+        new_keys = [key for key in row if key not in known]
+        if self._writer is None:
+            self._use_header(new_keys, write_it=True)
+        elif new_keys:
+            self._widen(new_keys)
+        self._writer.writerow(row)
+        self._file.flush()
+
+    def _use_header(self, fieldnames: list[str], *, write_it: bool) -> None:
+        self._fieldnames = fieldnames
+        self._writer = csv.DictWriter(self._file, fieldnames=fieldnames, restval="")
+        if write_it:
+            self._writer.writeheader()
+
+    def _widen(self, new_keys: list[str]) -> None:
+        """Rewrites the file with `new_keys` appended to the header (atomically, via a temp file)."""
+        self._file.close()
+        with self.path.open(newline="") as old:
+            rows = list(csv.reader(old))[1:]
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        padding = [""] * len(new_keys)
+        with tmp.open("w", newline="") as new:
+            writer = csv.writer(new)
+            writer.writerow(self._fieldnames + new_keys)
+            writer.writerows(row + padding for row in rows)
+        os.replace(tmp, self.path)
+        self._file = self.path.open("a", newline="")
+        self._use_header(self._fieldnames + new_keys, write_it=False)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class JSONLWriter(ResultWriter):
+    """A JSON-lines file: each result as one nested JSON object per line.
+
+    Non-finite floats (NaN, inf) become ``null`` (JSON has no NaN); numpy values become plain numbers
+    and lists; anything else JSON cannot hold is written as its ``str()``.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("w")
+
+    def write(self, result: Mapping[str, Any]) -> None:
+        self._file.write(json.dumps(_jsonable(result), allow_nan=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def default_writers(run_dir: str | os.PathLike) -> list[ResultWriter]:
+    """TensorBoard event files in `run_dir`, plus `run_dir/results.csv` and `run_dir/results.jsonl`."""
+    run_dir = Path(run_dir)
+    return [
+        TensorBoardWriter(run_dir),
+        CSVWriter(run_dir / RESULTS_CSV),
+        JSONLWriter(run_dir / RESULTS_JSONL),
+    ]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real | np.bool_)
+
+
+def _csv_cell(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
