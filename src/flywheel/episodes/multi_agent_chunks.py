@@ -1,0 +1,344 @@
+"""Whole-episode operations of `MultiAgentEpisode`: building from data, cut, slice, concat, validate, state.
+
+Each operation works per agent through the `SingleAgentEpisode` chunk operations and keeps
+the env-step map (``env_t_to_agent_t``) in line with them. The methods of
+`MultiAgentEpisode` delegate here.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from flywheel.episodes.lookback_buffer import LookbackBuffer
+from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED
+from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+from flywheel.errors import EpisodeError
+
+if TYPE_CHECKING:
+    from flywheel.episodes.multi_agent_episode import MultiAgentEpisode
+
+
+def _successor_shell(episode: MultiAgentEpisode, env_t_started: int) -> MultiAgentEpisode:
+    """An empty episode with ``episode``'s id, spaces and module choices."""
+    return type(episode)(
+        episode.id_,
+        agent_module_ids=episode._agent_to_module,
+        agent_to_module_mapping_fn=episode.agent_to_module_mapping_fn,
+        observation_space=episode.observation_space,
+        action_space=episode.action_space,
+        env_t_started=env_t_started,
+    )
+
+
+def record_from_data(
+    episode: MultiAgentEpisode,
+    observations: list[dict],
+    infos: list[dict] | None,
+    actions: list[dict] | None,
+    rewards: list[dict] | None,
+    terminateds: list[dict] | None,
+    truncateds: list[dict] | None,
+    extra_model_outputs: list[dict] | None,
+    len_lookback_buffer: int | str,
+) -> None:
+    """Records given per-env-step dicts; the first ``len_lookback_buffer`` steps become history."""
+    n_steps = len(observations) - 1
+    expected = {"infos": (infos, n_steps + 1), "actions": (actions, n_steps), "rewards": (rewards, n_steps)}
+    expected.update(terminateds=(terminateds, n_steps), truncateds=(truncateds, n_steps))
+    expected["extra_model_outputs"] = (extra_model_outputs, n_steps)
+    wrong = [
+        f"{name} has {len(data)} dicts, expected {n}"
+        for name, (data, n) in expected.items()
+        if (data is not None or name in ("actions", "rewards")) and len(data or ()) != n
+    ]
+    if wrong:
+        raise EpisodeError(
+            f"Cannot build episode {episode.id_} from {len(observations)} observation dicts ({n_steps} env "
+            f"steps): {'; '.join(wrong)}. Pass one dict per env step (observations and infos: one more)."
+        )
+    lookback = _lookback_from(len_lookback_buffer, n_steps)
+    episode.env_t_started = episode.env_t = episode.env_t_started - lookback
+    episode.add_env_reset(observations=observations[0], infos=infos[0] if infos else None)
+    for k in range(n_steps):
+        episode.add_env_step(
+            observations[k + 1],
+            actions[k],
+            rewards[k],
+            infos[k + 1] if infos else None,
+            terminateds=terminateds[k] if terminateds else None,
+            truncateds=truncateds[k] if truncateds else None,
+            extra_model_outputs=extra_model_outputs[k] if extra_model_outputs else None,
+        )
+    _make_history(episode, lookback)
+
+
+def _lookback_from(len_lookback_buffer: int | str, n_steps: int) -> int:
+    if len_lookback_buffer == "auto":
+        return n_steps
+    if not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
+        raise EpisodeError(
+            f"Expected len_lookback_buffer to be an int >= 0 or 'auto', got {len_lookback_buffer!r}."
+        )
+    return min(len_lookback_buffer, n_steps)
+
+
+def _make_history(episode: MultiAgentEpisode, n: int) -> None:
+    """Turns the first ``n`` recorded env steps into lookback, as if a `cut` had happened after them."""
+    episode.env_t_started += n
+    episode._env_lookback = n
+    for agent_id in list(episode.agent_episodes):
+        sa_episode, mapping = episode.agent_episodes[agent_id], episode.env_t_to_agent_t[agent_id]
+        mapping.lookback = n
+        seen = [t for t in mapping.data[: n + 1] if t != NOT_OBSERVED]
+        k = seen[-1] - sa_episode.t_started if seen else 0
+        if sa_episode.is_done and k == len(sa_episode):
+            _forget(episode, agent_id)
+            continue
+        buffers = [sa_episode.observations, sa_episode.infos, sa_episode.actions, sa_episode.rewards]
+        for buffer in [*buffers, *sa_episode.extra_model_outputs.values()]:
+            buffer.lookback += k
+        sa_episode.t_started += k
+
+
+def _forget(episode: MultiAgentEpisode, agent_id: object) -> None:
+    """Drops a done agent from the chunk but remembers that it took part."""
+    del episode.agent_episodes[agent_id], episode.env_t_to_agent_t[agent_id]
+    episode._finished_agents.add(agent_id)
+
+
+def cut(episode: MultiAgentEpisode, len_lookback_buffer: int) -> MultiAgentEpisode:
+    """See `MultiAgentEpisode.cut`."""
+    if len_lookback_buffer < 0:
+        raise EpisodeError(f"Expected len_lookback_buffer >= 0 for cut(), got {len_lookback_buffer}.")
+    n = len_lookback_buffer
+    successor = _successor_shell(episode, episode.env_t)
+    successor._env_lookback = min(n, episode._env_lookback + len(episode))
+    for agent_id, sa_episode in episode.agent_episodes.items():
+        if sa_episode.is_done:
+            successor._finished_agents.add(agent_id)
+            continue
+        successor.agent_episodes[agent_id] = sa_episode.cut(n)
+        tail = episode.env_t_to_agent_t[agent_id].tail(n + 1)
+        successor.env_t_to_agent_t[agent_id] = LookbackBuffer(tail, successor._env_lookback)
+    successor._finished_agents |= episode._finished_agents
+    successor._in_flight = {agent_id: list(step) for agent_id, step in episode._in_flight.items()}
+    successor._agents_that_stepped = set(episode._agents_that_stepped)
+    successor._agents_to_act = set(episode._agents_to_act)
+    successor.custom_data = copy.deepcopy(episode.custom_data)
+    return successor
+
+
+def slice_episode(
+    episode: MultiAgentEpisode, slc: slice, len_lookback_buffer: int | None
+) -> MultiAgentEpisode:
+    """See `MultiAgentEpisode.slice`."""
+    start, stop, step = slc.indices(len(episode))
+    if step != 1:
+        raise EpisodeError(f"Expected a slice with step 1, got {slc}; slice first, then subsample.")
+    stop = max(stop, start)
+    env_lookback = episode._env_lookback if len_lookback_buffer is None else len_lookback_buffer
+    sliced = _successor_shell(episode, episode.env_t_started + start)
+    sliced.env_t = episode.env_t_started + stop
+    sliced._env_lookback = min(env_lookback, episode._env_lookback + start)
+    sliced._finished_agents = set(episode._finished_agents)
+    for agent_id, sa_episode in episode.agent_episodes.items():
+        mapping = episode.env_t_to_agent_t[agent_id]
+        bounds = _agent_bounds(sa_episode, mapping, start, stop)
+        if bounds is None:
+            if sa_episode.is_done:
+                sliced._finished_agents.add(agent_id)
+            continue
+        first, last = bounds[0] - sa_episode.t_started, bounds[1] - sa_episode.t_started
+        sliced.agent_episodes[agent_id] = sa_episode.slice(
+            slice(first, last), len_lookback_buffer=len_lookback_buffer
+        )
+        sliced.env_t_to_agent_t[agent_id] = mapping.sliced(start, stop + 1, env_lookback)
+    if stop == len(episode):
+        sliced.is_terminated, sliced.is_truncated = episode.is_terminated, episode.is_truncated
+    sliced._agents_that_stepped = {
+        a for a, m in sliced.env_t_to_agent_t.items() if m.data[-1] != NOT_OBSERVED
+    }
+    sliced._agents_to_act = {a for a in sliced._agents_that_stepped if not sliced.agent_episodes[a].is_done}
+    return sliced
+
+
+def _agent_bounds(
+    sa_episode: SingleAgentEpisode, mapping: LookbackBuffer, start: int, stop: int
+) -> tuple[int, int] | None:
+    """The agent timesteps from its last observation at or before env ``start`` to its last at or before ``stop``.
+
+    None if the agent had not observed by ``stop``, or had finished by ``start``.
+    """
+    chunk = mapping.data[mapping.lookback :]
+    # An agent episode's first chunk observation may come from before this env chunk (an earlier cut).
+    before = [] if sa_episode.t_started in chunk else [sa_episode.t_started]
+    upto_start = before + [t for t in chunk[: start + 1] if t != NOT_OBSERVED]
+    upto_stop = before + [t for t in chunk[: stop + 1] if t != NOT_OBSERVED]
+    if not upto_stop:
+        return None
+    first = upto_start[-1] if upto_start else upto_stop[0]
+    if sa_episode.is_done and first == sa_episode.t:
+        return None
+    return first, upto_stop[-1]
+
+
+def concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
+    """See `MultiAgentEpisode.concat_episode`."""
+    _check_concat(episode, other)
+    n_timesteps = episode._env_lookback + len(episode) + 1
+    for agent_id, mapping in episode.env_t_to_agent_t.items():
+        if agent_id in other.agent_episodes:
+            _add_missing_extra_outputs(episode.agent_episodes[agent_id], other.agent_episodes[agent_id])
+            episode.agent_episodes[agent_id].concat_episode(other.agent_episodes[agent_id])
+            mapping.extend_from(other.env_t_to_agent_t[agent_id], skip=1)
+        else:
+            mapping.data.extend([NOT_OBSERVED] * len(other))
+    for agent_id, sa_episode in other.agent_episodes.items():
+        if agent_id in episode.agent_episodes:
+            continue
+        # Joined in ``other``: not observed at any of this episode's env timesteps.
+        other_mapping = other.env_t_to_agent_t[agent_id]
+        joined = [NOT_OBSERVED] * n_timesteps + other_mapping.data[other_mapping.lookback + 1 :]
+        episode.agent_episodes[agent_id] = sa_episode
+        episode.env_t_to_agent_t[agent_id] = LookbackBuffer(joined, episode._env_lookback)
+    episode.env_t = other.env_t
+    episode.is_terminated, episode.is_truncated = other.is_terminated, other.is_truncated
+    episode._in_flight = {agent_id: list(step) for agent_id, step in other._in_flight.items()}
+    episode._finished_agents |= other._finished_agents
+    episode._agent_to_module.update(other._agent_to_module)
+    episode._agents_that_stepped = set(other._agents_that_stepped)
+    episode._agents_to_act = set(other._agents_to_act)
+
+
+def _add_missing_extra_outputs(sa_episode: SingleAgentEpisode, successor: SingleAgentEpisode) -> None:
+    """An agent that never acted yet (e.g. joined just before a cut) has no extra output columns; its
+    successor may. Zero actions means zero outputs in every column, so empty columns make them match."""
+    if sa_episode.actions.total_len() == 0:
+        for key in successor.extra_model_outputs.keys() - sa_episode.extra_model_outputs.keys():
+            sa_episode.extra_model_outputs[key] = LookbackBuffer()
+
+
+def _check_concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
+    if other.id_ != episode.id_:
+        raise EpisodeError(
+            f"Cannot concat episode {other.id_} to episode {episode.id_}: expected the same id_ "
+            f"(concat the successor chunks that cut() returned)."
+        )
+    if episode.is_done:
+        raise EpisodeError(
+            f"Cannot concat to episode {episode.id_}: it is already done at env_t={episode.env_t}."
+        )
+    if other.env_t_started != episode.env_t:
+        raise EpisodeError(
+            f"Cannot concat the chunk of episode {episode.id_} starting at env_t_started={other.env_t_started} "
+            f"to the chunk ending at env_t={episode.env_t}; concat chunks in order, each starting where the last ended."
+        )
+    missing = [
+        a for a, e in episode.agent_episodes.items() if not e.is_done and a not in other.agent_episodes
+    ]
+    if missing:
+        raise EpisodeError(
+            f"Cannot concat chunks of episode {episode.id_}: agents {missing} are alive at this chunk's end but "
+            f"missing from the other chunk; the other chunk must come from cut()."
+        )
+
+
+def validate(episode: MultiAgentEpisode) -> None:
+    """See `MultiAgentEpisode.validate`."""
+    problems = []
+    for agent_id, sa_episode in episode.agent_episodes.items():
+        try:
+            sa_episode.validate()
+        except EpisodeError as e:
+            problems.append(f"agent {agent_id!r}: {str(e).rstrip('.')}")
+    if set(episode.env_t_to_agent_t) != set(episode.agent_episodes):
+        problems.append(
+            f"env_t_to_agent_t has agents {list(episode.env_t_to_agent_t)}, expected those of agent_episodes "
+            f"{list(episode.agent_episodes)}"
+        )
+    n_timesteps = len(episode) + 1
+    for agent_id, mapping in episode.env_t_to_agent_t.items():
+        if len(mapping) != n_timesteps or mapping.lookback != episode._env_lookback:
+            problems.append(
+                f"env_t_to_agent_t[{agent_id!r}] has {len(mapping)} chunk entries and {mapping.lookback} of "
+                f"lookback, expected {n_timesteps} (one per env timestep) and {episode._env_lookback}"
+            )
+        if agent_id in episode.agent_episodes:
+            problems += _timeline_problems(agent_id, episode.agent_episodes[agent_id], mapping)
+    for agent_id in episode._in_flight:
+        sa_episode = episode.agent_episodes.get(agent_id)
+        if sa_episode is None or sa_episode.is_done:
+            problems.append(
+                f"agent {agent_id!r} has a step in flight but is {'done' if sa_episode else 'unknown'}"
+            )
+    if len(episode) < 0 or episode.env_t_started < 0:
+        problems.append(
+            f"env_t_started={episode.env_t_started} and env_t={episode.env_t}, expected 0 <= started <= t"
+        )
+    if problems:
+        raise EpisodeError(
+            f"MultiAgentEpisode {episode.id_} is inconsistent: "
+            + "; ".join(problems)
+            + ". Record data only through add_env_reset()/add_env_step(), cut() and concat_episode()."
+        )
+
+
+def _timeline_problems(
+    agent_id: object, sa_episode: SingleAgentEpisode, mapping: LookbackBuffer
+) -> list[str]:
+    """The map's chunk must list the agent's newest observations' timesteps, consecutive, ending at its ``t``."""
+    seen = [t for t in mapping.data[mapping.lookback :] if t != NOT_OBSERVED]
+    consecutive = seen == list(range(sa_episode.t - len(seen) + 1, sa_episode.t + 1))
+    if consecutive and len(sa_episode) <= len(seen) <= len(sa_episode) + 1:
+        return []
+    return [
+        f"env_t_to_agent_t[{agent_id!r}] lists agent timesteps {seen} in this chunk, expected consecutive "
+        f"timesteps ending at the agent's t={sa_episode.t}, one for each of its {len(sa_episode)} steps "
+        f"(plus its first observation if made in this chunk)"
+    ]
+
+
+def get_state(episode: MultiAgentEpisode) -> dict[str, Any]:
+    """See `MultiAgentEpisode.get_state`."""
+    return {
+        "id_": episode.id_,
+        "observation_space": episode.observation_space,
+        "action_space": episode.action_space,
+        "agent_episodes": {a: e.get_state() for a, e in episode.agent_episodes.items()},
+        "env_t_to_agent_t": {a: m.get_state() for a, m in episode.env_t_to_agent_t.items()},
+        "env_t_started": episode.env_t_started,
+        "env_t": episode.env_t,
+        "env_lookback": episode._env_lookback,
+        "is_terminated": episode.is_terminated,
+        "is_truncated": episode.is_truncated,
+        "agent_to_module": dict(episode._agent_to_module),
+        "in_flight": copy.deepcopy(episode._in_flight),
+        "finished_agents": list(episode._finished_agents),
+        "agents_that_stepped": list(episode._agents_that_stepped),
+        "agents_to_act": list(episode._agents_to_act),
+        "custom_data": copy.deepcopy(episode.custom_data),
+    }
+
+
+def from_state(cls: type[MultiAgentEpisode], state: dict[str, Any], mapping_fn: Any) -> MultiAgentEpisode:
+    """See `MultiAgentEpisode.from_state`."""
+    episode = cls(
+        state["id_"],
+        agent_module_ids=state["agent_to_module"],
+        agent_to_module_mapping_fn=mapping_fn,
+        observation_space=state["observation_space"],
+        action_space=state["action_space"],
+        env_t_started=state["env_t_started"],
+    )
+    episode.agent_episodes = {a: SingleAgentEpisode.from_state(s) for a, s in state["agent_episodes"].items()}
+    episode.env_t_to_agent_t = {a: LookbackBuffer.from_state(s) for a, s in state["env_t_to_agent_t"].items()}
+    episode.env_t = state["env_t"]
+    episode._env_lookback = state["env_lookback"]
+    episode.is_terminated, episode.is_truncated = state["is_terminated"], state["is_truncated"]
+    episode._in_flight = copy.deepcopy(state["in_flight"])
+    episode._finished_agents = set(state["finished_agents"])
+    episode._agents_that_stepped = set(state["agents_that_stepped"])
+    episode._agents_to_act = set(state["agents_to_act"])
+    episode.custom_data = copy.deepcopy(state["custom_data"])
+    return episode

@@ -1,0 +1,476 @@
+"""`MultiAgentEpisode`: the record of one multi-agent episode (or one chunk of it).
+
+An EnvRunner drives it like this::
+
+    episode = MultiAgentEpisode(observation_space=env.observation_spaces, action_space=env.action_spaces,
+                                agent_to_module_mapping_fn=policy_mapping_fn)
+    episode.add_env_reset(observations=obs, infos=infos)
+    while not episode.is_done and not enough_steps:
+        actions = {aid: act(episode.module_for(aid), obs[aid]) for aid in episode.get_agents_to_act()}
+        obs, rewards, terminateds, truncateds, infos = env.step(actions)
+        episode.add_env_step(obs, actions, rewards, infos, terminateds=terminateds, truncateds=truncateds)
+    chunk_for_learner, episode = episode, episode.cut(len_lookback_buffer=n)   # ongoing: continue
+    chunk_for_learner.to_numpy()
+
+Each agent's trajectory is a `SingleAgentEpisode` in ``agent_episodes``, counted in the
+agent's own steps: an agent step runs from one of its observations to the next. An agent that
+acted but has not observed again has its step *in flight*: the action (and extra model
+outputs) wait, and every reward the agent gets meanwhile is summed, until its next observation
+completes the step. ``env_t_to_agent_t`` ties the two timelines together (see
+`multi_agent_indexing`), so getters can index env steps (``env_steps=True``) or agent steps.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from flywheel.episodes import multi_agent_chunks
+from flywheel.episodes.lookback_buffer import Indices, LookbackBuffer
+from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED, get_data
+from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+from flywheel.errors import EpisodeError
+from flywheel.typing import DEFAULT_MODULE_ID, AgentID, ModuleID
+
+MappingFn = Callable[..., ModuleID]
+
+
+def _space_dict(spaces: gym.spaces.Dict | Mapping | None) -> dict | None:
+    if spaces is None:
+        return None
+    return dict(spaces.spaces) if isinstance(spaces, gym.spaces.Dict) else dict(spaces)
+
+
+class MultiAgentEpisode:
+    """One multi-agent episode chunk: a `SingleAgentEpisode` per agent plus the env-step timeline.
+
+    ``observation_space`` / ``action_space`` (dicts or ``Dict`` spaces keyed by agent id) give
+    each agent episode its spaces; when given, an agent without a space is an error. The module
+    of an agent is ``agent_module_ids[agent_id]`` if given, else
+    ``agent_to_module_mapping_fn(agent_id, episode)`` called once per agent and episode, else
+    ``"default_policy"``. Built from data, ``observations`` (``n + 1`` dicts) and ``actions``,
+    ``rewards``, ``terminateds``, ``truncateds``, ``extra_model_outputs`` (``n`` dicts each) are
+    recorded step by step; ``len_lookback_buffer`` of those steps (``"auto"``: all of them, as
+    for `SingleAgentEpisode`) become history in front of a chunk starting at ``env_t_started``.
+    """
+
+    def __init__(
+        self,
+        id_: str | None = None,
+        *,
+        agent_module_ids: Mapping[AgentID, ModuleID] | None = None,
+        agent_to_module_mapping_fn: MappingFn | None = None,
+        observation_space: gym.spaces.Dict | Mapping[AgentID, gym.Space] | None = None,
+        action_space: gym.spaces.Dict | Mapping[AgentID, gym.Space] | None = None,
+        observations: list[dict] | None = None,
+        infos: list[dict] | None = None,
+        actions: list[dict] | None = None,
+        rewards: list[dict] | None = None,
+        terminateds: list[dict] | None = None,
+        truncateds: list[dict] | None = None,
+        extra_model_outputs: list[dict] | None = None,
+        env_t_started: int | None = None,
+        len_lookback_buffer: int | str = "auto",
+    ):
+        self.id_ = uuid.uuid4().hex if id_ is None else id_
+        self.observation_space = _space_dict(observation_space)
+        self.action_space = _space_dict(action_space)
+        self.agent_to_module_mapping_fn = agent_to_module_mapping_fn
+        self.agent_episodes: dict[AgentID, SingleAgentEpisode] = {}
+        self.env_t_to_agent_t: dict[AgentID, LookbackBuffer] = {}
+        self.env_t_started = self.env_t = env_t_started or 0
+        self.is_terminated = False
+        self.is_truncated = False
+        self.custom_data: dict[str, Any] = {}
+        self._agent_to_module: dict[AgentID, ModuleID] = dict(agent_module_ids or {})
+        self._in_flight: dict[AgentID, list] = {}  # agent -> [action, extra model outputs, summed reward]
+        self._finished_agents: set[AgentID] = set()  # Done in an earlier chunk (not in agent_episodes).
+        self._env_lookback = 0
+        self._agents_that_stepped: set[AgentID] = set()
+        self._agents_to_act: set[AgentID] = set()
+        if observations is not None:
+            multi_agent_chunks.record_from_data(
+                self,
+                observations,
+                infos,
+                actions,
+                rewards,
+                terminateds,
+                truncateds,
+                extra_model_outputs,
+                len_lookback_buffer,
+            )
+
+    # ----------------------------------------------------------------- recording (hot path)
+
+    def add_env_reset(self, *, observations: dict, infos: dict | None = None) -> None:
+        """Records the observations (and infos) of ``env.reset()``: the agents that act first."""
+        if self.agent_episodes or self.env_t != self.env_t_started:
+            raise EpisodeError(
+                f"add_env_reset() needs a fresh episode, but episode {self.id_} already holds agents "
+                f"{list(self.agent_episodes)} at env_t={self.env_t}; create a new episode."
+            )
+        infos = infos or {}
+        for agent_id, observation in observations.items():
+            self._join(agent_id, observation, infos.get(agent_id))
+        self._agents_that_stepped = set(observations)
+        self._agents_to_act = set(observations)
+
+    def add_env_step(
+        self,
+        observations: dict,
+        actions: dict,
+        rewards: dict,
+        infos: dict | None = None,
+        *,
+        terminateds: dict | None = None,
+        truncateds: dict | None = None,
+        extra_model_outputs: dict | None = None,
+    ) -> None:
+        """Records one env step (all dicts keyed by agent id, done flags with ``"__all__"``).
+
+        ``actions`` (and ``extra_model_outputs``) are those of the agents that acted; their
+        steps complete when they next observe, with every reward they got until then. An agent
+        observing for the first time joins. Runs once per env step: no validation beyond what
+        falls out of the bookkeeping; call `validate` to check thoroughly.
+        """
+        if self.is_terminated or self.is_truncated:
+            raise EpisodeError(
+                f"Episode {self.id_} is already done (terminated={self.is_terminated}, "
+                f"truncated={self.is_truncated}) at env_t={self.env_t}; start a new episode after a reset."
+            )
+        in_flight = self._in_flight
+        extras = extra_model_outputs or {}
+        for agent_id, action in actions.items():
+            in_flight[agent_id] = [action, extras.get(agent_id), 0.0]
+        for agent_id, reward in rewards.items():
+            step = in_flight.get(agent_id)
+            if step is None:
+                self._raise_reward_without_action(agent_id, reward)
+            step[2] += reward
+        self.env_t += 1
+        terminateds, truncateds, infos = terminateds or {}, truncateds or {}, infos or {}
+        all_terminated = terminateds.get("__all__", False)
+        all_truncated = truncateds.get("__all__", False)
+        to_act = set()
+        for agent_id, observation in observations.items():
+            terminated = all_terminated or terminateds.get(agent_id, False)
+            truncated = all_truncated or truncateds.get(agent_id, False)
+            step = in_flight.pop(agent_id, None)
+            if step is None:
+                sa_episode = self._join(agent_id, observation, infos.get(agent_id))
+                sa_episode.is_terminated, sa_episode.is_truncated = terminated, truncated
+            else:
+                sa_episode = self.agent_episodes[agent_id]
+                sa_episode.add_env_step(
+                    observation,
+                    step[0],
+                    step[2],
+                    infos.get(agent_id),
+                    terminated=terminated,
+                    truncated=truncated,
+                    extra_model_outputs=step[1],
+                )
+                self.env_t_to_agent_t[agent_id].data.append(sa_episode.t)
+            if not (terminated or truncated):
+                to_act.add(agent_id)
+        for agent_id, mapping in self.env_t_to_agent_t.items():
+            if agent_id not in observations:
+                mapping.data.append(NOT_OBSERVED)
+        self._agents_that_stepped = set(observations)
+        self._agents_to_act = to_act
+        if all_terminated or all_truncated or any(terminateds.values()) or any(truncateds.values()):
+            self._finish_agents(terminateds, truncateds, bool(all_terminated), bool(all_truncated))
+
+    def _join(self, agent_id: AgentID, observation: Any, info: dict | None) -> SingleAgentEpisode:
+        """Starts the agent episode of an agent's first observation (its timestep 0)."""
+        if agent_id in self.agent_episodes or agent_id in self._finished_agents:
+            self._raise_observation_without_action(agent_id)
+        sa_episode = SingleAgentEpisode(
+            observation_space=self._space_of(agent_id, self.observation_space, "observation_space"),
+            action_space=self._space_of(agent_id, self.action_space, "action_space"),
+            agent_id=agent_id,
+            module_id=self.module_for(agent_id),
+            multi_agent_episode_id=self.id_,
+        )
+        sa_episode.add_env_reset(observation, info)
+        self.agent_episodes[agent_id] = sa_episode
+        not_observed = [NOT_OBSERVED] * (self._env_lookback + self.env_t - self.env_t_started)
+        self.env_t_to_agent_t[agent_id] = LookbackBuffer([*not_observed, 0], self._env_lookback)
+        return sa_episode
+
+    def _finish_agents(
+        self, terminateds: dict, truncateds: dict, all_terminated: bool, all_truncated: bool
+    ) -> None:
+        """Ends the in-flight steps of agents that are done without a final observation; maybe the episode."""
+        for agent_id in list(self._in_flight):
+            terminated = all_terminated or terminateds.get(agent_id, False)
+            truncated = all_truncated or truncateds.get(agent_id, False)
+            if terminated or truncated:
+                self._end_in_flight_step(agent_id, terminated, truncated)
+        if all_terminated or all_truncated:
+            self.is_terminated, self.is_truncated = all_terminated, all_truncated
+        elif self.agent_episodes and all(e.is_done for e in self.agent_episodes.values()):
+            self.is_truncated = all(sa_episode.is_truncated for sa_episode in self.agent_episodes.values())
+            self.is_terminated = not self.is_truncated
+
+    def _end_in_flight_step(self, agent_id: AgentID, terminated: bool, truncated: bool) -> None:
+        """A terminated agent's last step ends on a copy of its last observation (nothing bootstraps from it)."""
+        if not terminated:
+            raise EpisodeError(
+                f"Agent {agent_id!r} was truncated at env step {self.env_t} of episode {self.id_} while its "
+                f"step was in flight (it acted and had not observed again), so there is no observation to "
+                f"bootstrap from. Fix the env: return a final observation for every agent it truncates."
+            )
+        action, extras, reward = self._in_flight.pop(agent_id)
+        sa_episode = self.agent_episodes[agent_id]
+        sa_episode.add_env_step(
+            sa_episode.get_observations(-1), action, reward, {}, terminated=True, extra_model_outputs=extras
+        )
+        self.env_t_to_agent_t[agent_id].data[-1] = sa_episode.t
+        self._agents_that_stepped.add(agent_id)
+
+    def _space_of(self, agent_id: AgentID, spaces: dict | None, name: str) -> gym.Space | None:
+        if spaces is None:
+            return None
+        space = spaces.get(agent_id)
+        if space is None:
+            raise EpisodeError(
+                f"Agent {agent_id!r} observed in episode {self.id_}, but the episode's {name} has no space "
+                f"for it (it has spaces for {list(spaces)}). Expected every agent id to be one of the env's "
+                f"possible_agents with a space; fix the env's spaces or the agent id it returns."
+            )
+        return space
+
+    def _raise_reward_without_action(self, agent_id: AgentID, reward: float) -> None:
+        sa_episode = self.agent_episodes.get(agent_id)
+        if agent_id in self._finished_agents or (sa_episode is not None and sa_episode.is_done):
+            state = "is done"
+        elif sa_episode is not None:
+            state = "did not act on its last observation"
+        else:
+            state = "never observed"
+        raise EpisodeError(
+            f"Agent {agent_id!r} got reward {reward!r} at env step {self.env_t + 1} of episode {self.id_}, "
+            f"but it has no step in flight (it {state}). Expected rewards only for agents that acted on an "
+            f"observation. Fix the env (flywheel.env.multi_agent_checks.check_multi_agent_env finds this)."
+        )
+
+    def _raise_observation_without_action(self, agent_id: AgentID) -> None:
+        sa_episode = self.agent_episodes.get(agent_id)
+        if sa_episode is None or sa_episode.is_done:
+            problem = "after it was done"
+            fix = "return no data for agents once they are terminated or truncated"
+        else:
+            problem = "but it did not act on its previous observation"
+            fix = "send an action for every agent in get_agents_to_act() with each step"
+        raise EpisodeError(
+            f"Agent {agent_id!r} received an observation at env step {self.env_t} of episode {self.id_} "
+            f"{problem}. Fix: {fix}."
+        )
+
+    # ------------------------------------------------------------------------ properties
+
+    @property
+    def is_done(self) -> bool:
+        """Whether the episode ended: ``"__all__"`` was set, or every agent is done."""
+        return self.is_terminated or self.is_truncated
+
+    @property
+    def is_reset(self) -> bool:
+        """Whether `add_env_reset` (or a predecessor chunk) gave the episode its first observations."""
+        return bool(self.agent_episodes) or self.env_t != self.env_t_started or bool(self._finished_agents)
+
+    @property
+    def is_numpy(self) -> bool:
+        return bool(self.agent_episodes) and all(e.is_numpy for e in self.agent_episodes.values())
+
+    @property
+    def agent_ids(self) -> list[AgentID]:
+        """The agents of this chunk, in the order they joined (agents done in earlier chunks are gone)."""
+        return list(self.agent_episodes)
+
+    def __len__(self) -> int:
+        """Number of env steps in this chunk (lookback excluded)."""
+        return self.env_t - self.env_t_started
+
+    def env_steps(self) -> int:
+        return len(self)
+
+    def agent_steps(self) -> int:
+        """Number of completed agent steps in this chunk, summed over agents."""
+        return sum(len(sa_episode) for sa_episode in self.agent_episodes.values())
+
+    def module_for(self, agent_id: AgentID) -> ModuleID:
+        """The module that acts for ``agent_id``; fixed for the episode once asked."""
+        module_id = self._agent_to_module.get(agent_id)
+        if module_id is None:
+            fn = self.agent_to_module_mapping_fn
+            module_id = DEFAULT_MODULE_ID if fn is None else fn(agent_id, self)
+            self._agent_to_module[agent_id] = module_id
+        return module_id
+
+    def get_agents_to_act(self) -> set[AgentID]:
+        """Agents that observed in the newest env step and are not done: they act in the next one."""
+        return set(self._agents_to_act)
+
+    def get_agents_that_stepped(self) -> set[AgentID]:
+        """Agents that observed in the newest env step (done ones included)."""
+        return set(self._agents_that_stepped)
+
+    def get_return(self) -> float:
+        """Sum of this chunk's rewards over agents (in-flight rewards count once their step completes)."""
+        return float(sum(sa_episode.get_return() for sa_episode in self.agent_episodes.values()))
+
+    def __repr__(self) -> str:
+        return (
+            f"MultiAgentEpisode(id_={self.id_[:8]}, len={len(self)}, env_t_started={self.env_t_started}, "
+            f"agents={self.agent_ids}, terminated={self.is_terminated}, truncated={self.is_truncated})"
+        )
+
+    # --------------------------------------------------------------------------- getters
+
+    def get_observations(
+        self,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        """Observations as ``{agent_id: data}`` (``return_list``: one such dict per env position).
+
+        ``env_steps=True`` indexes env timesteps of the chunk (0 = the chunk's first, -1 = the
+        newest) and returns only agents that observed at those timesteps, or pads the others with
+        ``fill``; ``env_steps=False`` indexes each agent's own steps (``indices`` as in
+        `SingleAgentEpisode`). ``agent_ids`` is one id or a collection (default: every agent).
+        """
+        return get_data(
+            self, "observations", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
+        )
+
+    def get_infos(
+        self,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        return get_data(
+            self, "infos", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
+        )
+
+    def get_actions(
+        self,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        """Actions; at env step ``i``, those of the agent steps that began at ``i`` and are complete."""
+        return get_data(
+            self, "actions", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
+        )
+
+    def get_rewards(
+        self,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        """Rewards per agent step (summed while the agent waited); by env step as for `get_actions`."""
+        return get_data(
+            self, "rewards", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
+        )
+
+    def get_extra_model_outputs(
+        self,
+        key: str | None = None,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        """One extra model output column (all of them as a dict per agent with ``key=None``).
+
+        Agents that have no such column (e.g. ones whose module does not output it) are left out.
+        """
+        return get_data(
+            self,
+            "extra_model_outputs",
+            indices,
+            agent_ids,
+            env_steps,
+            neg_index_as_lookback,
+            fill,
+            return_list,
+            key,
+        )
+
+    # ----------------------------------------------------------------- chunks and slices
+
+    def cut(self, len_lookback_buffer: int = 0) -> MultiAgentEpisode:
+        """Returns the successor chunk that continues this (ongoing) episode.
+
+        Same ``id_``; ``env_t_started = self.env_t``; every agent episode that is not done is
+        `SingleAgentEpisode.cut` with ``len_lookback_buffer`` agent steps of lookback, and the
+        env-step map keeps ``len_lookback_buffer`` env steps. In-flight steps move to the
+        successor (they complete there); agents that are done stay behind. ``custom_data`` is
+        deep-copied.
+        """
+        return multi_agent_chunks.cut(self, len_lookback_buffer)
+
+    def slice(self, slc: slice, *, len_lookback_buffer: int | None = None) -> MultiAgentEpisode:
+        """Returns a new episode holding the env steps ``slc`` (step 1) of this chunk, copied.
+
+        Each agent gets the agent steps that end inside the slice, starting from its last
+        observation at or before the slice's start; agents that finished before it are left out.
+        Steps still in flight at the slice's end are not part of it. Lookback: up to
+        ``len_lookback_buffer`` env steps and, per agent, agent steps (default: as deep as now).
+        """
+        return multi_agent_chunks.slice_episode(self, slc, len_lookback_buffer)
+
+    def concat_episode(self, other: MultiAgentEpisode) -> None:
+        """Appends ``other`` (the successor chunk from `cut`) to this episode, in place."""
+        multi_agent_chunks.concat(self, other)
+
+    # ------------------------------------------------------------- numpy, checks, state
+
+    def to_numpy(self) -> MultiAgentEpisode:
+        """Turns every agent episode's data into arrays (see `SingleAgentEpisode.to_numpy`); returns self."""
+        for sa_episode in self.agent_episodes.values():
+            sa_episode.to_numpy()
+        return self
+
+    def validate(self) -> None:
+        """Checks every agent episode and the env-step map against it; raises `EpisodeError` listing problems."""
+        multi_agent_chunks.validate(self)
+
+    def get_state(self) -> dict[str, Any]:
+        """Plain data for transport and checkpoints (the mapping function is not part of it)."""
+        return multi_agent_chunks.get_state(self)
+
+    @classmethod
+    def from_state(
+        cls, state: dict[str, Any], *, agent_to_module_mapping_fn: MappingFn | None = None
+    ) -> MultiAgentEpisode:
+        """Rebuilds an episode from `get_state` output (pass the mapping function for agents still to join)."""
+        return multi_agent_chunks.from_state(cls, state, agent_to_module_mapping_fn)
