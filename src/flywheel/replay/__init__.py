@@ -1,0 +1,5 @@
+"""Episode replay buffers for off-policy algorithms (uniform, prioritized, multi-agent)."""
+
+from flywheel.replay.episode_buffer import INDICES, EpisodeReplayBuffer
+
+__all__ = ["INDICES", "EpisodeReplayBuffer"]

@@ -1,0 +1,231 @@
+"""`EpisodeReplayBuffer`: stores episodes as they come from EnvRunners, samples n-step transitions.
+
+An off-policy algorithm drives it like this::
+
+    buffer = EpisodeReplayBuffer(capacity=100_000, batch_size_B=32)
+    while training:
+        buffer.add(env_runner.sample(num_timesteps=...))   # finished episodes and ongoing chunks
+        batch = buffer.sample(n_step=3, gamma=0.99)         # flat numpy train batch
+        ...  # target: batch[REWARDS] + gamma**batch[N_STEP] * (1 - batch[TERMINATEDS]) * Q(batch[NEXT_OBS])
+
+Chunks of an ongoing episode (same ``id_``) continue the stored episode, so n-step windows
+run across chunk boundaries. Capacity counts env steps; when a new chunk does not fit, the
+oldest chunks go first, each as a whole (an episode added in one piece leaves in one piece;
+a long-running episode loses its oldest chunks first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from flywheel.columns import Columns
+from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+from flywheel.errors import ConfigError, EpisodeError
+from flywheel.replay.column_store import take
+from flywheel.replay.step_storage import StepStorage
+
+INDICES = "replay_indices"
+"""Batch key of the sampled rows' ids, to pass back to ``update_priorities``."""
+
+NStep = int | tuple[int, int]
+
+__all__ = ["INDICES", "EpisodeReplayBuffer"]
+
+
+class EpisodeReplayBuffer:
+    """Uniform replay over the env steps of stored episodes.
+
+    Args:
+        capacity: Maximum number of env steps stored.
+        batch_size_B: Default number of transitions per `sample` call.
+        seed: Seed of the buffer's random generator (sampling and random n-step lengths).
+    """
+
+    def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None):
+        problems = []
+        if not isinstance(capacity, int | np.integer) or capacity < 1:
+            problems.append(f"capacity must be an int >= 1 (env steps), got {capacity!r}")
+        if not isinstance(batch_size_B, int | np.integer) or batch_size_B < 1:
+            problems.append(f"batch_size_B must be an int >= 1, got {batch_size_B!r}")
+        if problems:
+            raise ConfigError(f"Invalid {type(self).__name__} arguments: " + "; ".join(problems) + ".")
+        self.capacity = int(capacity)
+        self.batch_size_B = int(batch_size_B)
+        self._rng = np.random.default_rng(seed)
+        self._storage = StepStorage(self.capacity)
+
+    # --------------------------------------------------------------------- adding
+
+    def add(self, episodes: SingleAgentEpisode | Iterable[SingleAgentEpisode]) -> None:
+        """Stores the episodes' own steps (their lookback belongs to earlier chunks).
+
+        A chunk whose ``id_`` is stored must start where the stored episode ends
+        (``t_started`` = its ``t``) and continues it; chunks without steps are skipped.
+        """
+        if isinstance(episodes, SingleAgentEpisode):
+            episodes = [episodes]
+        for episode in episodes:
+            if len(episode):
+                evicted, written = self._storage.add_chunk(episode)
+                self._on_rows_changed(evicted, written)
+
+    def _on_rows_changed(self, evicted: np.ndarray, written: np.ndarray) -> None:
+        """Hook for subclasses that keep per-row data (priorities)."""
+
+    # ------------------------------------------------------------------- counting
+
+    def __len__(self) -> int:
+        """Number of stored env steps."""
+        return self._storage.num_steps
+
+    def get_num_timesteps(self) -> int:
+        """Number of stored env steps."""
+        return self._storage.num_steps
+
+    def get_num_episodes(self) -> int:
+        """Number of stored episodes (chunks of one episode count once)."""
+        return self._storage.num_episodes
+
+    def get_added_timesteps(self) -> int:
+        """Number of env steps ever added (evicted ones included)."""
+        return self._storage.next_id
+
+    # ------------------------------------------------------------------- sampling
+
+    def sample(
+        self,
+        num_items: int | None = None,
+        *,
+        batch_size_B: int | None = None,
+        n_step: NStep = 1,
+        gamma: float = 0.99,
+        include_extra_model_outputs: bool = False,
+        beta: float = 0.0,
+    ) -> dict[str, Any]:
+        """Samples ``num_items`` (or ``batch_size_B``) n-step transitions as a flat numpy batch.
+
+        ``n_step`` is an int or an inclusive range ``(lo, hi)`` drawn per transition. Columns:
+        ``OBS``, ``ACTIONS`` (at the window's first step), ``REWARDS`` (the discounted sum of
+        the window's rewards), ``NEXT_OBS`` (the observation after the window), ``TERMINATEDS``
+        / ``TRUNCATEDS`` (the window ends at the episode's termination / truncation), ``N_STEP``
+        (steps actually used: a window stops early at the episode's end, or, for an ongoing
+        episode, at its newest stored observation; bootstrap with ``gamma ** N_STEP``),
+        ``WEIGHTS`` (importance weights; all 1 here, ``beta`` only matters for prioritized
+        replay) and ``INDICES`` (row ids for ``update_priorities``). With
+        ``include_extra_model_outputs`` every extra model output at the first step is added.
+        """
+        batch, _ = self._sample(num_items, batch_size_B, n_step, gamma, include_extra_model_outputs, beta)
+        return batch
+
+    def sample_episodes(
+        self,
+        num_items: int | None = None,
+        *,
+        batch_size_B: int | None = None,
+        n_step: NStep = 1,
+        gamma: float = 0.99,
+        include_extra_model_outputs: bool = False,
+        beta: float = 0.0,
+    ) -> list[SingleAgentEpisode]:
+        """Like `sample`, as one-step episodes, for learner pipelines that read episodes.
+
+        Each holds observations ``[OBS, NEXT_OBS]``, the action, the n-step return as its one
+        reward, the stored episode's ``id_`` and ``t_started``, the done flags of the window,
+        and ``N_STEP``, ``WEIGHTS``, ``INDICES`` (and the requested outputs) as extra model outputs.
+        """
+        batch, extra = self._sample(num_items, batch_size_B, n_step, gamma, include_extra_model_outputs, beta)
+        storage = self._storage
+        skip = {Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS}
+        skip |= {Columns.TERMINATEDS, Columns.TRUNCATEDS}
+        outputs = {key: value for key, value in batch.items() if key not in skip}
+        obs_space, action_space = storage.spaces
+        episodes = []
+        for i, slot in enumerate(extra["slots"]):
+            episodes.append(
+                SingleAgentEpisode(
+                    storage.episode_id(slot),
+                    observations=[take(batch[Columns.OBS], i), take(batch[Columns.NEXT_OBS], i)],
+                    observation_space=obs_space,
+                    actions=[take(batch[Columns.ACTIONS], i)],
+                    action_space=action_space,
+                    rewards=[batch[Columns.REWARDS][i]],
+                    extra_model_outputs={key: [take(value, i)] for key, value in outputs.items()},
+                    terminated=bool(batch[Columns.TERMINATEDS][i]),
+                    truncated=bool(batch[Columns.TRUNCATEDS][i]),
+                    t_started=int(extra["t"][i]),
+                    len_lookback_buffer=0,
+                ).to_numpy()
+            )
+        return episodes
+
+    def _sample(self, num_items, batch_size_B, n_step, gamma, include_extra_model_outputs, beta):
+        size = self._batch_size(num_items, batch_size_B)
+        lengths = self._n_step_lengths(n_step, size)
+        if self._storage.num_steps == 0:
+            raise EpisodeError(f"{type(self).__name__} holds no env steps yet; add episodes before sampling.")
+        positions, weights = self._draw(size, beta)
+        storage = self._storage
+        window = storage.n_step(positions, lengths, gamma)
+        batch = {
+            Columns.OBS: storage.obs.read(positions),
+            Columns.ACTIONS: storage.actions.read(positions),
+            Columns.REWARDS: window["returns"],
+            Columns.NEXT_OBS: window["next_obs"],
+            Columns.TERMINATEDS: window["terminateds"],
+            Columns.TRUNCATEDS: window["truncateds"],
+            Columns.N_STEP: window["n_step"],
+            Columns.WEIGHTS: weights,
+            INDICES: storage.positions_to_ids(positions),
+        }
+        if include_extra_model_outputs:
+            batch.update(storage.read_extras(positions))
+        return batch, window
+
+    def _draw(self, size: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
+        """Row positions drawn uniformly over the stored steps, and their (unit) weights."""
+        storage = self._storage
+        offsets = self._rng.integers(storage.num_steps, size=size)
+        return (storage.first_id + offsets) % self.capacity, np.ones(size, np.float32)
+
+    def _batch_size(self, num_items: int | None, batch_size_B: int | None) -> int:
+        if num_items is not None and batch_size_B is not None:
+            raise ConfigError(
+                f"sample() takes num_items or batch_size_B, got both ({num_items} and {batch_size_B}); "
+                f"pass one of them."
+            )
+        size = num_items if num_items is not None else batch_size_B
+        size = self.batch_size_B if size is None else size
+        if not isinstance(size, int | np.integer) or size < 1:
+            raise ConfigError(f"Expected the number of items to sample to be an int >= 1, got {size!r}.")
+        return int(size)
+
+    def _n_step_lengths(self, n_step: NStep, size: int) -> int | np.ndarray:
+        if isinstance(n_step, int | np.integer) and n_step >= 1:
+            return int(n_step)
+        if (
+            isinstance(n_step, tuple | list)
+            and len(n_step) == 2
+            and all(isinstance(n, int | np.integer) for n in n_step)
+            and 1 <= n_step[0] <= n_step[1]
+        ):
+            return self._rng.integers(n_step[0], n_step[1] + 1, size=size)
+        raise ConfigError(
+            f"Expected n_step to be an int >= 1 or a range (lo, hi) with 1 <= lo <= hi, got {n_step!r}."
+        )
+
+    # ---------------------------------------------------------------------- state
+
+    def get_state(self) -> dict[str, Any]:
+        """The stored steps and episodes, counters and random state (numpy and plain data).
+
+        Holds every stored observation, so checkpoints that include it are as large as the buffer.
+        """
+        return {"storage": self._storage.get_state(), "rng": self._rng.bit_generator.state}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores `get_state` output (into a buffer of at least the stored number of steps)."""
+        self._storage = StepStorage.from_state(state["storage"], self.capacity)
+        self._rng.bit_generator.state = state["rng"]

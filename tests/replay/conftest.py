@@ -1,0 +1,58 @@
+"""Shared helpers for replay tests: chunks whose observations tell where they come from."""
+
+import gymnasium as gym
+import numpy as np
+
+from flywheel import Columns
+from flywheel.episodes import SingleAgentEpisode
+
+OBS_SPACE = gym.spaces.Box(-1e6, 1e6, (1,), np.float32)
+ACT_SPACE = gym.spaces.Discrete(1000)
+
+
+def chunk(rewards, *, base=0, t_started=0, terminated=False, truncated=False, id_=None, extras=None):
+    """A numpy'd chunk: the observation at episode time t is [base + t], the action at t is t."""
+    n = len(rewards)
+    return SingleAgentEpisode(
+        id_,
+        observations=[np.array([base + t], np.float32) for t in range(t_started, t_started + n + 1)],
+        observation_space=OBS_SPACE,
+        actions=list(range(t_started, t_started + n)),
+        action_space=ACT_SPACE,
+        rewards=list(rewards),
+        terminated=terminated,
+        truncated=truncated,
+        extra_model_outputs=extras,
+        t_started=t_started,
+        len_lookback_buffer=0,
+    ).to_numpy()
+
+
+def runner_chunks(rewards, cut_after, *, base=0, terminated=False, lookback=2):
+    """Chunks as an EnvRunner hands them out: recorded step by step, cut (with lookback) after each of ``cut_after``."""
+    episode = SingleAgentEpisode(observation_space=OBS_SPACE, action_space=ACT_SPACE)
+    episode.add_env_reset(np.array([base], np.float32))
+    chunks = []
+    for t, reward in enumerate(rewards, start=1):
+        done = terminated and t == len(rewards)
+        episode.add_env_step(np.array([base + t], np.float32), t - 1, reward, terminated=done)
+        if t in cut_after:
+            successor = episode.cut(len_lookback_buffer=lookback)
+            chunks.append(episode.to_numpy())
+            episode = successor
+    chunks.append(episode.to_numpy())
+    return chunks
+
+
+def transitions(batch):
+    """Sampled transitions keyed by their start observation: (reward, next obs, n_step, terminated, truncated)."""
+    out = {}
+    for i, obs in enumerate(batch[Columns.OBS][:, 0].tolist()):
+        out[obs] = (
+            round(float(batch[Columns.REWARDS][i]), 6),
+            float(batch[Columns.NEXT_OBS][i, 0]),
+            int(batch[Columns.N_STEP][i]),
+            bool(batch[Columns.TERMINATEDS][i]),
+            bool(batch[Columns.TRUNCATEDS][i]),
+        )
+    return out
