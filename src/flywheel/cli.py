@@ -1,0 +1,316 @@
+"""The `flywheel` command line: `flywheel train` and `flywheel evaluate` (API.md §11).
+
+    flywheel train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole
+    flywheel evaluate runs/cartpole/checkpoint --episodes 10
+
+Settings are layered: the algorithm's defaults, then `--config FILE`, then `--env`/`--num-envs`/
+`--seed`, then each `--set key=value` in order. Mistakes a user can make (a bad setting, env id or
+path) print one ``flywheel <command>: error: ...`` line on stderr and exit with code 2.
+
+Only the standard library is imported up front, so `flywheel --help` answers at once; torch and the
+algorithms are imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import runpy
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from importlib import import_module
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from flywheel.errors import CheckpointError, ConfigError, FlywheelError
+
+ALGORITHMS: dict[str, str] = {
+    "PPO": "flywheel.algorithms.ppo:PPOConfig",
+    "DQN": "flywheel.algorithms.dqn:DQNConfig",
+    "SAC": "flywheel.algorithms.sac:SACConfig",
+}
+"""`--algo` name -> "module:ConfigClass"; names whose module is not installed are not offered."""
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def available_algorithms() -> list[str]:
+    """The `--algo` names whose config module exists (found without importing it)."""
+    return [name for name, target in ALGORITHMS.items() if find_spec(target.partition(":")[0]) is not None]
+
+
+def config_class(algo: str) -> type:
+    """The config class registered for `algo` (e.g. "PPO" -> PPOConfig)."""
+    module, _, name = ALGORITHMS[algo].partition(":")
+    return getattr(import_module(module), name)
+
+
+# ------------------------------------------------------------------------------------- settings
+
+
+def parse_setting(text: str) -> tuple[str, Any]:
+    """``"key=value"`` -> ``(key, value)``; the value is a Python literal if it parses as one, else the string.
+
+    ``lr=3e-4`` -> 0.0003, ``explore=False`` -> False, ``model_config={'fcnet_hiddens': [64]}`` -> a dict,
+    ``env=CartPole-v1`` -> "CartPole-v1".
+    """
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set expects key=value (e.g. --set lr=0.001), got {text!r}.")
+    try:
+        value = ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError):
+        value = raw.strip()
+    return key, value
+
+
+def apply_settings(config: Any, settings: dict[str, Any], source: str) -> None:
+    """`config.update_from_dict(settings)`, its TypeError for an unknown key turned into a ConfigError."""
+    try:
+        config.update_from_dict(settings)
+    except TypeError as err:
+        raise ConfigError(f"{source}: {err}") from err
+
+
+def _load_yaml(text: str) -> Any:
+    """yaml.safe_load that also reads ``3e-4`` as a float (YAML 1.1 only knows ``3.0e-4``)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    # Appended after the int and float resolvers, so it only sees what they left as a string.
+    exponent_float = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", exponent_float, list("-+0123456789"))
+    return yaml.load(text, Loader=Loader)  # a SafeLoader subclass: no arbitrary objects
+
+
+def load_config_file(path: str, default_class: type) -> Any:
+    """The config a file describes.
+
+    A ``.py`` file defines ``config`` (an AlgorithmConfig) or a function ``config()`` returning one;
+    a ``.yaml``/``.yml``/``.json`` file holds a mapping of settings applied to ``default_class()``.
+    """
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"--config {path}: no such file. Fix: pass the path of a .py, .yaml or .json file.")
+    suffix = file.suffix.lower()
+    if suffix == ".py":
+        found = runpy.run_path(str(file)).get("config")
+        config = found() if callable(found) and not isinstance(found, AlgorithmConfig) else found
+        if not isinstance(config, AlgorithmConfig):
+            raise ConfigError(
+                f"--config {path}: expected the file to define `config` (an AlgorithmConfig such as "
+                f"PPOConfig()) or a function `config()` returning one, got {type(config).__name__}."
+            )
+        return config
+    if suffix not in (".yaml", ".yml", ".json"):
+        raise ConfigError(f"--config {path}: expected a .py, .yaml, .yml or .json file, got {suffix!r}.")
+    text = file.read_text()
+    settings = json.loads(text) if suffix == ".json" else _load_yaml(text)
+    if not isinstance(settings, dict):
+        raise ConfigError(
+            f"--config {path}: expected a mapping of settings (e.g. `lr: 0.001`), got {type(settings).__name__}."
+        )
+    config = default_class()
+    apply_settings(config, settings, f"--config {path}")
+    return config
+
+
+def make_config(args: argparse.Namespace) -> tuple[str, Any]:
+    """(algorithm name, config) from the defaults, --config, --env/--num-envs/--seed and --set, in that order."""
+    algo = args.algo or "PPO"
+    default_class = config_class(algo)
+    if args.config is None:
+        config = default_class()
+    else:
+        config = load_config_file(args.config, default_class)
+        if args.algo is not None and not isinstance(config, default_class):
+            raise ConfigError(
+                f"--algo {args.algo} expects a {default_class.__name__}, but --config {args.config} gives a "
+                f"{type(config).__name__}. Fix: drop --algo or make the file build a {default_class.__name__}."
+            )
+        algo = next(
+            (name for name in ALGORITHMS if ALGORITHMS[name].endswith(f":{type(config).__name__}")), algo
+        )
+    if args.env is not None:
+        config.environment(args.env)
+    if args.num_envs is not None:
+        config.env_runners(num_envs_per_env_runner=args.num_envs)
+    if args.seed is not None:
+        config.debugging(seed=args.seed)
+    for text in args.set:
+        key, value = parse_setting(text)
+        apply_settings(config, {key: value}, f"--set {text}")
+    return algo, config
+
+
+# ------------------------------------------------------------------------------------- commands
+
+
+class _PeriodicCheckpoints:
+    """Saves ``<run_dir>/checkpoint_<iteration:06d>`` every `every` iterations, keeping the newest `keep_last`."""
+
+    def __init__(self, algo: Any, run_dir: Path, every: int | None, keep_last: int | None) -> None:
+        self.algo, self.run_dir, self.every, self.keep_last = algo, run_dir, every, keep_last
+        self.saved: list[Path] = []
+
+    def __call__(self, result: dict[str, Any]) -> None:
+        iteration = result["training_iteration"]
+        if not self.every or iteration % self.every:
+            return
+        self.saved.append(Path(self.algo.save_to_path(str(self.run_dir / f"checkpoint_{iteration:06d}"))))
+        while self.keep_last is not None and len(self.saved) > self.keep_last:
+            shutil.rmtree(self.saved.pop(0))
+
+
+def _env_name(env: Any) -> str:
+    name = env if isinstance(env, str) else getattr(env, "__name__", type(env).__name__)
+    return re.sub(r"[^\w.-]+", "-", name)
+
+
+def train(args: argparse.Namespace) -> int:
+    """`flywheel train`: trains until a stop condition, writing results and checkpoints to the run dir."""
+    algo_name, config = make_config(args)
+    from flywheel.reporting import default_writers, describe_result, stop_reason, train_with_progress
+
+    env_name = _env_name(config.env)
+    algo = config.build_algo()
+    run_dir = Path(args.checkpoint_dir or f"runs/{algo_name}_{env_name}_{time.strftime('%Y-%m-%d_%H-%M-%S')}")
+    stops = {
+        "stop_iters": args.stop_iters,
+        "stop_timesteps": args.stop_timesteps,
+        "stop_reward": args.stop_reward,
+    }
+    print(f"Training {algo_name} on {env_name}; run dir: {run_dir}", flush=True)
+    if all(value is None for value in stops.values()):
+        print("No --stop-iters/--stop-timesteps/--stop-reward given: training until interrupted (Ctrl-C).")
+    writers = default_writers(run_dir)
+    try:
+        result = train_with_progress(
+            algo,
+            **stops,
+            writers=writers,
+            progress_bar=not args.no_progress,
+            on_result=_PeriodicCheckpoints(algo, run_dir, args.checkpoint_every, args.keep_last),
+            desc=f"{algo_name} {env_name}",
+        )
+        checkpoint = algo.save_to_path(str(run_dir / "checkpoint"))
+    finally:
+        for writer in writers:
+            writer.close()
+        algo.stop()
+    print(f"Stopped: {stop_reason(result, **stops)} ({describe_result(result)})")
+    print(f"Checkpoint: {checkpoint}")
+    print(f"Results: {run_dir / 'results.csv'}, {run_dir / 'results.jsonl'}; tensorboard --logdir {run_dir}")
+    return 0
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """`flywheel evaluate`: restores a checkpoint, samples `--episodes` episodes, prints their returns."""
+    if not Path(args.path).is_dir():
+        raise CheckpointError(
+            f"No checkpoint directory at {args.path!r}. Fix: pass a directory `flywheel train` saved, "
+            "e.g. runs/<run>/checkpoint."
+        )
+    from flywheel.algorithms.algorithm import Algorithm
+
+    algo = Algorithm.from_checkpoint(args.path)
+    try:
+        episodes = algo.env_runner.sample(num_episodes=args.episodes, explore=args.explore)
+    finally:
+        algo.stop()
+    returns = [float(episode.get_return()) for episode in episodes]
+    lengths = [len(episode) for episode in episodes]
+    print(
+        f"Evaluated {len(returns)} episodes (explore={args.explore}): return mean {sum(returns) / len(returns):.2f}, "
+        f"min {min(returns):.2f}, max {max(returns):.2f}; length mean {sum(lengths) / len(lengths):.1f}"
+    )
+    return 0
+
+
+# --------------------------------------------------------------------------------------- parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `flywheel` argument parser with its `train` and `evaluate` commands."""
+    parser = argparse.ArgumentParser(prog="flywheel", description="Train and evaluate flywheel algorithms.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "train",
+        help="train an algorithm",
+        description="Train an algorithm; results and checkpoints go to the run dir.",
+    )
+    run.set_defaults(handler=train)
+    arg = run.add_argument
+    arg("--algo", type=str.upper, choices=available_algorithms(), help="algorithm (default: PPO)")
+    arg("--env", help="gymnasium id or register_env name, e.g. CartPole-v1")
+    arg("--config", metavar="FILE", help=".py defining `config` (or `config()`), or .yaml/.json of settings")
+    arg(
+        "--set",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override settings (repeatable)",
+    )
+    arg("--stop-reward", type=float, metavar="R", help="stop once env_runners/episode_return_mean >= R")
+    arg("--stop-timesteps", type=_positive_int, metavar="N", help="stop after N sampled env steps")
+    arg("--stop-iters", type=_positive_int, metavar="N", help="stop after N training iterations")
+    arg("--checkpoint-dir", metavar="DIR", help="run dir (default: runs/<algo>_<env>_<timestamp>)")
+    arg(
+        "--checkpoint-every",
+        type=_positive_int,
+        metavar="N",
+        help="also save a checkpoint every N iterations",
+    )
+    arg("--keep-last", type=_positive_int, metavar="K", help="keep only the last K periodic checkpoints")
+    arg("--seed", type=int, help="random seed")
+    arg("--num-envs", type=_positive_int, metavar="N", help="sub-envs per env runner")
+    arg("--no-progress", action="store_true", help="do not draw the progress bar")
+
+    check = commands.add_parser(
+        "evaluate",
+        help="evaluate a checkpoint",
+        description="Restore a checkpoint and print episode returns.",
+    )
+    check.set_defaults(handler=evaluate)
+    check.add_argument("path", help="checkpoint directory (e.g. runs/cartpole/checkpoint)")
+    check.add_argument(
+        "--episodes", type=_positive_int, default=10, metavar="N", help="episodes to run (default: 10)"
+    )
+    check.add_argument("--explore", action="store_true", help="sample actions instead of acting greedily")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line; returns the exit code (0 ok, 2 user error, 130 interrupted)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except FlywheelError as err:
+        print(f"flywheel {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print(f"flywheel {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

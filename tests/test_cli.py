@@ -1,0 +1,351 @@
+"""The `flywheel` command line: settings, config files, errors, a tiny train run, evaluate."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from flywheel import cli
+from flywheel.algorithms.algorithm import Algorithm
+from flywheel.errors import ConfigError
+
+TINY = ["--set", "train_batch_size_per_learner=256", "minibatch_size=64", "num_epochs=1"]
+
+
+def config_of(*argv):
+    return cli.make_config(cli.build_parser().parse_args(["train", *argv]))[1]
+
+
+def run(argv, capsys):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def fake_save(monkeypatch):
+    """A stand-in for Algorithm.save_to_path that records the iteration it saved (fast, no torch files)."""
+
+    def save_to_path(self, path=None):
+        Path(path).mkdir(parents=True)
+        (Path(path) / "iteration").write_text(str(self.iteration))
+        return path
+
+    monkeypatch.setattr(Algorithm, "save_to_path", save_to_path, raising=False)
+
+
+# ---------------------------------------------------------------------------------- --set values
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("lr=3e-4", ("lr", 0.0003)),
+        ("explore=False", ("explore", False)),
+        ("seed=None", ("seed", None)),
+        ("env=CartPole-v1", ("env", "CartPole-v1")),
+        ("model_config={'fcnet_hiddens': [64]}", ("model_config", {"fcnet_hiddens": [64]})),
+        ("lr=[[0, 1e-3], [1000, 1e-4]]", ("lr", [[0, 1e-3], [1000, 1e-4]])),
+        (" num_epochs = 3 ", ("num_epochs", 3)),
+        ("env=a=b", ("env", "a=b")),
+        ("env=", ("env", "")),
+    ],
+)
+def test_parse_setting(text, expected):
+    assert cli.parse_setting(text) == expected
+
+
+@pytest.mark.parametrize("text", ["lr", "=3", " =3"])
+def test_parse_setting_needs_key_and_equals_sign(text):
+    with pytest.raises(
+        ConfigError, match=r"^--set expects key=value \(e\.g\. --set lr=0\.001\), got '.*'\.$"
+    ):
+        cli.parse_setting(text)
+
+
+def test_settings_are_layered_flags_then_set_in_order():
+    config = config_of(
+        "--env", "CartPole-v1", "--num-envs", "4", "--seed", "7",
+        "--set", "lr=0.01", "num_epochs=2", "--set", "lr=0.02", "env=Pendulum-v1",
+    )  # fmt: skip
+    assert (config.env, config.num_envs_per_env_runner, config.seed) == ("Pendulum-v1", 4, 7)
+    assert (config.lr, config.num_epochs) == (0.02, 2)
+    assert type(config).__name__ == "PPOConfig"
+
+
+def test_algo_name_is_case_insensitive():
+    assert cli.build_parser().parse_args(["train", "--algo", "ppo"]).algo == "PPO"
+    assert cli.available_algorithms()[0] == "PPO"
+
+
+def test_unknown_setting_prints_the_configs_did_you_mean_and_exits_2(capsys):
+    code, out, err = run(["train", "--env", "CartPole-v1", "--set", "lrr=0.1"], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        "flywheel train: error: --set lrr=0.1: PPOConfig.update_from_dict() got an unexpected key 'lrr'. "
+        "Did you mean 'lr'?\n"
+    )
+
+
+def test_malformed_set_exits_2(capsys):
+    code, _, err = run(["train", "--env", "CartPole-v1", "--set", "lr"], capsys)
+    assert code == 2
+    assert err == "flywheel train: error: --set expects key=value (e.g. --set lr=0.001), got 'lr'.\n"
+
+
+def test_bad_env_id_exits_2_with_one_clear_line(capsys, tmp_path):
+    code, out, err = run(["train", "--env", "CartPolx-v1", "--checkpoint-dir", str(tmp_path / "r")], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("flywheel train: error: Unknown env 'CartPolx-v1'. Did you mean 'CartPole-v1'?")
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()  # nothing written for a run that never started
+
+
+def test_invalid_config_lists_every_problem_and_exits_2(capsys):
+    code, _, err = run(["train", "--env", "CartPole-v1", "--set", "minibatch_size=8192", "lr=-1"], capsys)
+    assert code == 2
+    assert err.startswith("flywheel train: error: Invalid PPOConfig (2 problems):\n- ")
+    assert "minibatch_size=8192 is larger than train_batch_size_per_learner=4000" in err
+    assert "lr=-1 must be a number > 0" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--stop-iters", "0"], "argument --stop-iters: expected an integer >= 1, got '0'"),
+        (["train", "--num-envs", "x"], "argument --num-envs: expected an integer >= 1, got 'x'"),
+        (["train", "--algo", "XYZ"], "argument --algo: invalid choice: 'XYZ'"),
+        (["evaluate"], "the following arguments are required: path"),
+        ([], "the following arguments are required: COMMAND"),
+    ],
+)
+def test_argument_errors_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------- config files
+
+
+def test_yaml_config_file_then_flags_then_set(tmp_path):
+    path = tmp_path / "ppo.yaml"
+    path.write_text("env: CartPole-v1\nlr: 3e-4\nnum_epochs: 3\nmodel_config:\n  fcnet_hiddens: [32, 32]\n")
+    config = config_of("--config", str(path))
+    assert (config.env, config.lr, config.num_epochs) == ("CartPole-v1", 0.0003, 3)
+    assert config.model_config == {"fcnet_hiddens": [32, 32]}
+    config = config_of("--config", str(path), "--env", "Pendulum-v1", "--set", "num_epochs=5")
+    assert (config.env, config.lr, config.num_epochs) == ("Pendulum-v1", 0.0003, 5)
+
+
+def test_json_config_file(tmp_path):
+    path = tmp_path / "ppo.json"
+    path.write_text(json.dumps({"env": "CartPole-v1", "gamma": 0.9, "explore": False}))
+    config = config_of("--config", str(path))
+    assert (config.env, config.gamma, config.explore) == ("CartPole-v1", 0.9, False)
+
+
+def test_py_config_file_with_a_config_object(tmp_path):
+    path = tmp_path / "ppo.py"
+    path.write_text(
+        "from flywheel import PPOConfig\nconfig = PPOConfig().environment('CartPole-v1').training(lr=0.005)\n"
+    )
+    config = config_of("--config", str(path), "--set", "num_epochs=2")
+    assert (config.env, config.lr, config.num_epochs) == ("CartPole-v1", 0.005, 2)
+
+
+def test_py_config_file_with_a_config_function(tmp_path):
+    path = tmp_path / "ppo.py"
+    path.write_text(
+        "from flywheel import PPOConfig\ndef config():\n    return PPOConfig().training(gamma=0.5)\n"
+    )
+    assert config_of("--config", str(path)).gamma == 0.5
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        (
+            "bad.py",
+            "settings = 1\n",
+            "--config {path}: expected the file to define `config` (an AlgorithmConfig such as PPOConfig()) "
+            "or a function `config()` returning one, got NoneType.",
+        ),
+        (
+            "bad.yaml",
+            "- lr\n- 0.1\n",
+            "--config {path}: expected a mapping of settings (e.g. `lr: 0.001`), got list.",
+        ),
+        (
+            "bad.toml",
+            "lr = 0.1\n",
+            "--config {path}: expected a .py, .yaml, .yml or .json file, got '.toml'.",
+        ),
+        (
+            "typo.yaml",
+            "lrr: 0.1\n",
+            "--config {path}: PPOConfig.update_from_dict() got an unexpected key 'lrr'. Did you mean 'lr'?",
+        ),
+    ],
+)
+def test_config_file_errors_exit_2(name, text, message, tmp_path, capsys):
+    path = tmp_path / name
+    path.write_text(text)
+    code, _, err = run(["train", "--config", str(path)], capsys)
+    assert code == 2
+    assert err == f"flywheel train: error: {message.format(path=path)}\n"
+
+
+def test_missing_config_file_exits_2(tmp_path, capsys):
+    code, _, err = run(["train", "--config", str(tmp_path / "nope.yaml")], capsys)
+    assert code == 2
+    assert err == (
+        f"flywheel train: error: --config {tmp_path / 'nope.yaml'}: no such file. "
+        "Fix: pass the path of a .py, .yaml or .json file.\n"
+    )
+
+
+def test_algo_must_match_the_class_a_py_file_builds(tmp_path, capsys):
+    path = tmp_path / "base.py"
+    path.write_text("from flywheel import AlgorithmConfig\nconfig = AlgorithmConfig()\n")
+    code, _, err = run(["train", "--algo", "PPO", "--config", str(path)], capsys)
+    assert code == 2
+    assert err == (
+        f"flywheel train: error: --algo PPO expects a PPOConfig, but --config {path} gives a AlgorithmConfig. "
+        "Fix: drop --algo or make the file build a PPOConfig.\n"
+    )
+
+
+# ------------------------------------------------------------------------------------- --help
+
+
+def test_python_m_flywheel_help_works_without_importing_torch():
+    done = subprocess.run(
+        [sys.executable, "-m", "flywheel", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: flywheel [-h] COMMAND ...")
+    assert "train" in done.stdout and "evaluate" in done.stdout
+    probe = (
+        "import sys\nfrom flywheel.cli import main\n"
+        "for argv in (['--help'], ['train', '--help'], ['evaluate', '--help']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print('torch' in sys.modules, 'ray' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines()[-1] == "False False"
+
+
+# ------------------------------------------------------------------------------------- train
+
+
+def test_tiny_train_run_writes_results_and_rotates_checkpoints(tmp_path, capsys, fake_save):
+    run_dir = tmp_path / "run"
+    argv = ["train", "--env", "CartPole-v1", "--stop-iters", "3", "--checkpoint-dir", str(run_dir), "--seed", "0",
+            "--checkpoint-every", "1", "--keep-last", "2", "--no-progress", *TINY]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == f"Training PPO on CartPole-v1; run dir: {run_dir}"
+    assert lines[1].startswith("Stopped: training_iteration 3 >= 3 (iter=3 env_steps=768 return=")
+    assert lines[2] == f"Checkpoint: {run_dir / 'checkpoint'}"
+
+    # Periodic checkpoints: only the newest two are kept; the final one is separate.
+    assert sorted(p.name for p in run_dir.glob("checkpoint*")) == [
+        "checkpoint",
+        "checkpoint_000002",
+        "checkpoint_000003",
+    ]
+    assert (run_dir / "checkpoint" / "iteration").read_text() == "3"
+
+    with (run_dir / "results.csv").open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [row["training_iteration"] for row in rows] == ["1", "2", "3"]
+    assert [row["env_runners/num_env_steps_sampled_lifetime"] for row in rows] == ["256", "512", "768"]
+    assert {
+        "env_runners/episode_return_mean",
+        "learners/default_policy/total_loss",
+        "time_this_iter_s",
+    } <= set(rows[0])
+
+    results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert [r["training_iteration"] for r in results] == [1, 2, 3]
+    assert [r["num_env_steps_sampled_lifetime"] for r in results] == [256, 512, 768]
+    assert (
+        float(rows[2]["env_runners/episode_return_mean"]) == results[2]["env_runners"]["episode_return_mean"]
+    )
+
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    returns = events.Scalars("env_runners/episode_return_mean")
+    assert [s.step for s in returns] == [1, 2, 3]
+    assert returns[2].value == pytest.approx(results[2]["env_runners"]["episode_return_mean"])
+    assert "learners/default_policy/total_loss" in events.Tags()["scalars"]
+
+
+def test_default_run_dir_and_progress_bar(tmp_path, capsys, monkeypatch, fake_save):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["train", "--env", "CartPole-v1", "--stop-timesteps", "200", *TINY], capsys)
+    assert code == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name.startswith("PPO_CartPole-v1_20")
+    assert (run_dir / "checkpoint" / "iteration").read_text() == "1"
+    assert not list(run_dir.glob("checkpoint_*"))  # no --checkpoint-every: only the final checkpoint
+    assert f"run dir: runs/{run_dir.name}" in out
+    assert out.splitlines()[1].startswith("Stopped: num_env_steps_sampled_lifetime 256 >= 200")
+    assert err.split("\r")[-1].startswith("PPO CartPole-v1: 256step [")  # the bar counted env steps
+
+
+def test_interrupt_closes_the_run_and_exits_130(tmp_path, capsys, monkeypatch):
+    def interrupted(algo, **kwargs):
+        kwargs["writers"][1].write({"training_iteration": 1})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("flywheel.reporting.train_with_progress", interrupted)
+    code, _, err = run(["train", "--env", "CartPole-v1", "--checkpoint-dir", str(tmp_path), *TINY], capsys)
+    assert code == 130
+    assert err == "flywheel train: interrupted\n"
+    assert (tmp_path / "results.csv").read_text() == "training_iteration\n1\n"
+
+
+# ---------------------------------------------------------------------------------- evaluate
+
+
+def test_evaluate_missing_checkpoint_exits_2(tmp_path, capsys):
+    code, out, err = run(["evaluate", str(tmp_path / "nope")], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"flywheel evaluate: error: No checkpoint directory at '{tmp_path / 'nope'}'. Fix: pass a directory "
+        "`flywheel train` saved, e.g. runs/<run>/checkpoint.\n"
+    )
+
+
+def test_train_then_evaluate_the_saved_checkpoint(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    argv = [
+        "train",
+        "--env",
+        "CartPole-v1",
+        "--stop-iters",
+        "1",
+        "--checkpoint-dir",
+        str(run_dir),
+        "--no-progress",
+    ]
+    assert run([*argv, *TINY], capsys)[0] == 0
+    code, out, err = run(["evaluate", str(run_dir / "checkpoint"), "--episodes", "3"], capsys)
+    assert code == 0, err
+    assert out.startswith("Evaluated 3 episodes (explore=False): return mean ")
+    code, out, _ = run(["evaluate", str(run_dir / "checkpoint"), "--episodes", "2", "--explore"], capsys)
+    assert code == 0 and out.startswith("Evaluated 2 episodes (explore=True): return mean ")
+
+
+def test_evaluate_a_directory_that_is_not_a_checkpoint_exits_2(tmp_path, capsys):
+    code, _, err = run(["evaluate", str(tmp_path)], capsys)
+    assert code == 2
+    assert err.startswith("flywheel evaluate: error: ") and "Traceback" not in err
