@@ -1,0 +1,89 @@
+"""Every script in examples/ runs in smoke mode (one tiny iteration) and reports what it trained."""
+
+import re
+import runpy
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from flywheel import SingleAgentEpisode
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+NAMES = ["custom_connector.py", "custom_rl_module.py", "ppo_cartpole.py", "ppo_pendulum.py"]
+
+
+def load(name):
+    """The example's module namespace, without running its main()."""
+    return runpy.run_path(str(EXAMPLES / name), run_name="example")
+
+
+def test_every_example_is_covered():
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_script_runs_as_main(name, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", [name, "--smoke"])
+    runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    assert re.search(r"^iteration 1: mean return (\d+\.\d|nan)", capsys.readouterr().out, re.M)
+
+
+def test_ppo_cartpole_writes_result_files(capsys, tmp_path):
+    result = load("ppo_cartpole.py")["main"](["--smoke", "--run-dir", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert (result["training_iteration"], result["num_env_steps_sampled_lifetime"]) == (1, 256)
+    assert (
+        out
+        == f"iteration 1: mean return {result['env_runners']['episode_return_mean']:.1f} after 256 env steps\n"
+    )
+    assert "iter=1 env_steps=256" in err  # the progress bar
+    assert (tmp_path / "results.csv").read_text().count("\n") == 2  # header + one iteration
+    assert (tmp_path / "results.jsonl").read_text().count("\n") == 1
+    assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 1
+
+
+def test_ppo_pendulum_normalizes_observations_with_a_mean_std_filter(capsys):
+    namespace = load("ppo_pendulum.py")
+    result = namespace["main"](["--smoke"])
+    # 16 sub-envs x 16 steps: no 200-step episode has finished yet.
+    assert capsys.readouterr().out == "iteration 1: mean return nan after 256 env steps\n"
+    assert result["num_env_steps_sampled_lifetime"] == 256
+
+    config = namespace["build_config"]().training(
+        train_batch_size_per_learner=64, minibatch_size=64, num_epochs=1
+    )
+    algo = config.build_algo()
+    episodes = algo.env_runner.sample(num_timesteps=64)
+    first_piece = algo.env_runner.env_to_module[0]
+    algo.stop()
+    assert type(first_piece).__name__ == "MeanStdFilter"
+    observations = np.concatenate([e.get_observations() for e in episodes])
+    assert np.abs(observations).max() <= 10.0  # clipped, normalized observations went to the module
+    assert abs(observations.mean()) < 0.5
+
+
+def test_custom_rl_module(capsys):
+    result = load("custom_rl_module.py")["main"](["--smoke"])
+    assert capsys.readouterr().out.splitlines() == [
+        "module: TinyActorCritic",
+        f"iteration 1: mean return {result['env_runners']['episode_return_mean']:.1f}",
+    ]
+    assert result["num_env_steps_sampled_lifetime"] == 256
+
+
+def test_custom_connector(capsys):
+    namespace = load("custom_connector.py")
+    result = namespace["main"](["--smoke"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"iteration 1: mean return {result['env_runners']['episode_return_mean']:.1f}"
+    left, right = map(int, re.fullmatch(r"actions chosen so far: left (\d+), right (\d+)", lines[1]).groups())
+    assert left + right == 256  # one action per env step of the iteration
+
+    # ScaleObs rewrites the newest observation of each episode in place.
+    episode = SingleAgentEpisode()
+    episode.add_env_reset(observation=np.array([2.0, 4.0, 6.0, 8.0], np.float32))
+    batch = namespace["ScaleObs"](factor=0.5)(rl_module=None, batch={}, episodes=[episode])
+    assert batch == {}
+    np.testing.assert_array_equal(episode.get_observations(-1), [1.0, 2.0, 3.0, 4.0])
