@@ -122,3 +122,36 @@ def test_state_round_trip():
     for module_id in a:
         for key in a[module_id]:
             np.testing.assert_array_equal(a[module_id][key], b[module_id][key])
+
+
+def test_real_multi_agent_episode_chunks_continue_per_agent():
+    from flywheel import MultiAgentEpisode
+
+    episode = MultiAgentEpisode(agent_module_ids={"a0": "p0", "a1": "p1"})
+    episode.add_env_reset(observations={"a0": np.array([0.0]), "a1": np.array([100.0])})
+    chunks = []
+    for t in range(1, 6):
+        episode.add_env_step(
+            {"a0": np.array([float(t)]), "a1": np.array([100.0 + t])},
+            {"a0": 0, "a1": 1},
+            {"a0": 1.0, "a1": 2.0},
+            terminateds={"__all__": t == 5},
+        )
+        if t == 2:
+            chunks.append(episode)
+            episode = episode.cut(len_lookback_buffer=1)
+            chunks[-1].to_numpy()
+    chunks.append(episode.to_numpy())
+    buffer = MultiAgentEpisodeReplayBuffer(capacity=20, seed=0)
+    for each in chunks:
+        buffer.add([each])
+    assert (buffer.get_num_timesteps("p0"), buffer.get_num_episodes("p0"), buffer.get_num_episodes()) == (
+        5,
+        1,
+        2,
+    )
+    batch = buffer.sample(200, n_step=3, gamma=0.5, module_ids=["p1"])["p1"]
+    from_101 = batch[Columns.OBS][:, 0] == 101.0  # a window over both chunks
+    assert batch[Columns.REWARDS][from_101][0] == 2.0 * (1 + 0.5 + 0.25)
+    assert batch[Columns.NEXT_OBS][from_101][0, 0] == 104.0
+    assert batch[Columns.TERMINATEDS][batch[Columns.OBS][:, 0] == 104.0].all()
