@@ -2,6 +2,8 @@
 
 import csv
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -349,3 +351,31 @@ def test_evaluate_a_directory_that_is_not_a_checkpoint_exits_2(tmp_path, capsys)
     code, _, err = run(["evaluate", str(tmp_path)], capsys)
     assert code == 2
     assert err.startswith("flywheel evaluate: error: ") and "Traceback" not in err
+
+
+def test_config_files_shown_in_docs_cli_md(tmp_path):
+    page = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    (yaml_text,) = re.findall(r"```yaml\n(.*?)```", page, re.S)
+    (py_text,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    (tmp_path / "ppo.yaml").write_text(yaml_text)
+    (tmp_path / "pendulum.py").write_text(py_text)
+    config = config_of("--config", str(tmp_path / "ppo.yaml"))
+    assert (config.env, config.lr, config.num_epochs, config.train_batch_size_per_learner) == (
+        "CartPole-v1", 0.0003, 4, 1024,
+    )  # fmt: skip
+    assert config.model_config == {"fcnet_hiddens": [64, 64]}
+    config = config_of("--config", str(tmp_path / "pendulum.py"), "--set", "lr=1e-3")
+    assert (config.env, config.lr) == ("Pendulum-v1", 0.001)
+    assert type(config.env_to_module_connector(None, None, None)).__name__ == "MeanStdFilter"
+
+
+def test_api_md_section_11_commands_parse():
+    parser = cli.build_parser()
+    train_args = parser.parse_args(
+        shlex.split("train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole")
+    )
+    assert (train_args.handler, train_args.algo, train_args.env) == (cli.train, "PPO", "CartPole-v1")
+    assert (train_args.stop_reward, train_args.checkpoint_dir) == (475.0, "runs/cartpole")
+    evaluate_args = parser.parse_args(shlex.split("evaluate runs/cartpole/checkpoint --episodes 10"))
+    assert (evaluate_args.handler, evaluate_args.path) == (cli.evaluate, "runs/cartpole/checkpoint")
+    assert (evaluate_args.episodes, evaluate_args.explore) == (10, False)
