@@ -309,16 +309,18 @@ class MultiAgentAsyncVectorEnv(_MultiAgentVectorEnv):
 
     def _request(self, index: int, command: str, payload: Any) -> Any:
         self._pipes[index].send((command, payload))
-        return self._receive(index, command)
+        return self._raise_errors([self._pipes[index].recv()], what=command, first_index=index)[0]
 
     def _receive_all(self, what: str) -> list:
-        return [self._receive(i, what) for i in range(self.num_envs)]
+        # Read every reply before raising, so no answer is left in a pipe for the next call.
+        return self._raise_errors([pipe.recv() for pipe in self._pipes], what)
 
-    def _receive(self, index: int, what: str) -> Any:
-        status, result = self._pipes[index].recv()
-        if status == "error":
-            raise EnvError(f"Sub-env {index} (in its own process) raised during {what}:\n{result}")
-        return result
+    @staticmethod
+    def _raise_errors(replies: list[tuple[str, Any]], what: str, first_index: int = 0) -> list:
+        for index, (status, result) in enumerate(replies, start=first_index):
+            if status == "error":
+                raise EnvError(f"Sub-env {index} (in its own process) raised during {what}:\n{result}")
+        return [result for _, result in replies]
 
 
 def _worker(env_fn: Callable[[], MultiAgentEnv], index: int, pipe: Any, parent_pipe: Any) -> None:

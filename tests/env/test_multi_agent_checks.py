@@ -1,0 +1,158 @@
+"""check_multi_agent_env: passing envs, and one explanatory error per contract violation."""
+
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from flywheel.env.multi_agent_checks import check_multi_agent_env
+from flywheel.errors import EnvError
+from flywheel.testing.multi_agent_envs import BrokenMultiAgentEnv, JoinLeaveEnv, MultiCartPole, TurnBasedEnv
+
+
+def expect(message):
+    return pytest.raises(EnvError, match=re.escape(message))
+
+
+class Scripted(TurnBasedEnv):
+    """TurnBasedEnv whose reset/step results can be replaced by fixed ones."""
+
+    def __init__(self, reset_returns=None, step_returns=None):
+        super().__init__()
+        self.reset_returns, self.step_returns = reset_returns, step_returns
+        self.closed = False
+
+    def reset(self, *, seed=None, options=None):
+        return self.reset_returns if self.reset_returns is not None else super().reset(seed=seed)
+
+    def step(self, action_dict):
+        return self.step_returns if self.step_returns is not None else super().step(action_dict)
+
+    def close(self):
+        self.closed = True
+
+
+OBS = np.array([1.0], np.float32)
+NOT_DONE = {"__all__": False}
+
+
+@pytest.mark.parametrize(
+    "env",
+    [TurnBasedEnv(), TurnBasedEnv({"truncate": True, "episode_len": 3}), JoinLeaveEnv(), MultiCartPole()],
+    ids=["turn_based", "turn_based_truncated", "join_leave", "cartpoles"],
+)
+def test_scripted_envs_pass(env):
+    check_multi_agent_env(env, num_steps=25)
+
+
+def test_passing_env_is_closed():
+    env = Scripted()
+    check_multi_agent_env(env)
+    assert env.closed
+
+
+def test_reward_for_an_agent_that_never_observed():
+    env = BrokenMultiAgentEnv({"problem": "reward_before_obs"})
+    with expect(
+        "env BrokenMultiAgentEnv.step() at env step 1 returned reward 0.5 for agent 'p1', which never acted (it had "
+        "not observed before this step), so there is no step the reward could belong to. Fix: give rewards only "
+        "to agents that acted on an earlier observation."
+    ):
+        check_multi_agent_env(env)
+
+
+def test_data_for_an_agent_after_it_is_done():
+    with expect(
+        "env BrokenMultiAgentEnv.step() at env step 2 returned an observation for agent 'p0' after it was done "
+        "(terminated or truncated earlier). Fix: return no data for an agent once it is done."
+    ):
+        check_multi_agent_env(BrokenMultiAgentEnv({"problem": "data_after_done"}))
+
+
+def test_agent_outside_possible_agents_and_missing_space():
+    with expect(
+        "env BrokenMultiAgentEnv.step() at env step 1 returned an observation for agent 'ghost', which is not one "
+        "of possible_agents ['p0', 'p1']."
+    ):
+        check_multi_agent_env(BrokenMultiAgentEnv({"problem": "unknown_agent"}))
+    with expect(
+        "BrokenMultiAgentEnv.observation_spaces has no space for agent 'p1' (it has spaces for ['p0'])."
+    ):
+        check_multi_agent_env(BrokenMultiAgentEnv({"problem": "missing_space"}))
+
+
+def test_done_flags_need_all_and_bools():
+    with expect("env BrokenMultiAgentEnv.step() at env step 1 returned terminateds {} without '__all__'."):
+        check_multi_agent_env(BrokenMultiAgentEnv({"problem": "no_all"}))
+    env = Scripted(step_returns=({"p1": OBS}, {"p0": 1.0}, {"__all__": 0}, NOT_DONE, {}))
+    with expect("returned terminateds['__all__']=0 (type int); expected a bool. Fix: return bool(flag)."):
+        check_multi_agent_env(env)
+
+
+def test_unsupported_space_and_observation_outside_space():
+    env = TurnBasedEnv()
+    env.action_spaces["p1"] = gym.spaces.Text(5)
+    with expect("env TurnBasedEnv.action_spaces['p1'] is Text(1, 5, charset="):
+        check_multi_agent_env(env)
+    env = Scripted(reset_returns=({"p0": np.array([1.0])}, {}))
+    with expect(
+        "env Scripted.reset(seed=0) returned an observation for agent 'p0' outside its observation space: got "
+        "array([1.]) (dtype float64, shape (1,)), expected Box(0.0, 1e+06, (1,), float32): the dtype is wrong"
+    ):
+        check_multi_agent_env(env)
+
+
+def test_reset_and_step_shapes():
+    with expect(
+        "env Scripted.reset(seed=0) returned ({'p0': array([1.], dtype=float32)},) (type tuple); expected"
+    ):
+        check_multi_agent_env(Scripted(reset_returns=({"p0": OBS},)))
+    with expect(
+        "env Scripted.step() at env step 1 returned ({}, {}, {}, {}) (type tuple); expected five dicts"
+    ):
+        check_multi_agent_env(Scripted(step_returns=({}, {}, {}, {})))
+    with expect(
+        "returned reward '1' (type str) for agent 'p0'; expected a float. Fix: return float(reward)."
+    ):
+        check_multi_agent_env(Scripted(step_returns=({"p1": OBS}, {"p0": "1"}, NOT_DONE, NOT_DONE, {})))
+
+
+def test_infos_only_for_observing_agents():
+    env = Scripted(step_returns=({"p1": OBS}, {"p0": 1.0}, NOT_DONE, NOT_DONE, {"p0": {}}))
+    with expect(
+        "env Scripted.step() at env step 1 returned infos for agents ['p0'] that got no observation in this step; "
+        "infos travel with observations."
+    ):
+        check_multi_agent_env(env)
+
+
+def test_truncating_a_waiting_agent_needs_a_final_observation():
+    env = Scripted(step_returns=({"p1": OBS}, {}, NOT_DONE, {"__all__": True}, {}))
+    with expect(
+        "env Scripted.step() at env step 1 truncated agent 'p0' while it waited for its next observation and gave "
+        "it none, so its last step has nothing to bootstrap from."
+    ):
+        check_multi_agent_env(env)
+
+
+def test_no_agent_left_without_all():
+    env = Scripted(step_returns=({"p0": OBS}, {"p0": 1.0}, {"p0": True, "__all__": False}, NOT_DONE, {}))
+    with expect(
+        "env Scripted.step() at env step 1: no agent observes and none waits for its next observation, but "
+        "'__all__' is False, so no agent could act next."
+    ):
+        check_multi_agent_env(env)
+
+
+def test_errors_raised_by_the_env_are_wrapped_and_the_env_closed():
+    class Exploding(Scripted):
+        def step(self, action_dict):
+            raise RuntimeError("boom")
+
+    env = Exploding()
+    with pytest.raises(
+        EnvError, match=r"env Exploding\.step\(\{'p0': np\.int64\(\d\)\}\) raised RuntimeError: boom\."
+    ):
+        check_multi_agent_env(env)
+    assert env.closed
