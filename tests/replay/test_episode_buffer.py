@@ -353,7 +353,7 @@ def test_state_of_an_empty_buffer_round_trips():
 def test_sampling_32_x_1000_n_step_transitions_takes_well_under_a_second():
     buffer = EpisodeReplayBuffer(100_000, batch_size_B=32, seed=0)
     buffer.add([chunk(np.ones(250), base=1000 * i, terminated=True) for i in range(400)])
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes on the machine do not count
     for _ in range(1000):
         buffer.sample(n_step=3, gamma=0.99)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0

@@ -114,8 +114,8 @@ def test_sampling_and_updating_32_x_1000_takes_well_under_a_second():
     buffer = PrioritizedEpisodeReplayBuffer(100_000, batch_size_B=32, seed=0)
     buffer.add([chunk(np.ones(250), base=1000 * i, terminated=True) for i in range(400)])
     rng = np.random.default_rng(0)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes on the machine do not count
     for _ in range(1000):
         batch = buffer.sample(n_step=3, beta=0.4)
         buffer.update_priorities(rng.random(32) + 0.01, batch[INDICES])
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
