@@ -176,7 +176,13 @@ def test_py_config_file_with_a_config_function(tmp_path):
             "bad.py",
             "settings = 1\n",
             "--config {path}: expected the file to define `config` (an AlgorithmConfig such as PPOConfig()) "
-            "or a function `config()` returning one, got NoneType.",
+            "or a function `config()` returning one, got no `config`.",
+        ),
+        (
+            "number.py",
+            "def config():\n    return 3\n",
+            "--config {path}: expected the file to define `config` (an AlgorithmConfig such as PPOConfig()) "
+            "or a function `config()` returning one, got int from `config`.",
         ),
         (
             "bad.yaml",

@@ -45,6 +45,12 @@ def available_algorithms() -> list[str]:
     return [name for name, target in ALGORITHMS.items() if find_spec(target.partition(":")[0]) is not None]
 
 
+def _algo_name(config_cls: type) -> str:
+    """The `--algo` name registered for `config_cls` (else its class name without "Config"), for run dirs."""
+    registered = (name for name, target in ALGORITHMS.items() if target.endswith(f":{config_cls.__name__}"))
+    return next(registered, config_cls.__name__.removesuffix("Config"))
+
+
 def config_class(algo: str) -> type:
     """The config class registered for `algo` (e.g. "PPO" -> PPOConfig)."""
     module, _, name = ALGORITHMS[algo].partition(":")
@@ -108,9 +114,10 @@ def load_config_file(path: str, default_class: type) -> Any:
         found = runpy.run_path(str(file)).get("config")
         config = found() if callable(found) and not isinstance(found, AlgorithmConfig) else found
         if not isinstance(config, AlgorithmConfig):
+            got = "no `config`" if found is None else f"{type(config).__name__} from `config`"
             raise ConfigError(
                 f"--config {path}: expected the file to define `config` (an AlgorithmConfig such as "
-                f"PPOConfig()) or a function `config()` returning one, got {type(config).__name__}."
+                f"PPOConfig()) or a function `config()` returning one, got {got}."
             )
         return config
     if suffix not in (".yaml", ".yml", ".json"):
@@ -139,9 +146,7 @@ def make_config(args: argparse.Namespace) -> tuple[str, Any]:
                 f"--algo {args.algo} expects a {default_class.__name__}, but --config {args.config} gives a "
                 f"{type(config).__name__}. Fix: drop --algo or make the file build a {default_class.__name__}."
             )
-        algo = next(
-            (name for name in ALGORITHMS if ALGORITHMS[name].endswith(f":{type(config).__name__}")), algo
-        )
+        algo = _algo_name(type(config))
     if args.env is not None:
         config.environment(args.env)
     if args.num_envs is not None:
@@ -181,7 +186,14 @@ def _env_name(env: Any) -> str:
 def train(args: argparse.Namespace) -> int:
     """`flywheel train`: trains until a stop condition, writing results and checkpoints to the run dir."""
     algo_name, config = make_config(args)
-    from flywheel.reporting import default_writers, describe_result, stop_reason, train_with_progress
+    from flywheel.reporting import (
+        RESULTS_CSV,
+        RESULTS_JSONL,
+        default_writers,
+        describe_result,
+        stop_reason,
+        train_with_progress,
+    )
 
     env_name = _env_name(config.env)
     algo = config.build_algo()
@@ -211,7 +223,7 @@ def train(args: argparse.Namespace) -> int:
         algo.stop()
     print(f"Stopped: {stop_reason(result, **stops)} ({describe_result(result)})")
     print(f"Checkpoint: {checkpoint}")
-    print(f"Results: {run_dir / 'results.csv'}, {run_dir / 'results.jsonl'}; tensorboard --logdir {run_dir}")
+    print(f"Results: {run_dir / RESULTS_CSV}, {run_dir / RESULTS_JSONL}; tensorboard --logdir {run_dir}")
     return 0
 
 
