@@ -1,6 +1,8 @@
 """MultiAgentEpisode on scripted turn-based and join/leave scenarios, with exact contents."""
 
+import importlib.util
 import re
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -535,3 +537,15 @@ def test_validate_finds_a_broken_env_step_map():
         EpisodeError, match=r"env_t_to_agent_t\['p0'\] has 6 chunk entries and 0 of lookback, expected 7"
     ):
         episode.validate()
+
+
+def test_docs_page_code_blocks_run():
+    page = Path(__file__).parents[2] / "docs" / "concepts" / "multi_agent.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert len(blocks) == 7
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, str(page), "exec"), namespace)
+    assert namespace["first"].get_return() == 7.0
+    if importlib.util.find_spec("pettingzoo") is not None:  # the optional extra
+        assert namespace["make_rps"]({}).possible_agents == ["player_0", "player_1"]
