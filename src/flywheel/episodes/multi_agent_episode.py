@@ -29,8 +29,8 @@ from typing import Any
 import gymnasium as gym
 
 from flywheel.episodes import multi_agent_chunks
-from flywheel.episodes.lookback_buffer import Indices, LookbackBuffer
-from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED, get_data
+from flywheel.episodes.lookback_buffer import LookbackBuffer
+from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED, MultiAgentGetters
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 from flywheel.errors import EpisodeError
 from flywheel.typing import DEFAULT_MODULE_ID, AgentID, ModuleID
@@ -44,7 +44,7 @@ def _space_dict(spaces: gym.spaces.Dict | Mapping | None) -> dict | None:
     return dict(spaces.spaces) if isinstance(spaces, gym.spaces.Dict) else dict(spaces)
 
 
-class MultiAgentEpisode:
+class MultiAgentEpisode(MultiAgentGetters):
     """One multi-agent episode chunk: a `SingleAgentEpisode` per agent plus the env-step timeline.
 
     ``observation_space`` / ``action_space`` (dicts or ``Dict`` spaces keyed by agent id) give
@@ -280,11 +280,6 @@ class MultiAgentEpisode:
         return self.is_terminated or self.is_truncated
 
     @property
-    def is_reset(self) -> bool:
-        """Whether `add_env_reset` (or a predecessor chunk) gave the episode its first observations."""
-        return bool(self.agent_episodes) or self.env_t != self.env_t_started or bool(self._finished_agents)
-
-    @property
     def is_numpy(self) -> bool:
         return bool(self.agent_episodes) and all(e.is_numpy for e in self.agent_episodes.values())
 
@@ -329,100 +324,6 @@ class MultiAgentEpisode:
         return (
             f"MultiAgentEpisode(id_={self.id_[:8]}, len={len(self)}, env_t_started={self.env_t_started}, "
             f"agents={self.agent_ids}, terminated={self.is_terminated}, truncated={self.is_truncated})"
-        )
-
-    # --------------------------------------------------------------------------- getters
-
-    def get_observations(
-        self,
-        indices: Indices = None,
-        agent_ids: Any = None,
-        *,
-        env_steps: bool = True,
-        neg_index_as_lookback: bool = False,
-        fill: Any = None,
-        return_list: bool = False,
-    ) -> dict | list[dict]:
-        """Observations as ``{agent_id: data}`` (``return_list``: one such dict per env position).
-
-        ``env_steps=True`` indexes env timesteps of the chunk (0 = the chunk's first, -1 = the
-        newest) and returns only agents that observed at those timesteps, or pads the others with
-        ``fill``; ``env_steps=False`` indexes each agent's own steps (``indices`` as in
-        `SingleAgentEpisode`). ``agent_ids`` is one id or a collection (default: every agent).
-        """
-        return get_data(
-            self, "observations", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
-        )
-
-    def get_infos(
-        self,
-        indices: Indices = None,
-        agent_ids: Any = None,
-        *,
-        env_steps: bool = True,
-        neg_index_as_lookback: bool = False,
-        fill: Any = None,
-        return_list: bool = False,
-    ) -> dict | list[dict]:
-        return get_data(
-            self, "infos", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
-        )
-
-    def get_actions(
-        self,
-        indices: Indices = None,
-        agent_ids: Any = None,
-        *,
-        env_steps: bool = True,
-        neg_index_as_lookback: bool = False,
-        fill: Any = None,
-        return_list: bool = False,
-    ) -> dict | list[dict]:
-        """Actions; at env step ``i``, those of the agent steps that began at ``i`` and are complete."""
-        return get_data(
-            self, "actions", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
-        )
-
-    def get_rewards(
-        self,
-        indices: Indices = None,
-        agent_ids: Any = None,
-        *,
-        env_steps: bool = True,
-        neg_index_as_lookback: bool = False,
-        fill: Any = None,
-        return_list: bool = False,
-    ) -> dict | list[dict]:
-        """Rewards per agent step (summed while the agent waited); by env step as for `get_actions`."""
-        return get_data(
-            self, "rewards", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
-        )
-
-    def get_extra_model_outputs(
-        self,
-        key: str | None = None,
-        indices: Indices = None,
-        agent_ids: Any = None,
-        *,
-        env_steps: bool = True,
-        neg_index_as_lookback: bool = False,
-        fill: Any = None,
-        return_list: bool = False,
-    ) -> dict | list[dict]:
-        """One extra model output column (all of them as a dict per agent with ``key=None``).
-
-        Agents that have no such column (e.g. ones whose module does not output it) are left out.
-        """
-        return get_data(
-            self,
-            "extra_model_outputs",
-            indices,
-            agent_ids,
-            env_steps,
-            neg_index_as_lookback,
-            fill,
-            return_list,
-            key,
         )
 
     # ----------------------------------------------------------------- chunks and slices

@@ -1,4 +1,4 @@
-"""Env-step indexing of `MultiAgentEpisode` data.
+"""Reading `MultiAgentEpisode` data: its getters, by agent step or by env step.
 
 Each agent's data lives in its `SingleAgentEpisode`, indexed by the agent's own steps. A
 per-agent `LookbackBuffer` (``env_t_to_agent_t``) holds, for every env timestep of the chunk
@@ -28,6 +28,105 @@ NOT_OBSERVED = -1
 """``env_t_to_agent_t`` entry for an env timestep at which the agent received no observation."""
 
 _PER_OBSERVATION = ("observations", "infos")
+
+
+class MultiAgentGetters:
+    """The getters of `MultiAgentEpisode`: ``{agent_id: data}`` by env step or by agent step."""
+
+    agent_episodes: dict
+    env_t_to_agent_t: dict
+
+    def get_observations(
+        self,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        """Observations as ``{agent_id: data}`` (``return_list``: one such dict per env position).
+
+        ``env_steps=True`` indexes env timesteps of the chunk (0 = the chunk's first, -1 = the
+        newest) and returns only agents that observed at those timesteps, or pads the others with
+        ``fill``; ``env_steps=False`` indexes each agent's own steps (``indices`` as in
+        `SingleAgentEpisode`). ``agent_ids`` is one id or a collection (default: every agent).
+        """
+        return get_data(
+            self, "observations", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
+        )
+
+    def get_infos(
+        self,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        return get_data(
+            self, "infos", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
+        )
+
+    def get_actions(
+        self,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        """Actions; at env step ``i``, those of the agent steps that began at ``i`` and are complete."""
+        return get_data(
+            self, "actions", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
+        )
+
+    def get_rewards(
+        self,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        """Rewards per agent step (summed while the agent waited); by env step as for `get_actions`."""
+        return get_data(
+            self, "rewards", indices, agent_ids, env_steps, neg_index_as_lookback, fill, return_list
+        )
+
+    def get_extra_model_outputs(
+        self,
+        key: str | None = None,
+        indices: Indices = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> dict | list[dict]:
+        """One extra model output column (all of them as a dict per agent with ``key=None``).
+
+        Agents that have no such column (e.g. ones whose module does not output it) are left out.
+        """
+        return get_data(
+            self,
+            "extra_model_outputs",
+            indices,
+            agent_ids,
+            env_steps,
+            neg_index_as_lookback,
+            fill,
+            return_list,
+            key,
+        )
 
 
 def agent_timesteps(
