@@ -74,7 +74,7 @@ class Checkpointable:
         components = self.get_checkpointable_components()
         names = [_checked_name(name, where) for name, _ in components]
         state = self.get_state(not_components=names) if names else self.get_state()
-        io.write_state(directory, state, owner=where)
+        checksums = io.write_state(directory, state, owner=where)
         for name, component in components:
             (directory / name).mkdir()
             component._write_to(directory / name, f"{where}/{name}")
@@ -83,6 +83,7 @@ class Checkpointable:
             "class": self._class_path(),
             "components": names,
             **self._encoded_ctor_args(directory, where),
+            "checksums": checksums,
         }
         io.write_metadata(directory, metadata)
         io.mark_complete(directory)
@@ -144,10 +145,12 @@ class Checkpointable:
         metadata = io.read_metadata(path)
         target = codec.resolve_import(metadata["class"], path)
         if not (isinstance(target, type) and issubclass(target, cls)):
+            components = metadata.get("components", [])
+            sub = f", or pass the sub-directory that holds the {cls.__name__} (components: {components})"
             raise CheckpointError(
-                f"The checkpoint at {path} holds a {metadata['class']}, not a {cls.__name__}. Fix: load it "
-                f"with {getattr(target, '__name__', target)}.from_checkpoint(), or pass the sub-directory of "
-                f"the {cls.__name__} (components here: {metadata.get('components', [])})."
+                f"The checkpoint at {path} holds {metadata['class']}, which is not {cls.__name__} or a subclass "
+                f"of it. Fix: load it with {getattr(target, '__name__', target)}.from_checkpoint()"
+                f"{sub if components else ''}."
             )
         return target._from_metadata(path, metadata)
 
@@ -170,7 +173,7 @@ def read_tree_state(path: str | os.PathLike) -> StateDict:
     """The state of the component at `path` with its sub-components' states under their names."""
     directory = Path(path)
     metadata = io.read_metadata(directory)
-    state = io.read_state(directory)
+    state = io.read_state(directory, metadata)
     for name in metadata.get("components", []):
         sub_state = read_tree_state(directory / name)
         if sub_state:

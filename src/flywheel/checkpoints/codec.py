@@ -172,18 +172,17 @@ def import_path(obj: Any, where: str, *, by_value_ok: bool) -> str:
     because another process (e.g. `flywheel evaluate`) has a different `__main__`.
     """
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    name = f"{module}.{qualname}"
     if not module or not qualname or "<" in qualname:
-        raise NotPlainError(
-            where, f"{obj!r:.80}, defined inside a function or as a lambda, so not importable"
-        )
+        raise NotPlainError(where, f"{name}, defined inside a function or as a lambda, so not importable")
     if by_value_ok and module == "__main__":
-        raise NotPlainError(where, f"{obj!r:.80}, defined in __main__")
+        raise NotPlainError(where, f"{name}, defined in __main__")
     try:
         found = _resolve(module, qualname)
     except (ImportError, AttributeError):
         found = None
     if found is not obj:
-        raise NotPlainError(where, f"{obj!r:.80}, which importing {module}:{qualname} does not give back")
+        raise NotPlainError(where, f"{name}, which importing {module}:{qualname} does not give back")
     return f"{module}:{qualname}"
 
 

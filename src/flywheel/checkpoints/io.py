@@ -2,7 +2,8 @@
 
 One component directory holds::
 
-    metadata.json         format version, flywheel version, class path, constructor arguments, components
+    metadata.json         format version, flywheel version, class path, constructor arguments, components,
+                          CRC-32 checksums of the state files
     state.msgpack         the component's own state (structure, numbers, strings)
     state.safetensors     every numpy array of that state, referenced from state.msgpack by key
     ctor_pickled.pkl      only for components built from an algorithm config that holds lambdas/closures
@@ -10,7 +11,10 @@ One component directory holds::
     <component>/ ...      one sub-directory per sub-component, laid out the same way
 
 A save writes the whole tree into a hidden temporary sibling and renames it into place, so the
-target path holds either the previous checkpoint or the new one, never a half-written one.
+target path holds either the previous checkpoint or the new one, never a half-written one, whether
+the save raised or its process was killed. Like `torch.save`, it does not force the data to disk
+(one fsync per file cost more than the rest of a save); after a power cut a checkpoint may fail to
+load, and the checksums make sure it then raises instead of loading damaged data.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import shutil
 import tempfile
 import uuid
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,7 +65,6 @@ def save_directory(path: str | os.PathLike | None, write: Callable[[Path], None]
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_dir(target.parent)
     return str(target)
 
 
@@ -98,20 +102,10 @@ def _move_into_place(tmp: Path, target: Path) -> None:
     shutil.rmtree(backup, ignore_errors=True)
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_bytes(path: Path, data: bytes) -> None:
-    """Writes `data` to `path` and flushes it to disk (a rename later must not expose empty files)."""
+    """Writes `data` to `path` (every checkpoint file goes through here)."""
     with open(path, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def mark_complete(directory: Path) -> None:
@@ -181,15 +175,15 @@ def _sibling_hint(directory: Path) -> str:
 # ---------------------------------------------------------------------------------- states
 
 
-def write_state(directory: Path, state: dict[str, Any], owner: str) -> None:
-    """Writes `state` as msgpack (structure) plus safetensors (numpy arrays).
-
-    Python tuples and numpy scalars keep their types. `owner` names the component in errors.
+def write_state(directory: Path, state: dict[str, Any], owner: str) -> dict[str, int]:
+    """Writes `state` as msgpack (structure) plus safetensors (numpy arrays); returns the files'
+    CRC-32 checksums (for the metadata). Tuples and numpy scalars keep their types; `owner` names
+    the component in errors.
     """
     arrays: dict[str, np.ndarray] = {}
     packed = _pack(state, (), arrays, owner)
     try:
-        tensors = safetensors.numpy.save({key: np.ascontiguousarray(a) for key, a in arrays.items()})
+        tensors = safetensors.numpy.save({key: _contiguous(a) for key, a in arrays.items()})
     except Exception as e:
         raise CheckpointError(
             f"Cannot store the numpy arrays of {owner}'s state in safetensors ({e}). Fix: keep state "
@@ -201,26 +195,44 @@ def write_state(directory: Path, state: dict[str, Any], owner: str) -> None:
         raise CheckpointError(f"Cannot store {owner}'s state as msgpack ({e}).") from e
     write_bytes(directory / TENSORS_FILE, tensors)
     write_bytes(directory / STATE_FILE, structure)
+    return {TENSORS_FILE: zlib.crc32(tensors), STATE_FILE: zlib.crc32(structure)}
 
 
-def read_state(directory: Path) -> dict[str, Any]:
-    """The state `write_state` wrote to `directory` (CheckpointError naming the file if it is damaged)."""
+def read_state(path: str | os.PathLike, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The state `write_state` wrote to `path` (CheckpointError naming the file if it is damaged).
+
+    `metadata` is the directory's `read_metadata` (read here when not given); its checksums are checked.
+    """
+    directory = Path(path)
+    checksums = (metadata or read_metadata(directory)).get("checksums", {})
     tensors_file, state_file = directory / TENSORS_FILE, directory / STATE_FILE
-    for file in (tensors_file, state_file):
-        if not file.exists():
-            raise CheckpointError(f"The checkpoint at {directory} is missing its state file {file.name}.")
+    tensors, structure = (
+        _read_checked(file, checksums.get(file.name)) for file in (tensors_file, state_file)
+    )
     try:
-        arrays = safetensors.numpy.load(tensors_file.read_bytes())
+        arrays = safetensors.numpy.load(tensors)
     except Exception as e:
         raise CheckpointError(
             f"{tensors_file} is corrupted or truncated ({type(e).__name__}: {e}). Fix: load another checkpoint."
         ) from e
     try:
-        return _unpack(state_file.read_bytes(), arrays)
+        return _unpack(structure, arrays)
     except Exception as e:
         raise CheckpointError(
             f"{state_file} is corrupted or truncated ({type(e).__name__}: {e}). Fix: load another checkpoint."
         ) from e
+
+
+def _read_checked(file: Path, checksum: int | None) -> bytes:
+    if not file.exists():
+        raise CheckpointError(f"The checkpoint at {file.parent} is missing its state file {file.name}.")
+    data = file.read_bytes()
+    if checksum is None or zlib.crc32(data) != checksum:
+        raise CheckpointError(
+            f"{file} is corrupted or truncated: its CRC-32 checksum does not match the one in "
+            f"{METADATA_FILE} ({len(data)} bytes read). Fix: load another checkpoint."
+        )
+    return data
 
 
 def _pack(value: Any, path: tuple[str, ...], arrays: dict[str, np.ndarray], owner: str) -> Any:
@@ -249,6 +261,11 @@ def _pack(value: Any, path: tuple[str, ...], arrays: dict[str, np.ndarray], owne
         "States hold plain data: dicts, lists, tuples, numbers, strings, bytes, None and numpy arrays. "
         "Fix: convert it in get_state() (e.g. tensor.cpu().numpy())."
     )
+
+
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    # Not np.ascontiguousarray: it turns 0-d arrays (torch's Adam `step`) into 1-d ones.
+    return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 def _array_key(path: tuple[str, ...], arrays: dict) -> str:

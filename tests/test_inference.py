@@ -1,0 +1,166 @@
+"""`load_policy`: the saved module between its rebuilt pipelines, without ray; TorchScript export."""
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from flywheel import PPOConfig
+from flywheel.connectors.env_to_module import MeanStdFilter
+from flywheel.errors import CheckpointError, ModuleError
+from flywheel.inference import load_policy
+from flywheel.testing import CountingEnv
+
+
+def _save(config, tmp_path_factory, iterations=1):
+    algo = config.build_algo()
+    for _ in range(iterations):
+        algo.train()
+    path = algo.save_to_path(tmp_path_factory.mktemp("ckpt") / "checkpoint")
+    return algo, path
+
+
+def _small(config):
+    return config.training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1).debugging(seed=0)
+
+
+@pytest.fixture(scope="module")
+def cartpole(tmp_path_factory):
+    """A CartPole checkpoint whose env-to-module pipeline holds a MeanStdFilter."""
+    config = _small(
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(env_to_module_connector=lambda env, spaces, device: MeanStdFilter(clip=3.0))
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+    )
+    algo, path = _save(config, tmp_path_factory)
+    yield algo, path
+    algo.stop()
+
+
+def test_greedy_actions_match_the_algorithm_module(cartpole):
+    algo, path = cartpole
+    policy = load_policy(path)
+    obs = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
+    # What the runner's module does with the observations its MeanStdFilter normalized.
+    normalized = algo.env_runner.env_to_module[0].normalize(obs)
+    logits = algo.get_module().forward_inference({"obs": torch.from_numpy(normalized)})["action_dist_inputs"]
+    expected = torch.argmax(logits, dim=-1).numpy()
+    actions = policy.compute_actions(obs)
+    assert actions.dtype == np.int64 and actions.shape == (6,)
+    np.testing.assert_array_equal(actions, expected)
+    assert policy.compute_single_action(obs[2]) == expected[2]
+    # Statistics are frozen: the same observations give the same actions again.
+    np.testing.assert_array_equal(policy.compute_actions(obs), expected)
+    assert policy.env_to_module[0].update_stats is False
+    assert policy.env_to_module[0]._total.count == algo.env_runner.env_to_module[0]._total.count
+
+
+def test_explore_samples_from_the_distribution(cartpole):
+    policy = load_policy(cartpole[1])
+    obs = np.zeros((400, 4), np.float32)
+    torch.manual_seed(0)
+    sampled = policy.compute_actions(obs, explore=True)
+    greedy = policy.compute_actions(obs)
+    assert set(np.unique(greedy)) == {greedy[0]}
+    probs = torch.softmax(
+        policy.module.forward_inference(
+            {"obs": torch.from_numpy(policy.env_to_module[0].normalize(obs[:1]))}
+        )["action_dist_inputs"],
+        dim=-1,
+    )[0]
+    assert abs(float((sampled == 1).mean()) - float(probs[1])) < 0.08
+    assert 0 < (sampled == 1).sum() < 400
+
+
+def test_unknown_module_id_and_non_algorithm_paths(cartpole, tmp_path):
+    path = cartpole[1]
+    with pytest.raises(
+        CheckpointError,
+        match=r"The checkpoint at .*checkpoint has no module 'p9'; its modules are \['default_policy'\]\. "
+        r"Fix: load_policy\(path, module_id=\.\.\.\) with one of them\.",
+    ):
+        load_policy(path, module_id="p9")
+    with pytest.raises(
+        CheckpointError,
+        match=r"learner_group holds a flywheel\.core\.learner\.learner_group:LearnerGroup, not an algorithm checkpoint "
+        r"\(it has no learner_group and env_runner components\)\. Fix: pass the directory algo\.save_to_path\(\) returned\.",
+    ):
+        load_policy(f"{path}/learner_group")
+    with pytest.raises(CheckpointError, match=r"is not a flywheel checkpoint"):
+        load_policy(tmp_path)
+
+
+class WideActionEnv(CountingEnv):
+    """Counting env with `Box(0, 10, (1,))` actions: the module acts in [-1, 1], the env gets [0, 10]."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.action_space = gym.spaces.Box(0.0, 10.0, (1,), np.float32)
+
+
+def test_box_actions_are_unsquashed_to_the_env_bounds(tmp_path_factory):
+    config = _small(PPOConfig().environment(WideActionEnv).rl_module(model_config={"fcnet_hiddens": [8]}))
+    algo, path = _save(config, tmp_path_factory)
+    algo.stop()
+    policy = load_policy(path)
+    obs = np.arange(5, dtype=np.float32)[:, None]
+    mean = policy.module.forward_inference({"obs": torch.from_numpy(obs)})["action_dist_inputs"][:, :1]
+    actions = policy.compute_actions(obs)
+    assert actions.dtype == np.float32 and actions.shape == (5, 1)
+    np.testing.assert_allclose(actions, np.clip(5.0 + 5.0 * mean.numpy(), 0.0, 10.0), rtol=1e-6)
+    assert policy.compute_single_action(obs[0]).shape == (1,)
+
+
+def test_works_where_importing_ray_fails(cartpole):
+    code = f"""
+import sys
+
+class _BlockRay:
+    def find_spec(self, name, path=None, target=None):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("importing ray is blocked in this process")
+
+sys.meta_path.insert(0, _BlockRay())
+import numpy as np
+from flywheel.inference import load_policy
+
+policy = load_policy({cartpole[1]!r})
+print(policy.compute_actions(np.zeros((3, 4), np.float32)).tolist())
+print(sorted(name for name in sys.modules if name.split(".")[0] in ("ray", "cloudpickle")))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    actions, imported = done.stdout.strip().splitlines()
+    assert actions == str(load_policy(cartpole[1]).compute_actions(np.zeros((3, 4), np.float32)).tolist())
+    assert imported == "[]"
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:DeprecationWarning")
+def test_torchscript_export_matches_eager_outputs(cartpole, tmp_path):
+    policy = load_policy(cartpole[1])
+    path = policy.export_torchscript(tmp_path / "policy.pt")
+    graph = torch.jit.load(path)
+    obs = torch.randn(32, 4)
+    eager = policy.module.forward_inference({"obs": obs})["action_dist_inputs"]
+    torch.testing.assert_close(graph(obs), eager)
+    assert graph(obs[:1]).shape == (1, 2)
+
+
+def test_recurrent_modules_are_not_exported(tmp_path_factory):
+    config = _small(
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rl_module(model_config={"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 4})
+    )
+    algo, path = _save(config, tmp_path_factory)
+    algo.stop()
+    policy = load_policy(path)
+    assert policy.compute_actions(np.zeros((2, 4), np.float32)).shape == (2,)
+    with pytest.raises(
+        ModuleError, match=r"DefaultPPOTorchRLModule is recurrent; export_torchscript\(\) exports"
+    ):
+        policy.export_torchscript(tmp_path_factory.mktemp("ts") / "p.pt")
