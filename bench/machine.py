@@ -29,6 +29,15 @@ def git_commit() -> str | None:
     return done.stdout.strip() or None
 
 
+def autogroup() -> str | None:
+    """The scheduler group and its nice value (`/autogroup-N nice -20`), None where autogroup is off."""
+    try:
+        with open("/proc/self/autogroup") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def main() -> None:
     with open("/proc/meminfo") as f:
         mem_kib = int(f.readline().split()[1])
@@ -39,6 +48,8 @@ def main() -> None:
         "memory_gib": round(mem_kib / 2**20, 1),
         "python": platform.python_version(),
         "loadavg_1m_at_start": round(os.getloadavg()[0], 2),
+        "nice": os.nice(0),
+        "autogroup": autogroup(),
         "openblas_env": {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")},
         "flywheel_commit": git_commit(),
         **{

@@ -159,7 +159,7 @@ def machine_section() -> list[str]:
     path = RESULTS / "machine.json"
     facts = json.loads(path.read_text()) if path.exists() else {}
     keys = ("date", "nproc", "cpu", "memory_gib", "python", "torch", "ray", "stable_baselines3", "gymnasium",
-            "numpy", "flywheel_commit", "loadavg_1m_at_start", "openblas_env")  # fmt: skip
+            "numpy", "flywheel_commit", "loadavg_1m_at_start", "nice", "autogroup", "openblas_env")  # fmt: skip
     lines = ["## Machine", "", "| fact | value |", "|---|---|"]
     lines += [f"| {k} | {facts.get(k, '—')} |" for k in keys]
     return lines

@@ -1,0 +1,101 @@
+"""Tests of the harness's own logic (no framework needed): `.venv/bin/pytest bench/test_bench.py`."""
+
+import json
+from types import SimpleNamespace
+
+import benchlib
+import pytest
+import report
+
+
+def chunk(id_: str, rewards: float, done: bool) -> SimpleNamespace:
+    """A stand-in episode chunk with the three members the tracker reads."""
+    return SimpleNamespace(id_=id_, get_return=lambda: rewards, is_done=done)
+
+
+def test_tracker_sums_chunks_of_one_episode_and_counts_only_finished_ones():
+    tracker = benchlib.EpisodeReturnTracker()
+    tracker.add_chunks([chunk("a", 10.0, False), chunk("b", 3.0, True)])
+    tracker.add_chunks([chunk("a", 5.0, False)])
+    tracker.add_chunks([chunk("a", 2.0, True), chunk("c", 1.0, False)])
+    assert list(tracker.finished) == [3.0, 17.0]
+    assert tracker.num_finished == 2
+    assert tracker.mean_last_100() is None
+
+
+def test_tracker_mean_is_over_the_last_100_finished_episodes():
+    tracker = benchlib.EpisodeReturnTracker()
+    for ret in range(150):
+        tracker.add_finished(float(ret))
+    assert tracker.num_finished == 150
+    assert tracker.mean_last_100() == pytest.approx(sum(range(50, 150)) / 100)
+
+
+def test_clock_records_each_threshold_once_and_stops_at_the_last():
+    tracker = benchlib.EpisodeReturnTracker()
+    clock = benchlib.ThresholdClock(tracker)
+    clock.start_training()
+    for _ in range(100):
+        tracker.add_finished(460.0)
+    assert clock.check(1000) is False
+    assert clock.check(2000) is False
+    assert clock.reached[450.0]["env_steps"] == 1000
+    for _ in range(100):
+        tracker.add_finished(500.0)
+    assert clock.check(3000) is True
+    result = clock.result(3000)
+    assert result["to_450"]["env_steps"] == 1000
+    assert result["to_475"]["env_steps"] == 3000
+    assert result["total_env_steps"] == 3000
+    assert result["num_episodes"] == 200
+    assert result["final_mean_last_100"] == 500.0
+    assert result["peak_tree_rss_mb"] > 0
+
+
+def test_time_sampling_keeps_calling_until_min_calls_and_counts_returned_steps():
+    calls = []
+
+    def sample(n: int) -> int:
+        calls.append(n)
+        return n + 1
+
+    result = benchlib.time_sampling(sample, num_timesteps=10, calls=4, warmup=2, min_seconds=0.0)
+    assert calls == [10] * 6
+    assert result["env_steps_timed"] == 44
+    assert len(result["per_call_steps_per_s"]) == 4
+
+
+def test_run_guarded_turns_an_exception_into_an_error_line(capsys):
+    def body() -> dict:
+        raise KeyError("runner")
+
+    benchlib.run_guarded({"bench": "sampling", "framework": "flywheel"}, body)
+    line = json.loads(capsys.readouterr().out)
+    assert line["error"] == "KeyError: 'runner'"
+    assert line["framework"] == "flywheel"
+
+
+def write_lines(path, rows) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_report_computes_ratios_from_medians_and_shows_errors(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    monkeypatch.setattr(report, "HERE", tmp_path)
+    for n, rllib, loop, ours in ((1, [900, 1000, 1100], [10_000], [12_000]), (8, [5000], [40_000], [15_000])):
+        write_lines(tmp_path / f"sampling_rllib_{n}envs.jsonl", [{"env_steps_per_s": v} for v in rllib])
+        write_lines(tmp_path / f"sampling_loop_{n}envs.jsonl", [{"env_steps_per_s": v} for v in loop])
+        write_lines(tmp_path / f"sampling_flywheel_{n}envs.jsonl", [{"env_steps_per_s": v} for v in ours])
+    hit = {"seconds": 200.0, "train_seconds": 190.0, "env_steps": 150_000}
+    write_lines(tmp_path / "train_rllib.jsonl", [{"to_450": hit, "to_475": None, "steps_per_s": 790.0}])
+    write_lines(tmp_path / "train_sb3.jsonl", [{"error": "ImportError: no sb3"}])
+    fast = {"seconds": 50.0, "train_seconds": 45.0, "env_steps": 60_000}
+    write_lines(tmp_path / "train_flywheel.jsonl", [{"to_450": fast, "to_475": fast, "steps_per_s": 1333.3}])
+    report.main()
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "| flywheel / RLlib 2.60 | ≥ 10× | 12.00× (met) | 3.00× (NOT met) |" in text
+    assert "| flywheel / single-file loop | ≥ 0.5× | 1.20× (met) | 0.38× (NOT met) |" in text
+    assert "| RLlib 2.60 ÷ flywheel | ≥ 3× | 4.00× (met) | 2.50× |" in text
+    assert "| Stable-Baselines3 ÷ flywheel | > 1× | not measured | not measured |" in text
+    assert "- Stable-Baselines3: `ImportError: no sb3`" in text
+    assert "| RLlib 2.60 | 1/1 | 200.0 | 190.0 | 150,000 | — (0/1) |" in text
