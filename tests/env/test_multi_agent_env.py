@@ -230,6 +230,30 @@ def test_async_env_error_names_the_sub_env_and_keeps_the_worker():
     assert not any(p.is_alive() for p in processes)
 
 
+def test_async_creation_failure_and_a_dead_worker_raise_env_errors():
+    def creator(cfg):
+        if cfg.vector_index == 1:
+            raise ValueError("no such map")
+        return TurnBasedEnv(cfg)
+
+    with pytest.raises(
+        EnvError,
+        match=r"Sub-env 1 \(in its own process\) raised during creating the env:\n(.|\n)*no such map",
+    ):
+        make_multi_agent_vector_env(creator, num_envs=2, vectorize_mode="async")
+    vector_env = make_multi_agent_vector_env(TurnBasedEnv, num_envs=2, vectorize_mode="async")
+    vector_env._processes[1].kill()
+    vector_env._processes[1].join()
+    with pytest.raises(
+        EnvError,
+        match=re.escape(
+            "Sub-env 1 (in its own process) raised during reset():\nits process ended unexpectedly (exit code -9)"
+        ),
+    ):
+        vector_env.reset()
+    vector_env.close()
+
+
 def test_sub_envs_get_their_env_context():
     vector_env = make_multi_agent_vector_env(
         ClassAttributes, {"k": 2}, num_envs=3, worker_index=1, num_workers=4

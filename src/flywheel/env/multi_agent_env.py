@@ -266,27 +266,23 @@ class MultiAgentAsyncVectorEnv(_MultiAgentVectorEnv):
         self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None
     ) -> tuple[list[dict], list[dict]]:
         """Resets every sub-env; an int ``seed`` seeds sub-env ``i`` with ``seed + i``."""
-        for pipe, s in zip(self._pipes, _seeds(seed, self.num_envs)):
-            pipe.send(("reset", {"seed": s, "options": options}))
+        self._send_all([("reset", {"seed": s, "options": options}) for s in _seeds(seed, self.num_envs)])
         results = self._receive_all("reset()")
         return [r[0] for r in results], [r[1] for r in results]
 
     def step(
         self, actions: Sequence[dict]
     ) -> tuple[list[dict], list[dict], list[dict], list[dict], list[dict]]:
-        for pipe, action_dict in zip(self._pipes, actions):
-            pipe.send(("step", action_dict))
+        self._send_all([("step", action_dict) for action_dict in actions])
         obs, rewards, terminateds, truncateds, infos = zip(*self._receive_all("step()"))
         return list(obs), list(rewards), list(terminateds), list(truncateds), list(infos)
 
     def get_attr(self, name: str) -> list:
-        for pipe in self._pipes:
-            pipe.send(("get_attr", name))
+        self._send_all([("get_attr", name)] * self.num_envs)
         return self._receive_all(f"getattr({name!r})")
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> list:
-        for pipe in self._pipes:
-            pipe.send(("call", (name, args, kwargs)))
+        self._send_all([("call", (name, args, kwargs))] * self.num_envs)
         return self._receive_all(f"{name}()")
 
     def close(self) -> None:
@@ -294,9 +290,7 @@ class MultiAgentAsyncVectorEnv(_MultiAgentVectorEnv):
         if self._closed:
             return
         self._closed = True
-        for pipe in self._pipes:
-            with contextlib.suppress(OSError):
-                pipe.send(("close", None))
+        self._send_all([("close", None)] * self.num_envs)
         for pipe, process in zip(self._pipes, self._processes):
             process.join(timeout=5)
             if process.is_alive():
@@ -307,13 +301,26 @@ class MultiAgentAsyncVectorEnv(_MultiAgentVectorEnv):
         with contextlib.suppress(Exception):
             self.close()
 
+    def _send_all(self, messages: list[tuple[str, Any]]) -> None:
+        for pipe, message in zip(self._pipes, messages):
+            # A dead worker cannot take the message; its missing reply reports the problem.
+            with contextlib.suppress(OSError):
+                pipe.send(message)
+
     def _request(self, index: int, command: str, payload: Any) -> Any:
         self._pipes[index].send((command, payload))
-        return self._raise_errors([self._pipes[index].recv()], what=command, first_index=index)[0]
+        return self._raise_errors([self._recv(index)], what=command, first_index=index)[0]
 
     def _receive_all(self, what: str) -> list:
         # Read every reply before raising, so no answer is left in a pipe for the next call.
-        return self._raise_errors([pipe.recv() for pipe in self._pipes], what)
+        return self._raise_errors([self._recv(i) for i in range(self.num_envs)], what)
+
+    def _recv(self, index: int) -> tuple[str, Any]:
+        try:
+            return self._pipes[index].recv()
+        except EOFError:
+            code = self._processes[index].exitcode
+            return "error", f"its process ended unexpectedly (exit code {code}); create a new vector env."
 
     @staticmethod
     def _raise_errors(replies: list[tuple[str, Any]], what: str, first_index: int = 0) -> list:
