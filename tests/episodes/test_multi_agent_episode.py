@@ -238,6 +238,7 @@ def test_cut_leaves_finished_agents_behind():
     first, second = play(JoinLeaveEnv(), steps=2, cut_at={2}, lookback=1)
     assert first.agent_ids == ["a", "b"] and second.agent_ids == ["a"]
     assert second.get_observations(agent_ids="b") == {}  # b took part, so asking is no error
+    assert first.get_agents_that_stepped() == {"a", "b"} and second.get_agents_that_stepped() == {"a"}
     with pytest.raises(
         EpisodeError, match=r"Agent 'b' received an observation at env step 3 .* after it was done"
     ):
@@ -383,6 +384,19 @@ def test_module_for_calls_the_mapping_fn_once_per_agent():
     assert episode.module_for("p0") == "module_p0" and calls == ["p0", "p1"]
     assert [e.module_id for e in episode.agent_episodes.values()] == ["module_p0", "module_p1"]
     assert episode.cut().module_for("p1") == "module_p1" and calls == ["p0", "p1"]
+
+
+def test_agents_without_extra_outputs_are_left_out():
+    episode = two_agent_episode()
+    episode.add_env_step(
+        {"x": [1.0], "y": [1.0]},
+        {"x": 0, "y": 1},
+        {"x": 1.0, "y": 2.0},
+        extra_model_outputs={"x": {"vf": 0.5}},
+    )
+    assert episode.get_extra_model_outputs() == {"x": {"vf": [0.5]}}
+    assert episode.get_extra_model_outputs(indices=0) == {"x": {"vf": 0.5}}
+    assert episode.get_extra_model_outputs("vf", 0, env_steps=False) == {"x": 0.5}
 
 
 def test_module_ids_given_up_front_and_default():

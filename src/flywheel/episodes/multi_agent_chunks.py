@@ -123,7 +123,7 @@ def cut(episode: MultiAgentEpisode, len_lookback_buffer: int) -> MultiAgentEpiso
         successor.env_t_to_agent_t[agent_id] = LookbackBuffer(tail, successor._env_lookback)
     successor._finished_agents |= episode._finished_agents
     successor._in_flight = {agent_id: list(step) for agent_id, step in episode._in_flight.items()}
-    successor._agents_that_stepped = set(episode._agents_that_stepped)
+    successor._agents_that_stepped = episode._agents_that_stepped & successor.agent_episodes.keys()
     successor._agents_to_act = set(episode._agents_to_act)
     successor.custom_data = copy.deepcopy(episode.custom_data)
     return successor

@@ -244,11 +244,11 @@ _MISSING = object()
 
 
 def _buffers(sa_episode: SingleAgentEpisode, what: str, key: str | None) -> LookbackBuffer | dict | None:
-    """The agent's buffer for ``what`` (a dict of buffers for all extra outputs); None if it lacks ``key``."""
+    """The agent's buffer for ``what`` (a dict of buffers for all extra outputs); None if it has no such outputs."""
     if what != "extra_model_outputs":
         return getattr(sa_episode, what)
     if key is None:
-        return sa_episode.extra_model_outputs
+        return sa_episode.extra_model_outputs or None
     return sa_episode.extra_model_outputs.get(key)
 
 
