@@ -11,7 +11,7 @@ import pytest
 from flywheel import SingleAgentEpisode
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
-NAMES = ["custom_connector.py", "custom_rl_module.py", "ppo_cartpole.py", "ppo_pendulum.py"]
+NAMES = sorted(p.name for p in EXAMPLES.glob("*.py"))
 
 
 def load(name):
@@ -19,14 +19,15 @@ def load(name):
     return runpy.run_path(str(EXAMPLES / name), run_name="example")
 
 
-def test_every_example_is_covered():
-    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == NAMES
+def test_the_examples_are_found():
+    assert {"custom_connector.py", "custom_rl_module.py", "ppo_cartpole.py", "ppo_pendulum.py"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_script_runs_as_main(name, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [name, "--smoke"])
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    # Every example takes --smoke (one tiny iteration) and reports its training iteration.
     assert re.search(r"^iteration 1: mean return (\d+\.\d|nan)", capsys.readouterr().out, re.M)
 
 
