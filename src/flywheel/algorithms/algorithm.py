@@ -31,12 +31,13 @@ from flywheel.core.learner.learner_group import LearnerGroup
 from flywheel.core.rl_module.spec import MultiRLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger
-from flywheel.typing import DEFAULT_MODULE_ID
+from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
 
 ENV_RUNNERS = "env_runners"
 LEARNERS = "learners"
 EVALUATION = "evaluation"
 TIMERS = "timers"
+EPISODE_KEYS = ("episode_return_mean", "episode_return_min", "episode_return_max", "episode_len_mean")
 
 
 class Algorithm(Checkpointable):
@@ -113,6 +114,8 @@ class Algorithm(Checkpointable):
         if interval and self.iteration % interval == 0:
             evaluation = self.evaluate()
         result = self.metrics.reduce()
+        for key in EPISODE_KEYS:  # present (NaN) before the first episode ends, as API.md §2 lists them
+            result.setdefault(ENV_RUNNERS, {}).setdefault(key, float("nan"))
         time_this_iter = time.perf_counter() - start
         self._time_total_s += time_this_iter
         if evaluation is not None:
@@ -141,7 +144,11 @@ class Algorithm(Checkpointable):
         timesteps = {"num_env_steps_sampled_lifetime": self._lifetime_env_steps()}
         with self.metrics.log_time((TIMERS, "learner_update_timer")):
             results = self.learner_group.update(episodes=episodes, timesteps=timesteps)
+        counters = results.pop(ALL_MODULES, {})
         self.metrics.log_dict(results, key=LEARNERS)
+        for name, value in counters.items():  # counts add up over an iteration's updates
+            reduce = "max" if name == "weights_seq_no" else "sum"
+            self.metrics.log_value((LEARNERS, ALL_MODULES, name), value, reduce=reduce)
         num_trained = sum(len(e) for e in episodes)
         self.metrics.log_value("num_env_steps_trained_lifetime", num_trained, reduce="lifetime_sum")
         return results
