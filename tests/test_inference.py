@@ -57,6 +57,9 @@ def test_greedy_actions_match_the_algorithm_module(cartpole):
     np.testing.assert_array_equal(policy.compute_actions(obs), expected)
     assert policy.env_to_module[0].update_stats is False
     assert policy.env_to_module[0]._total.count == algo.env_runner.env_to_module[0]._total.count
+    # Plain Python lists (and float64 rows) act like the env's float32 observations.
+    np.testing.assert_array_equal(policy.compute_actions(obs.astype(np.float64).tolist()), expected)
+    assert policy.compute_single_action(obs[2].tolist()) == expected[2]
 
 
 def test_explore_samples_from_the_distribution(cartpole):

@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -78,6 +79,9 @@ class Policy:
 
     def compute_actions(self, obs_batch: Any, explore: bool = False) -> np.ndarray:
         """Actions for the env (after unsquashing/clipping) for a batch of observations (rows or a list)."""
+        space = self.env_to_module.input_observation_space
+        if isinstance(space, gym.spaces.Box):  # lists and other dtypes become what the env would return
+            obs_batch = np.asarray(obs_batch, dtype=space.dtype)
         episodes = []
         for obs in obs_batch:
             episode = SingleAgentEpisode(id_="inference", len_lookback_buffer=0)  # no uuid per call
