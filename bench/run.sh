@@ -10,6 +10,11 @@
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
 # (one line per repeat or seed, replaced for what this run measures), its stderr in bench/results/logs/.
 set -euo pipefail
+# Benchmarks run in a session of their own (see the priority note below); before parsing, so the
+# arguments pass on whole.
+if [[ -z "${BENCH_SESSION:-}" ]] && command -v setsid >/dev/null; then
+    BENCH_SESSION=1 exec setsid --wait bash "$0" "$@"
+fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 
@@ -35,11 +40,8 @@ done
 py=.venv/bin/python
 # Benchmarks run at a raised priority (BENCH_NICE, default -20) so that other work on this shared
 # 2-core machine disturbs them less. Linux's autogroup scheduling weighs sessions against each other
-# as wholes, so `nice` alone only ranks processes within our session: run.sh starts a session of its
-# own and raises that group's priority too. Without the permission, everything runs as usual.
-if [[ -z "${BENCH_SESSION:-}" ]] && command -v setsid >/dev/null; then
-    BENCH_SESSION=1 exec setsid --wait "$0" "$@"
-fi
+# as wholes, so `nice` alone only ranks processes within our session: run.sh runs in a session of
+# its own and raises that group's priority too. Without the permission, everything runs as usual.
 echo "${BENCH_NICE:--20}" 2>/dev/null > /proc/self/autogroup || true
 nice_cmd=(nice -n "${BENCH_NICE:--20}")
 "${nice_cmd[@]}" true 2>/dev/null || nice_cmd=()
