@@ -2,14 +2,12 @@
 
 import gymnasium as gym
 import numpy as np
-import pytest
 
 from flywheel.algorithms.ppo.config import PPOConfig
 from flywheel.algorithms.ppo.learner import PPOTorchLearner
 from flywheel.columns import Columns
 from flywheel.core.learner.learner_group import LearnerGroup
 from flywheel.episodes import SingleAgentEpisode
-from flywheel.errors import ConfigError
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACT_SPACE = gym.spaces.Discrete(2)
@@ -72,7 +70,3 @@ def test_weights_and_state():
     for name, value in group.get_weights(inference_only=False)["default_policy"].items():
         assert np.array_equal(other.get_weights(inference_only=False)["default_policy"][name], value)
 
-
-def test_remote_learners_are_refused_with_a_fix():
-    with pytest.raises(ConfigError, match=r"num_learners=2 needs remote \(Ray\) learners.*num_learners=0"):
-        LearnerGroup(config=config().learners(num_learners=2), spaces=(OBS_SPACE, ACT_SPACE))

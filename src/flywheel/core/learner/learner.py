@@ -228,14 +228,20 @@ class Learner(Checkpointable, abc.ABC):
             mid: rows[mid] if minibatch_size is None else max(1, minibatch_size // _row_len(columns))
             for mid, columns in batch.items()
         }
+        counts = self._minibatch_counts({mid: max(1, -(-n // per_minibatch[mid])) for mid, n in rows.items()})
         rng = self._shuffle_rng()
         for _ in range(num_epochs):
             parts = {}
             for mid, n in rows.items():
                 order = rng.permutation(n) if shuffle else np.arange(n)
-                parts[mid] = np.array_split(order, max(1, -(-n // per_minibatch[mid])))
+                parts[mid] = np.array_split(order, counts[mid])
             for i in range(max((len(p) for p in parts.values()), default=0)):
                 yield {mid: self._take_rows(batch[mid], p[i]) for mid, p in parts.items() if i < len(p)}
+
+    def _minibatch_counts(self, counts: dict[ModuleID, int]) -> dict[ModuleID, int]:
+        """Minibatches per epoch for each module; distributed learners override this so that every
+        rank takes part in the same number of gradient exchanges."""
+        return counts
 
     def _shuffle_rng(self) -> np.random.Generator:
         """Shuffling randomness: with `config.seed`, a function of (seed, update number), so a

@@ -1,21 +1,28 @@
-"""`LearnerGroup`: the learners of an algorithm behind one interface (local now, Ray actors later)."""
+"""`LearnerGroup`: the learners of an algorithm behind one interface (one local learner, or Ray actors).
+
+With `num_learners=0` one learner trains in this process. With `num_learners=N > 0`, N learner
+actors form a `torch.distributed` (gloo) process group: each updates on its shard of the
+episodes and the gradients of every minibatch are averaged over all ranks before the optimizer
+step, so all learners hold identical weights after every update (rank 0 broadcasts its initial
+weights once). `update` returns the learners' results merged into one dict.
+"""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from typing import Any
 
 from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.core.learner.learner import Learner
-from flywheel.errors import ConfigError
 from flywheel.typing import ModuleID, StateDict
 
 
 class LearnerGroup(Checkpointable):
     """Builds and drives the learners; the algorithm only talks to this.
 
-    With `num_learners=0` there is one learner in this process (`is_local`). Every call goes
-    through `foreach_learner`, the one place that will fan out to remote learners when they exist.
+    Every call goes through `foreach_learner`, which runs a function on the local learner or on
+    each remote learner (in its process).
 
     Args:
         config: The algorithm config; `config.learner_class` (or the algorithm's default learner
@@ -25,25 +32,48 @@ class LearnerGroup(Checkpointable):
     """
 
     def __init__(self, *, config: Any, module_spec: Any = None, spaces: tuple | None = None) -> None:
-        if config.num_learners != 0:
-            raise ConfigError(
-                f"num_learners={config.num_learners} needs remote (Ray) learners, which this version "
-                "does not provide yet. Fix: config.learners(num_learners=0) to train in this process."
-            )
         self.config = config
         self._module_spec, self._spaces = module_spec, spaces
-        learner_class = config.learner_class or config.get_default_learner_class()
-        self._learner: Learner = learner_class(config=config, module_spec=module_spec, spaces=spaces)
-        self._learner.build()
+        self._learner_class = config.learner_class or config.get_default_learner_class()
+        self._learner: Learner | None = None
+        self._actors: list[Any] = []
+        if config.num_learners == 0:
+            self._learner = self._build_learner()
+        else:
+            self._start_actors(config.num_learners)
+
+    def _build_learner(self) -> Learner:
+        learner = self._learner_class(config=self.config, module_spec=self._module_spec, spaces=self._spaces)
+        learner.build()
+        return learner
+
+    def _start_actors(self, num_learners: int) -> None:
+        """Starts the learner actors and joins them into one gloo process group (rank 0 hosts it)."""
+        import ray
+
+        from flywheel.env_runners.group import ensure_ray
+
+        ensure_ray(self.config)
+        actor_class = ray.remote(
+            num_cpus=self.config.num_cpus_per_learner, num_gpus=self.config.num_gpus_per_learner
+        )(_LearnerActor)
+        args = (self._learner_class, self.config, self._module_spec, self._spaces)
+        self._actors = [actor_class.remote(*args) for _ in range(num_learners)]
+        address = ray.get(self._actors[0].free_address.remote())
+        ray.get([actor.join.remote(address, rank, num_learners) for rank, actor in enumerate(self._actors)])
 
     @property
     def is_local(self) -> bool:
         """Whether the (only) learner runs in this process."""
-        return True
+        return self._learner is not None
 
     def foreach_learner(self, func: Callable[[Learner], Any]) -> list:
-        """`[func(learner) for each learner]`."""
-        return [func(self._learner)]
+        """`[func(learner) for each learner]` (rank order; remote learners run `func` in their process)."""
+        if self._learner is not None:
+            return [func(self._learner)]
+        import ray
+
+        return ray.get([actor.apply.remote(func) for actor in self._actors])
 
     def update(
         self,
@@ -54,26 +84,43 @@ class LearnerGroup(Checkpointable):
         minibatch_size: int | None = None,
         shuffle_batch_per_epoch: bool | None = None,
     ) -> dict:
-        """One `Learner.update` on `episodes`; returns its results (plain numbers per module)."""
+        """One `Learner.update` per learner, each on its shard of `episodes`; returns the results
+        (plain numbers per module), merged over learners by `merge_results`."""
         kwargs = {
-            "episodes": episodes,
             "timesteps": timesteps,
             "num_epochs": num_epochs,
             "minibatch_size": minibatch_size,
             "shuffle_batch_per_epoch": shuffle_batch_per_epoch,
         }
-        return self.foreach_learner(lambda learner: learner.update(**kwargs))[0]
+        if self._learner is not None:
+            return self._learner.update(episodes=episodes, **kwargs)
+        import ray
+
+        shards = shard_episodes(episodes, len(self._actors))
+        calls = [
+            actor.update.remote(episodes=shard, **kwargs)
+            for actor, shard in zip(self._actors, shards, strict=True)
+        ]
+        return merge_results(ray.get(calls))
 
     def get_weights(self, inference_only: bool = True) -> dict[ModuleID, dict]:
-        """The learner's module weights as numpy (what runners receive)."""
-        return self.foreach_learner(lambda learner: learner.get_weights(inference_only=inference_only))[0]
+        """The (first) learner's module weights as numpy (what runners receive)."""
+        return self._first(lambda learner: learner.get_weights(inference_only=inference_only))
 
     def set_weights(self, weights: dict[ModuleID, dict]) -> None:
         self.foreach_learner(lambda learner: learner.set_weights(weights))
 
     @property
     def weights_seq_no(self) -> int:
-        return self.foreach_learner(lambda learner: learner.weights_seq_no)[0]
+        return self._first(lambda learner: learner.weights_seq_no)
+
+    def _first(self, func: Callable[[Learner], Any]) -> Any:
+        """`func` on the local learner or on rank 0 (all ranks hold the same weights)."""
+        if self._learner is not None:
+            return func(self._learner)
+        import ray
+
+        return ray.get(self._actors[0].apply.remote(func))
 
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
@@ -82,22 +129,97 @@ class LearnerGroup(Checkpointable):
         included, sub_components, sub_not_components = select("learner", components, not_components)
         if not included:
             return {}
-        return {
-            "learner": self.foreach_learner(
-                lambda learner: learner.get_state(sub_components, sub_not_components)
-            )[0]
-        }
+        return {"learner": self._first(lambda learner: learner.get_state(sub_components, sub_not_components))}
 
     def set_state(self, state: StateDict) -> None:
         if "learner" in state:
             self.foreach_learner(lambda learner: learner.set_state(state["learner"]))
+
+    def stop(self) -> None:
+        """Kills the remote learners (a local learner needs no stopping)."""
+        if self._actors:
+            import ray
+
+            for actor in self._actors:
+                ray.kill(actor, no_restart=True)
+            self._actors = []
 
     # Checkpoints.
 
     ctor_args_may_pickle = True
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
+        """The local learner; with remote learners, a local copy holding rank 0's state (built on
+        first use) so the checkpoint layout is the same."""
+        if self._learner is None:
+            copy = self._build_learner()
+            copy.set_state(self.get_state()["learner"])
+            return [("learner", copy)]
         return [("learner", self._learner)]
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         return (), {"config": self.config, "module_spec": self._module_spec, "spaces": self._spaces}
+
+
+class _LearnerActor:
+    """Holds one learner in a Ray actor process (made remote by `LearnerGroup._start_actors`)."""
+
+    def __init__(self, learner_class: type, config: Any, module_spec: Any, spaces: tuple | None) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+        self.learner = learner_class(config=config, module_spec=module_spec, spaces=spaces)
+        self.learner.build()
+
+    def free_address(self) -> str:
+        """`host:port` for the process group's rendezvous, on this actor's node."""
+        host = socket.gethostbyname(socket.gethostname())
+        with socket.socket() as probe:
+            probe.bind(("", 0))
+            return f"{host}:{probe.getsockname()[1]}"
+
+    def join(self, address: str, rank: int, world_size: int) -> None:
+        """Joins the gloo process group, then takes rank 0's weights and buffers."""
+        import torch
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo", init_method=f"tcp://{address}", rank=rank, world_size=world_size)
+        with torch.no_grad():
+            for tensor in self.learner.module.state_dict().values():
+                dist.broadcast(tensor, src=0)
+
+    def update(self, **kwargs: Any) -> dict:
+        return self.learner.update(**kwargs)
+
+    def apply(self, func: Callable[[Learner], Any]) -> Any:
+        return func(self.learner)
+
+
+def shard_episodes(episodes: list, num_shards: int) -> list[list]:
+    """Splits `episodes` into `num_shards` lists with near-equal env-step counts (each episode goes
+    to the shard with the fewest steps so far; shards differ by at most one episode's length)."""
+    shards: list[list] = [[] for _ in range(num_shards)]
+    sizes = [0] * num_shards
+    for episode in sorted(episodes, key=len, reverse=True):
+        smallest = sizes.index(min(sizes))
+        shards[smallest].append(episode)
+        sizes[smallest] += len(episode)
+    return shards
+
+
+def merge_results(results: list[dict]) -> dict:
+    """Merges the learners' `update` results leaf by leaf: counts (keys starting with `num_`) add up,
+    values equal on every learner (e.g. `weights_seq_no`) stay, others are averaged."""
+    first = results[0]
+    merged = {}
+    for key, value in first.items():
+        values = [result[key] for result in results if key in result]
+        if isinstance(value, dict):
+            merged[key] = merge_results(values)
+        elif str(key).startswith("num_"):
+            merged[key] = sum(values)
+        elif all(v == value for v in values):
+            merged[key] = value
+        else:
+            merged[key] = sum(values) / len(values)
+    return merged

@@ -60,10 +60,16 @@ class TorchLearner(Learner):
             )
             self.metrics.log_value((module_id, "total_loss"), losses[module_id].detach())
             self.metrics.log_value((module_id, "num_module_steps_trained"), _num_steps(batch), reduce="sum")
-        slots = [slot for module_id in losses for slot in self.optimizers_of(module_id)]
+        distributed = torch.distributed.is_initialized()
+        if distributed:  # every rank steps every optimizer, with the gradients averaged over ranks
+            slots = list(self._optimizer_slots.values())
+        else:
+            slots = [slot for module_id in losses for slot in self.optimizers_of(module_id)]
         for slot in slots:
             slot.optimizer.zero_grad(set_to_none=True)
         sum(losses.values()).backward()
+        if distributed:
+            _average_gradients([param for slot in slots for param in slot.params])
         norms = [self._clip_gradients(slot) for slot in slots]
         checks = torch.stack([loss.detach() for loss in losses.values()] + norms)
         if bool(torch.isfinite(checks).all()):
@@ -73,6 +79,15 @@ class TorchLearner(Learner):
         self._num_non_finite_updates += 1
         if warn:
             self._warn_non_finite(losses, slots, norms, index)
+
+    def _minibatch_counts(self, counts: dict[ModuleID, int]) -> dict[ModuleID, int]:
+        """With `torch.distributed` running, every module takes the largest count over all modules
+        and ranks, so each rank joins every gradient all-reduce (shards may differ by an episode)."""
+        if not torch.distributed.is_initialized():
+            return counts
+        largest = torch.tensor(max(counts.values(), default=1))
+        torch.distributed.all_reduce(largest, op=torch.distributed.ReduceOp.MAX)
+        return dict.fromkeys(counts, int(largest))
 
     def _clip_gradients(self, slot: OptimizerSlot) -> torch.Tensor:
         """Clips the slot's gradients in place; returns their global norm before clipping."""
@@ -126,6 +141,20 @@ class TorchLearner(Learner):
 
     def _set_optimizer_state(self, optimizer: torch.optim.Optimizer, state: dict) -> None:
         optimizer.load_state_dict(_from_plain(state))
+
+
+def _average_gradients(params: list[torch.Tensor]) -> None:
+    """Replaces each parameter's gradient by its mean over all ranks (one flat all-reduce); a rank
+    without a gradient for a parameter contributes zeros."""
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flat = torch.cat([grad.reshape(-1) for grad in grads])
+    torch.distributed.all_reduce(flat)
+    flat /= torch.distributed.get_world_size()
+    offset = 0
+    for param in params:
+        size = param.numel()
+        param.grad = flat[offset : offset + size].view_as(param)
+        offset += size
 
 
 def _device_for(config: Any) -> torch.device:
