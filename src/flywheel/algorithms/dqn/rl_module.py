@@ -1,0 +1,124 @@
+"""`DefaultDQNTorchRLModule`: DQN's default Q-network (optionally dueling) with target copies.
+
+Layout (see `flywheel.core.models` for the parts)::
+
+    obs ─ encoder ─┬─ advantages (af) ─┐
+                   └─ value (vf) ──────┴→ Q = V + A - mean(A)     (dueling)
+    obs ─ encoder ── af → Q                                        (dueling=False)
+
+Learners also hold `target_encoder`, `target_af` (and `target_vf`): the target network,
+updated by the learner (`get_target_network_pairs`). Runners build the module with
+`inference_only=True`, without the target copies.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import torch
+from torch import nn
+
+from flywheel.columns import Columns
+from flywheel.core.models import build_encoder, mlp, resolve_model_config
+from flywheel.core.rl_module.apis import TargetNetworkAPI
+from flywheel.core.rl_module.torch_rl_module import TorchRLModule
+from flywheel.errors import ModuleError
+
+QF_PREDS = "qf_preds"
+"""Output key of `forward_train` / `forward_target`: Q-values `[B, num_actions]` of `batch[OBS]`."""
+
+_NETWORKS = ("encoder", "af", "vf")
+
+
+class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
+    """Q-network for Discrete actions, acting epsilon-greedily while exploring.
+
+    `model_config`: the default-model keys (`fcnet_hiddens` for the encoder, `head_fcnet_hiddens`
+    for the heads, ...) plus `dueling` (set from `DQNConfig.dueling`).
+
+    Outputs: `forward_exploration` → `ACTIONS` (a random action with probability `epsilon`, else
+    the greedy one; the runner's GetActions piece then leaves them as they are);
+    `forward_inference` → `ACTION_DIST_INPUTS` = Q-values (greedy: argmax); `forward_train` →
+    `QF_PREDS`. `epsilon` is a buffer: the learner sets it from the epsilon schedule, and runners
+    receive it with the weights.
+
+    The target copies are made in `setup()` of every non-inference module (so a module restored
+    with `RLModule.from_checkpoint` accepts their weights); `make_target_networks()` then has
+    nothing left to do.
+    """
+
+    def setup(self) -> None:
+        if not isinstance(self.action_space, gym.spaces.Discrete):
+            raise ModuleError(
+                f"DQN needs a Discrete action space (one Q-value per action), got {self.action_space}. "
+                "Fix: use SAC (flywheel.SACConfig) for continuous actions, or discretize the actions "
+                "with a gymnasium ActionWrapper."
+            )
+        self.model_config = resolve_model_config(self.model_config)
+        cfg = self.model_config
+        if cfg["use_lstm"]:
+            raise ModuleError(
+                "DefaultDQNTorchRLModule has no recurrent version (model_config['use_lstm']=True). "
+                "Fix: set use_lstm=False, or stack frames with flywheel.connectors.env_to_module.FrameStacking."
+            )
+        self.encoder = build_encoder(self.observation_space, cfg)
+        hiddens, act = cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"]
+        self.af = mlp(self.encoder.output_dim, hiddens, act, int(self.action_space.n))
+        self.vf = mlp(self.encoder.output_dim, hiddens, act, 1) if cfg.get("dueling", True) else None
+        self.register_buffer("epsilon", torch.tensor(1.0))
+        if not self.inference_only:
+            self.make_target_networks()
+
+    # Acting and training.
+
+    def compute_q_values(self, batch: dict) -> torch.Tensor:
+        """Q-values `[B, num_actions]` of `batch[OBS]` (online network)."""
+        return _q_values(self.encoder, self.af, self.vf, batch[Columns.OBS])
+
+    def _forward_inference(self, batch: dict, **kwargs) -> dict:
+        return {Columns.ACTION_DIST_INPUTS: self.compute_q_values(batch)}
+
+    def _forward_exploration(self, batch: dict, **kwargs) -> dict:
+        greedy = torch.argmax(self.compute_q_values(batch), dim=-1)
+        random = torch.randint_like(greedy, int(self.action_space.n))
+        explore = torch.rand(greedy.shape, device=greedy.device) < self.epsilon
+        return {Columns.ACTIONS: torch.where(explore, random, greedy)}
+
+    def _forward_train(self, batch: dict, **kwargs) -> dict:
+        return {QF_PREDS: self.compute_q_values(batch)}
+
+    # TargetNetworkAPI.
+
+    def make_target_networks(self) -> None:
+        """Frozen copies `target_encoder`, `target_af`, `target_vf` of the online networks (once)."""
+        if hasattr(self, "target_encoder"):
+            return
+        for name in _NETWORKS:
+            network = getattr(self, name)
+            target = None if network is None else copy.deepcopy(network).requires_grad_(False)
+            setattr(self, f"target_{name}", target)
+
+    def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
+        return [
+            (getattr(self, name), getattr(self, f"target_{name}"))
+            for name in _NETWORKS
+            if getattr(self, name) is not None
+        ]
+
+    def forward_target(self, batch: dict) -> dict:
+        """`{QF_PREDS: target-network Q-values [B, num_actions] of batch[OBS]}`."""
+        return {QF_PREDS: _q_values(self.target_encoder, self.target_af, self.target_vf, batch[Columns.OBS])}
+
+    def get_non_inference_attributes(self) -> list[str]:
+        return [f"target_{name}" for name in _NETWORKS]
+
+
+def _q_values(encoder: nn.Module, af: nn.Module, vf: nn.Module | None, obs: torch.Tensor) -> torch.Tensor:
+    """Q-values from the advantage head, or dueling: `V + A - mean(A)` (the mean makes V and A
+    identifiable: any constant could otherwise move between them)."""
+    embeddings = encoder(obs)
+    advantages = af(embeddings)
+    if vf is None:
+        return advantages
+    return vf(embeddings) + advantages - advantages.mean(dim=-1, keepdim=True)

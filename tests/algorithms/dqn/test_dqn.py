@@ -1,0 +1,142 @@
+"""DQN (the algorithm): warm-up, replay ratio, priorities fed back, weight and epsilon sync, results,
+evaluation, checkpoints, and Box actions refused at build."""
+
+import numpy as np
+import pytest
+
+from flywheel import Algorithm, DQNConfig
+from flywheel.algorithms.dqn import DQN
+from flywheel.errors import ModuleError
+from flywheel.replay import PrioritizedEpisodeReplayBuffer
+
+
+def small_config(**training):
+    settings = {
+        "num_steps_sampled_before_learning_starts": 8,
+        "training_intensity": 16,  # 16 * 4 sampled / 32 per batch = 2 updates per training step
+        "epsilon": [[0, 1.0], [100, 0.0]],
+        "replay_buffer_config": {"capacity": 1000},
+        **training,
+    }
+    return (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .training(**settings)
+        .rl_module(model_config={"fcnet_hiddens": [16], "head_fcnet_hiddens": [16]})
+        .reporting(min_sample_timesteps_per_iteration=0)
+        .debugging(seed=0)
+    )
+
+
+@pytest.fixture
+def algo():
+    algo = small_config().build_algo()
+    yield algo
+    algo.stop()
+
+
+def test_warm_up_then_two_updates_per_training_step(algo):
+    assert isinstance(algo, DQN) and algo._sample_rounds == 1 and algo._updates == 2
+    algo.training_step()  # 4 env steps: still filling the buffer
+    assert len(algo.replay_buffer) == 4 and algo.learner_group.weights_seq_no == 0
+    assert algo.metrics.peek("num_env_steps_trained_lifetime") is None
+    algo.training_step()  # 8 env steps: learning starts
+    assert len(algo.replay_buffer) == 8 and algo.learner_group.weights_seq_no == 2
+    assert algo.metrics.peek("num_env_steps_trained_lifetime") == 64
+    assert algo.env_runner.weights_seq_no == 2  # synced after the updates
+    learner_module = algo.learner_group.foreach_learner(lambda learner: learner.module["default_policy"])[0]
+    assert float(learner_module.epsilon) == pytest.approx(0.92)  # schedule at 8 sampled env steps
+    assert float(algo.get_module().epsilon) == pytest.approx(0.92)  # ... and on the runner
+
+
+def test_train_returns_dqn_results(algo):
+    result = algo.train()
+    assert result["num_env_steps_sampled_lifetime"] == 4
+    result = algo.train()
+    learner = result["learners"]["default_policy"]
+    assert {"qf_loss", "qf_mean", "td_error_mean", "curr_epsilon", "total_loss"} <= set(learner)
+    assert result["replay_buffer"]["num_env_steps_stored"] == 8
+    assert {
+        "replay_buffer_add_data_timer",
+        "replay_buffer_sample_timer",
+        "learner_update_timer",
+        "synch_weights",
+    } <= set(result["timers"])
+
+
+def test_sample_rounds_when_the_intensity_is_below_the_native_ratio():
+    algo = small_config(training_intensity=2, num_steps_sampled_before_learning_starts=0).build_algo()
+    try:
+        algo.training_step()  # 4 sample() calls of 4 steps, then one update of 32
+        assert (len(algo.replay_buffer), algo.learner_group.weights_seq_no) == (16, 1)
+    finally:
+        algo.stop()
+
+
+def test_prioritized_replay_gets_the_td_errors_back(monkeypatch):
+    config = small_config(
+        replay_buffer_config={
+            "type": "PrioritizedEpisodeReplayBuffer",
+            "capacity": 1000,
+            "alpha": 1.0,
+            "beta": 0.4,
+        }
+    )
+    algo = config.build_algo()
+    calls = []
+    buffer = algo.replay_buffer
+    assert isinstance(buffer, PrioritizedEpisodeReplayBuffer) and buffer.alpha == 1.0
+    original = buffer.update_priorities
+
+    def spy(priorities, indices):
+        td = algo.learner_group.foreach_learner(lambda learner: learner.td_errors["default_policy"])[0]
+        calls.append((priorities.copy(), indices.copy(), td.copy()))
+        original(priorities, indices)
+
+    monkeypatch.setattr(buffer, "update_priorities", spy)
+    try:
+        algo.training_step()
+        algo.training_step()
+    finally:
+        algo.stop()
+    assert len(calls) == 2
+    for priorities, indices, td in calls:
+        assert indices.shape == (32,) and indices.max() < 8
+        np.testing.assert_allclose(priorities, np.abs(td) + 1e-6)
+
+
+def test_greedy_evaluation():
+    config = small_config().evaluation(evaluation_duration=2, evaluation_config={"explore": False})
+    algo = config.build_algo()
+    try:
+        evaluation = algo.evaluate()
+    finally:
+        algo.stop()
+    assert evaluation["env_runners"]["num_episodes"] == 2
+
+
+def test_checkpoint_restores_learner_state_and_training_continues(tmp_path):
+    algo = small_config().build_algo()
+    try:
+        for _ in range(3):
+            algo.training_step()
+        path = algo.save_to_path(tmp_path / "ckpt")
+        seq_no = algo.learner_group.weights_seq_no
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(path)
+    try:
+        assert isinstance(restored, DQN) and restored.learner_group.weights_seq_no == seq_no == 4
+        assert len(restored.replay_buffer) == 0  # buffers are not checkpointed
+        restored.training_step()  # refills 4 steps and learns at once: lifetime steps are past warm-up
+        assert len(restored.replay_buffer) == 4 and restored.learner_group.weights_seq_no == 6
+    finally:
+        restored.stop()
+
+
+def test_box_actions_fail_at_build():
+    with pytest.raises(
+        ModuleError,
+        match=r"DQN needs a Discrete action space \(one Q-value per action\), got Box\(-2.0, 2.0, \(1,\), float32\)",
+    ):
+        DQNConfig().environment("Pendulum-v1").build_algo()
