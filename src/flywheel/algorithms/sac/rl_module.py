@@ -1,0 +1,155 @@
+"""`DefaultSACTorchRLModule`: SAC's squashed-Gaussian policy and (twin) critics with target copies.
+
+Layout (see `flywheel.core.models` for the parts)::
+
+    obs ─ pi_encoder ─ pi → ACTION_DIST_INPUTS = [mean, log_std]  → tanh-squashed Gaussian in [-1, 1]
+    [obs, action] ─ qf_encoder ─ qf → Q          (and qf_twin_encoder ─ qf_twin with twin_q)
+
+Runners build it with `inference_only=True`: the policy only. Learners also hold frozen
+`target_*` copies of the critics, which the learner moves towards the critics (Polyak, tau).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from flywheel.columns import Columns
+from flywheel.core.distributions import Distribution, distribution_for_space
+from flywheel.core.models import MLPEncoder, build_encoder, mlp, resolve_model_config
+from flywheel.core.rl_module.apis import TargetNetworkAPI
+from flywheel.core.rl_module.torch_rl_module import TorchRLModule
+from flywheel.errors import ModuleError
+
+QF_PREDS = "qf_preds"
+"""Output key of `compute_q_values` / `forward_target`: Q-values `[B]` of `(OBS, ACTIONS)`."""
+QF_TWIN_PREDS = "qf_twin_preds"
+"""The twin critic's Q-values `[B]` (twin_q only)."""
+
+# Keeps the policy's standard deviation in a sane range: exp(-20) is deterministic, exp(2) ~ 7.4
+# already squashes to +-1 almost surely.
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+_CRITICS = ("qf_encoder", "qf", "qf_twin_encoder", "qf_twin")
+
+
+class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
+    """Policy and critics for SAC with 1-D Box actions, acting in the normalized range [-1, 1].
+
+    The policy's actions are tanh-squashed into [-1, 1]; runners map them to the env's bounds
+    (`normalize_actions=True`, the default), and the critics learn on the stored [-1, 1] actions.
+    `model_config`: the default-model keys (`fcnet_hiddens` for every network, `head_fcnet_hiddens`
+    for the policy head) plus `twin_q` (set from `SACConfig.twin_q`). Observations must be 1-D
+    (the critics read `[obs, action]`).
+
+    The target critics are made in `setup()` of every non-inference module (so a module restored
+    with `RLModule.from_checkpoint` accepts their weights); `make_target_networks()` then has
+    nothing left to do.
+    """
+
+    def setup(self) -> None:
+        self._check_spaces()
+        self.model_config = resolve_model_config(self.model_config)
+        cfg = self.model_config
+        size = int(self.action_space.shape[0])
+        unit_box = gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
+        self._dist_cls = distribution_for_space(unit_box, squashed=True)
+        self.pi_encoder = build_encoder(self.observation_space, {**cfg, "use_lstm": False})
+        self.pi = mlp(
+            self.pi_encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], 2 * size
+        )
+        if self.inference_only:
+            return
+        critic_input = int(self.observation_space.shape[0]) + size
+        twin = cfg.get("twin_q", True)
+        for prefix in ("qf", "qf_twin") if twin else ("qf",):
+            encoder = MLPEncoder(critic_input, cfg["fcnet_hiddens"], cfg["fcnet_activation"])
+            setattr(self, f"{prefix}_encoder", encoder)
+            setattr(
+                self,
+                prefix,
+                mlp(encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], 1),
+            )
+        self.make_target_networks()
+
+    def _check_spaces(self) -> None:
+        space = self.action_space
+        if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+            raise ModuleError(
+                f"SAC here supports continuous actions only: the default SAC module needs a 1-D Box action "
+                f"space, got {space}. Fix: use DQN (flywheel.DQNConfig) for discrete actions."
+            )
+        obs = self.observation_space
+        if not (isinstance(obs, gym.spaces.Box) and len(obs.shape) == 1):
+            raise ModuleError(
+                f"The default SAC module's critics read [observation, action], so observations must be a "
+                f"1-D Box, got {obs}. Fix: add flywheel.connectors.env_to_module.FlattenObservations via "
+                "config.env_runners(env_to_module_connector=lambda env, spaces, device: FlattenObservations())."
+            )
+        if self.model_config.get("use_lstm"):
+            raise ModuleError(
+                "DefaultSACTorchRLModule has no recurrent version (model_config['use_lstm']=True). Fix: set "
+                "use_lstm=False, or stack frames with flywheel.connectors.env_to_module.FrameStacking."
+            )
+
+    # Acting and training.
+
+    def get_inference_action_dist_cls(self) -> type[Distribution]:
+        return self._dist_cls
+
+    def get_exploration_action_dist_cls(self) -> type[Distribution]:
+        return self._dist_cls
+
+    def get_train_action_dist_cls(self) -> type[Distribution]:
+        return self._dist_cls
+
+    def _forward(self, batch: dict, **kwargs) -> dict:
+        mean, log_std = self.pi(self.pi_encoder(batch[Columns.OBS])).chunk(2, dim=-1)
+        log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+        return {Columns.ACTION_DIST_INPUTS: torch.cat([mean, log_std], dim=-1)}
+
+    def compute_q_values(self, batch: dict) -> dict:
+        """`{QF_PREDS: Q(OBS, ACTIONS) [B]}` (and `QF_TWIN_PREDS` with twin critics)."""
+        return self._critics(batch, "")
+
+    def forward_target(self, batch: dict) -> dict:
+        """The target critics' `{QF_PREDS: [B]}` (and `QF_TWIN_PREDS`) for `(OBS, ACTIONS)`."""
+        return self._critics(batch, "target_")
+
+    def _critics(self, batch: dict, prefix: str) -> dict:
+        obs_and_action = torch.cat([batch[Columns.OBS].float(), batch[Columns.ACTIONS].float()], dim=-1)
+        out = {}
+        for key, name in ((QF_PREDS, "qf"), (QF_TWIN_PREDS, "qf_twin")):
+            encoder = getattr(self, f"{prefix}{name}_encoder", None)
+            if encoder is not None:
+                out[key] = getattr(self, f"{prefix}{name}")(encoder(obs_and_action)).squeeze(-1)
+        return out
+
+    def policy_parameters(self) -> list[nn.Parameter]:
+        """What the actor optimizer updates."""
+        return [*self.pi_encoder.parameters(), *self.pi.parameters()]
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        """What the critic optimizer updates (both critics with twin_q)."""
+        return [p for name in self._critic_names() for p in getattr(self, name).parameters()]
+
+    # TargetNetworkAPI.
+
+    def make_target_networks(self) -> None:
+        """Frozen `target_*` copies of the critics (once)."""
+        if hasattr(self, "target_qf"):
+            return
+        for name in self._critic_names():
+            setattr(self, f"target_{name}", copy.deepcopy(getattr(self, name)).requires_grad_(False))
+
+    def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
+        return [(getattr(self, name), getattr(self, f"target_{name}")) for name in self._critic_names()]
+
+    def _critic_names(self) -> list[str]:
+        return [name for name in _CRITICS if getattr(self, name, None) is not None]
+
+    def get_non_inference_attributes(self) -> list[str]:
+        return [*_CRITICS, *(f"target_{name}" for name in _CRITICS)]

@@ -1,0 +1,79 @@
+"""SACConfig: defaults, keywords, problems, and the twin_q setting reaching the module."""
+
+import pytest
+
+from flywheel import SACConfig
+from flywheel.algorithms.dqn import OffPolicyConfig
+from flywheel.algorithms.sac import SACConfig as SACConfigFromPackage
+from flywheel.errors import ConfigError
+
+SAC_DEFAULTS = {
+    "train_batch_size_per_learner": 256,
+    "minibatch_size": None,
+    "rollout_fragment_length": 1,
+    "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": 1_000_000},
+    "num_steps_sampled_before_learning_starts": 1500,
+    "target_network_update_freq": 0,
+    "tau": 5e-3,
+    "n_step": 1,
+    "training_intensity": None,
+    "twin_q": True,
+    "initial_alpha": 1.0,
+    "target_entropy": "auto",
+    "actor_lr": 3e-4,
+    "critic_lr": 3e-4,
+    "alpha_lr": 3e-4,
+}
+
+
+def test_defaults():
+    config = SACConfig()
+    assert {name: getattr(config, name) for name in SAC_DEFAULTS} == SAC_DEFAULTS
+    assert isinstance(config, OffPolicyConfig) and SACConfigFromPackage is SACConfig
+    assert config.replay_buffer_settings() == {
+        "type": "EpisodeReplayBuffer",
+        "capacity": 1_000_000,
+        "alpha": 0.6,
+        "beta": 0.4,
+    }
+    SACConfig().environment("Pendulum-v1").validate()
+
+
+def test_training_takes_sac_keywords():
+    config = SACConfig().training(
+        twin_q=False,
+        initial_alpha=0.2,
+        target_entropy=-2.0,
+        actor_lr=1e-3,
+        critic_lr=[[0, 1e-3], [1000, 1e-4]],
+    )
+    assert (config.twin_q, config.initial_alpha, config.target_entropy, config.actor_lr) == (
+        False,
+        0.2,
+        -2.0,
+        1e-3,
+    )
+    with pytest.raises(TypeError, match=r"SACConfig.training\(\) got an unexpected keyword 'dueling'"):
+        SACConfig().training(dueling=True)  # a DQN keyword is not a SAC one
+    spec = config.environment("Pendulum-v1").get_rl_module_spec()
+    assert spec.module_class.__name__ == "DefaultSACTorchRLModule"
+    assert spec.model_config == {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu", "twin_q": False}
+
+
+def test_problems():
+    config = (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .training(
+            initial_alpha=0.0, target_entropy="high", alpha_lr=-1.0, twin_q="yes", training_intensity=-1
+        )
+    )
+    with pytest.raises(ConfigError) as info:
+        config.validate()
+    message = str(info.value)
+    assert message.startswith("Invalid SACConfig (5 problems):\n")
+    assert "- target_entropy='high' must be 'auto' or a number (e.g. -1.0 per action dimension)." in message
+    assert "- initial_alpha=0.0 must be a number > 0." in message
+    assert "- alpha_lr=-1.0 must be a number > 0." in message
+    assert "- twin_q='yes' must be True or False." in message
+    assert "- training_intensity=-1 would never train" in message
