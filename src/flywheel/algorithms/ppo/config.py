@@ -28,7 +28,9 @@ class PPOConfig(AlgorithmConfig):
     clip_param: float = setting("training", 0.2)
     """Clip range of the probability ratio: how far one update may move the policy."""
     vf_clip_param: float = setting("training", 10.0)
-    """The value loss (squared error) is clipped at this; keep it at the scale of squared returns."""
+    """The value loss (squared error) is clamped at this (RLlib's semantics and default). Errors
+    above it get no gradient, so with returns in the tens or more (CartPole) the critic stalls:
+    raise it to the scale of squared returns, or use float("inf") to turn clipping off."""
     vf_loss_coeff: float = setting("training", 1.0)
     """Weight of the value loss in the total loss (matters when layers are shared)."""
     entropy_coeff: float | Schedule = setting("training", 0.0)
