@@ -6,13 +6,15 @@ from typing import Any
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent
 
 
 class AddObservationsFromEpisodesToBatch(ConnectorV2):
     """Sets `batch[OBS]` to the list of each episode's newest observation, in episode order.
 
     Skipped when an earlier piece already set `OBS` (e.g. `FrameStacking`), so such pieces replace
-    what the module sees without being undone here.
+    what the module sees without being undone here. For `MultiAgentEpisode`s it sets
+    `batch[module_id][OBS]` instead, one row per agent to act (layout: `agent_rows`).
     """
 
     def __call__(
@@ -26,6 +28,11 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if Columns.OBS not in batch:
+        if is_multi_agent(episodes):
+            for module_id, rows in agent_rows(episodes, shared_data).items():
+                columns = batch.setdefault(module_id, {})
+                if Columns.OBS not in columns:
+                    columns[Columns.OBS] = [episode.get_observations(-1) for episode in rows.episodes]
+        elif Columns.OBS not in batch:
             batch[Columns.OBS] = [episode.get_observations(-1) for episode in episodes]
         return batch

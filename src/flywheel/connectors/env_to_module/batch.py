@@ -8,6 +8,7 @@ import numpy as np
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
 
 
 class BatchIndividualItems(ConnectorV2):
@@ -16,7 +17,8 @@ class BatchIndividualItems(ConnectorV2):
     Flat items (arrays, numbers) are stacked with one `np.asarray` (several times faster than
     `np.stack` for a handful of small arrays); nested items (dicts, tuples, as in
     Dict observations or recurrent states) are stacked leaf-wise. Columns that are not lists (already
-    batched by an earlier piece) are left as they are.
+    batched by an earlier piece) are left as they are. For `MultiAgentEpisode`s the batch is
+    `{module_id: {column: items}}` and each module's columns are stacked the same way.
     """
 
     def __call__(
@@ -30,10 +32,18 @@ class BatchIndividualItems(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        for column, items in batch.items():
-            if type(items) is list and items:
-                batch[column] = stack_items(items)
+        if is_multi_agent(episodes):
+            for columns in batch.values():
+                _stack_columns(columns)
+        else:
+            _stack_columns(batch)
         return batch
+
+
+def _stack_columns(columns: dict[str, Any]) -> None:
+    for column, items in columns.items():
+        if type(items) is list and items:
+            columns[column] = stack_items(items)
 
 
 def stack_items(items: list[Any]) -> Any:

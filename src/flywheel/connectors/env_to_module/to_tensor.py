@@ -10,6 +10,7 @@ import torch
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
 
 
 class NumpyToTensor(ConnectorV2):
@@ -17,7 +18,7 @@ class NumpyToTensor(ConnectorV2):
 
     float64 arrays become float32, since modules compute in float32 and envs often return float64.
     Tensors share memory with the arrays on the CPU (`torch.from_numpy`, no copy); with `device` set,
-    they are moved there.
+    they are moved there. For `MultiAgentEpisode`s each module's columns (`batch[module_id]`) convert.
     """
 
     def __init__(
@@ -42,12 +43,19 @@ class NumpyToTensor(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        for column, value in batch.items():
-            if isinstance(value, np.ndarray):
-                batch[column] = self._to_tensor(value)
-            elif isinstance(value, (dict, tuple, list)):
-                batch[column] = tree.map_structure(self._to_tensor_if_array, value)
+        if is_multi_agent(episodes):
+            for columns in batch.values():
+                self._convert(columns)
+        else:
+            self._convert(batch)
         return batch
+
+    def _convert(self, columns: dict[str, Any]) -> None:
+        for column, value in columns.items():
+            if isinstance(value, np.ndarray):
+                columns[column] = self._to_tensor(value)
+            elif isinstance(value, (dict, tuple, list)):
+                columns[column] = tree.map_structure(self._to_tensor_if_array, value)
 
     def _to_tensor(self, array: np.ndarray) -> torch.Tensor:
         if array.dtype == np.float64:

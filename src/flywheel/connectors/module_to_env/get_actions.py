@@ -6,6 +6,7 @@ from typing import Any
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
 
 
 class GetActions(ConnectorV2):
@@ -13,7 +14,8 @@ class GetActions(ConnectorV2):
 
     Exploring: the module's exploration distribution, `sample()`, plus `ACTION_LOGP` (the learner
     needs it for importance ratios). Not exploring: the inference distribution's
-    `deterministic_sample()` (e.g. argmax, Gaussian mean), no log-probs.
+    `deterministic_sample()` (e.g. argmax, Gaussian mean), no log-probs. For `MultiAgentEpisode`s
+    each module's outputs (`batch[module_id]`) get actions from that module's distributions.
     """
 
     def __call__(
@@ -27,14 +29,22 @@ class GetActions(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if Columns.ACTIONS in batch:
-            return batch
-        if explore:
-            dist = rl_module.get_exploration_action_dist_cls().from_logits(batch[Columns.ACTION_DIST_INPUTS])
-            actions = dist.sample()
-            batch[Columns.ACTION_LOGP] = dist.logp(actions)
+        if is_multi_agent(episodes):
+            for module_id, columns in batch.items():
+                _add_actions(rl_module[module_id], columns, explore)
         else:
-            dist = rl_module.get_inference_action_dist_cls().from_logits(batch[Columns.ACTION_DIST_INPUTS])
-            actions = dist.deterministic_sample()
-        batch[Columns.ACTIONS] = actions
+            _add_actions(rl_module, batch, explore)
         return batch
+
+
+def _add_actions(rl_module: Any, columns: dict[str, Any], explore: bool | None) -> None:
+    if Columns.ACTIONS in columns:
+        return
+    if explore:
+        dist = rl_module.get_exploration_action_dist_cls().from_logits(columns[Columns.ACTION_DIST_INPUTS])
+        actions = dist.sample()
+        columns[Columns.ACTION_LOGP] = dist.logp(actions)
+    else:
+        dist = rl_module.get_inference_action_dist_cls().from_logits(columns[Columns.ACTION_DIST_INPUTS])
+        actions = dist.deterministic_sample()
+    columns[Columns.ACTIONS] = actions

@@ -10,6 +10,7 @@ import numpy as np
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
 from flywheel.errors import ConnectorError
 
 
@@ -21,7 +22,8 @@ class NormalizeAndClipActions(ConnectorV2):
     clipped to the bounds, since Gaussian samples fall outside [-1, 1]; dimensions with an infinite
     bound pass through. Else with `clip_actions`, they are clipped to [low, high]. Other action
     spaces (and neither option) send `ACTIONS` unchanged. `ACTIONS` itself is kept: it is what the
-    episodes store and what the log-probs belong to.
+    episodes store and what the log-probs belong to. For `MultiAgentEpisode`s each module's columns
+    (`batch[module_id]`) are mapped with that module's action space.
     """
 
     def __init__(
@@ -36,6 +38,7 @@ class NormalizeAndClipActions(ConnectorV2):
         self.normalize_actions = normalize_actions
         self.clip_actions = clip_actions
         self._to_env: Callable[[np.ndarray], np.ndarray] = _missing_action_space
+        self._to_env_per_module: dict[Any, Callable[[np.ndarray], np.ndarray]] = {}
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
     def __call__(
@@ -49,7 +52,16 @@ class NormalizeAndClipActions(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        batch[Columns.ACTIONS_FOR_ENV] = self._to_env(batch[Columns.ACTIONS])
+        if is_multi_agent(episodes):
+            for module_id, columns in batch.items():
+                to_env = self._to_env_per_module.get(module_id)
+                if to_env is None:  # once per module: its action space decides the transform
+                    to_env = self._to_env_per_module[module_id] = self._transform_for(
+                        rl_module[module_id].action_space
+                    )
+                columns[Columns.ACTIONS_FOR_ENV] = to_env(columns[Columns.ACTIONS])
+        else:
+            batch[Columns.ACTIONS_FOR_ENV] = self._to_env(batch[Columns.ACTIONS])
         return batch
 
     def recompute_output_action_space(

@@ -8,13 +8,14 @@ import torch
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
 
 
 class TensorToNumpy(ConnectorV2):
     """Turns every torch tensor in the batch into a numpy array (nested columns leaf-wise).
 
     Tensors are detached and moved to the CPU first, so outputs of a module on a GPU or with
-    gradients convert too.
+    gradients convert too. For `MultiAgentEpisode`s each module's outputs (`batch[module_id]`) convert.
     """
 
     def __call__(
@@ -28,12 +29,20 @@ class TensorToNumpy(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        for column, value in batch.items():
-            if isinstance(value, torch.Tensor):
-                batch[column] = value.numpy(force=True)
-            elif isinstance(value, (dict, tuple, list)):
-                batch[column] = tree.map_structure(_leaf_to_numpy, value)
+        if is_multi_agent(episodes):
+            for columns in batch.values():
+                _convert(columns)
+        else:
+            _convert(batch)
         return batch
+
+
+def _convert(columns: dict[str, Any]) -> None:
+    for column, value in columns.items():
+        if isinstance(value, torch.Tensor):
+            columns[column] = value.numpy(force=True)
+        elif isinstance(value, (dict, tuple, list)):
+            columns[column] = tree.map_structure(_leaf_to_numpy, value)
 
 
 def _leaf_to_numpy(leaf: Any) -> Any:

@@ -1,0 +1,53 @@
+"""Which agent of which episode fills which row of a multi-agent module batch.
+
+On a multi-agent runner the env-to-module pipeline builds `{module_id: {column: batched}}`: one
+row per agent that acts next, rows ordered by (episode index, agent id sorted), each row in the
+batch of the module its agent maps to. Every default piece and the runner (which maps the
+module-to-env output back to `{agent_id: action}` per sub-env) read that layout from here, so
+they agree on it by construction. It is computed once per pipeline call and kept in
+`shared_data`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from flywheel.typing import AgentID, ModuleID
+
+AGENT_ROWS = "agent_rows"
+"""`shared_data` key of the `{module_id: ModuleRows}` layout of the current call."""
+
+
+class ModuleRows(NamedTuple):
+    """The rows of one module's batch: the agent episodes and where each came from."""
+
+    episodes: list[Any]
+    """The agents' `SingleAgentEpisode`s, one per row."""
+    keys: list[tuple[int, AgentID]]
+    """`(episode index, agent id)` of each row."""
+
+
+def is_multi_agent(episodes: list[Any]) -> bool:
+    """Whether `episodes` are `MultiAgentEpisode`s (checked on the first one: pipelines get one kind)."""
+    return bool(episodes) and hasattr(episodes[0], "agent_episodes")
+
+
+def agent_rows(episodes: list[Any], shared_data: dict | None = None) -> dict[ModuleID, ModuleRows]:
+    """The row layout of the agents to act in `episodes` (from `shared_data` when already there)."""
+    if shared_data is not None:
+        rows = shared_data.get(AGENT_ROWS)
+        if rows is not None:
+            return rows
+    rows: dict[ModuleID, ModuleRows] = {}
+    for index, episode in enumerate(episodes):
+        agent_episodes = episode.agent_episodes
+        for agent_id in sorted(episode.get_agents_to_act(), key=str):
+            module_id = episode.module_for(agent_id)
+            module_rows = rows.get(module_id)
+            if module_rows is None:
+                module_rows = rows[module_id] = ModuleRows([], [])
+            module_rows.episodes.append(agent_episodes[agent_id])
+            module_rows.keys.append((index, agent_id))
+    if shared_data is not None:
+        shared_data[AGENT_ROWS] = rows
+    return rows

@@ -1,0 +1,337 @@
+"""`MultiAgentEnvRunner`: steps a multi-agent vector env and records `MultiAgentEpisode`s.
+
+One forward pass per vector step serves every agent that acts next in every sub-env: the
+env-to-module pipeline builds `{module_id: {column: batched}}` (rows laid out by
+`connectors.env_to_module.agent_rows`), the `MultiRLModule` runs each module once, and the
+runner maps the module-to-env output back to one `{agent_id: action}` dict per sub-env.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import gymnasium as gym
+import torch
+
+from flywheel.columns import Columns
+from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
+from flywheel.env.make import EnvContext, make_env_creator
+from flywheel.env.multi_agent_checks import check_multi_agent_env
+from flywheel.env.multi_agent_env import FINAL_INFOS, FINAL_OBS, make_multi_agent_vector_env
+from flywheel.env_runners.env_runner import EnvRunner
+from flywheel.env_runners.infos import row
+from flywheel.env_runners.multi_agent_metrics import EpisodeStats, log_sample_metrics
+from flywheel.env_runners.multi_agent_modules import mapping_fn, multi_rl_module_spec, raise_unknown_module
+from flywheel.episodes import MultiAgentEpisode
+from flywheel.errors import ConfigError
+
+_NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
+
+
+class MultiAgentEnvRunner(EnvRunner):
+    """Samples episodes from `num_envs_per_env_runner` copies of a `MultiAgentEnv` (API.md §6-§7).
+
+    `sample()` has the single-agent runner's contract; `num_timesteps` counts env steps, or agent
+    steps (actions sent) with `config.multi_agent(count_steps_by="agent_steps")`.
+    """
+
+    def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
+        super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
+        torch.set_num_threads(1)
+        if config.seed is not None:
+            torch.manual_seed(config.seed + worker_index)
+        self._callbacks = config.build_callbacks()
+        self._on_episode_step = "on_episode_step" in self._callbacks.active_hooks
+        self.num_envs = config.num_envs_per_env_runner
+        self.env = self._make_env()
+        self._mapping_fn = mapping_fn(config)
+        spaces = (gym.spaces.Dict(self.env.observation_spaces), gym.spaces.Dict(self.env.action_spaces))
+        self._env_to_module = config.build_env_to_module_connector(self.env, spaces=spaces)
+        self._module_to_env = config.build_module_to_env_connector(self.env, spaces=spaces)
+        self.module_spec = multi_rl_module_spec(
+            config, self.env.possible_agents, self._module_observation_spaces(), self.env.action_spaces
+        )
+        self.module = self._build_inference_module()
+        self._count_agent_steps = config.count_steps_by == "agent_steps"
+        self.weights_seq_no = 0
+        self._seeded = False
+        self._episodes: list[MultiAgentEpisode] | None = None
+        self._stats = [EpisodeStats() for _ in range(self.num_envs)]
+        self._to_module: dict[str, Any] = {}
+        self._rows: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ setup
+
+    def _make_env(self):
+        config = self.config
+        context = EnvContext(config.env_config, worker_index=self.worker_index, num_workers=self.num_workers)
+        if not config.disable_env_checking:
+            check_multi_agent_env(make_env_creator(config.env, config.env_config)(context))
+        env = make_multi_agent_vector_env(
+            config.env,
+            config.env_config,
+            num_envs=self.num_envs,
+            vectorize_mode=config.gym_env_vectorize_mode,
+            worker_index=self.worker_index,
+            num_workers=self.num_workers,
+        )
+        self._callbacks.on_environment_created(
+            env_runner=self, metrics_logger=self.metrics, env=env, env_context=context
+        )
+        return env
+
+    def _module_observation_spaces(self) -> dict:
+        """Per agent: the env-to-module pipeline's output space for it (a Dict keyed by agent), else the env's."""
+        out = self._env_to_module.observation_space
+        env_spaces = self.env.observation_spaces
+        if isinstance(out, gym.spaces.Dict):
+            return {agent_id: out.spaces.get(agent_id, space) for agent_id, space in env_spaces.items()}
+        return dict(env_spaces)
+
+    def _build_inference_module(self):
+        for spec in self.module_spec.rl_module_specs.values():
+            spec.inference_only = True
+        module = self.module_spec.build()
+        for spec in self.module_spec.rl_module_specs.values():
+            spec.inference_only = False
+        stateful = [module_id for module_id, m in module.items() if m.is_stateful()]
+        if stateful and self.config.episode_lookback_horizon < 1:
+            raise ConfigError(
+                f"Modules {stateful} are stateful (recurrent), so a chunk that continues an episode reads "
+                f"the last STATE_OUT from its lookback, but episode_lookback_horizon="
+                f"{self.config.episode_lookback_horizon}. Fix: config.env_runners(episode_lookback_horizon=1)."
+            )
+        return module
+
+    # --------------------------------------------------------------- sampling
+
+    def sample(
+        self,
+        *,
+        num_timesteps: int | None = None,
+        num_episodes: int | None = None,
+        explore: bool | None = None,
+        random_actions: bool = False,
+        force_reset: bool = False,
+    ) -> list[MultiAgentEpisode]:
+        if num_timesteps is not None and num_episodes is not None:
+            raise ValueError("sample() takes num_timesteps or num_episodes, not both.")
+        if explore is None:
+            explore = self.config.explore
+        if num_timesteps is None and num_episodes is None:
+            num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
+        if force_reset or num_episodes is not None or self._episodes is None:
+            self._reset_envs(explore)
+        with self.metrics.log_time("timers/sample"):
+            if num_episodes is not None:
+                episodes, stats = self._sample_episodes(num_episodes, explore, random_actions)
+            else:
+                episodes, stats = self._sample_timesteps(num_timesteps, explore, random_actions)
+        log_sample_metrics(self.metrics, self.config, episodes, stats, self.weights_seq_no)
+        self._callbacks.on_sample_end(env_runner=self, metrics_logger=self.metrics, samples=episodes)
+        return episodes
+
+    def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool):
+        complete = self.config.batch_mode == "complete_episodes"
+        done, stats, steps = [], [], 0
+        while steps < num_timesteps:
+            stepped, finished = self._step(explore, random_actions, stats)
+            done.extend(finished)
+            if complete:
+                steps += sum(e.agent_steps() if self._count_agent_steps else len(e) for e in finished)
+            else:
+                steps += stepped
+        if not complete:
+            done.extend(self._cut_ongoing())
+        return done, stats
+
+    def _sample_episodes(self, num_episodes: int, explore: bool, random_actions: bool):
+        done, stats = [], []
+        while len(done) < num_episodes:
+            done.extend(self._step(explore, random_actions, stats)[1])
+        self._episodes = None
+        return done[:num_episodes], stats[:num_episodes]
+
+    def _cut_ongoing(self) -> list[MultiAgentEpisode]:
+        chunks = []
+        for i, episode in enumerate(self._episodes):
+            if len(episode) == 0:
+                continue
+            self._episodes[i] = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
+            chunks.append(episode.to_numpy())
+        return chunks
+
+    def _step(self, explore: bool, random_actions: bool, stats: list) -> tuple[int, list]:
+        """One vector step. Returns (env or agent steps taken, finished episodes)."""
+        actions, to_env, extras = self._random_actions() if random_actions else self._compute_actions(explore)
+        obs, rewards, terminateds, truncateds, infos = self.env.step(to_env)
+        stepped, finished = 0, []
+        for i, episode in enumerate(self._episodes):
+            info = infos[i]
+            final_obs = info.get(FINAL_OBS)
+            if final_obs is not None:
+                next_obs, next_infos = final_obs, info[FINAL_INFOS]
+            else:
+                next_obs, next_infos = obs[i], info
+            episode.add_env_step(
+                next_obs, actions[i], rewards[i], next_infos,
+                terminateds=terminateds[i], truncateds=truncateds[i], extra_model_outputs=extras[i],
+            )  # fmt: skip
+            self._stats[i].add(rewards[i])
+            stepped += len(actions[i]) if self._count_agent_steps else 1
+            if self._on_episode_step:
+                self._episode_callback("on_episode_step", episode, i)
+            if episode.is_done:
+                finished.append((i, episode))
+                stats.append(self._stats[i].finish(episode))
+        self._end_and_start_episodes(finished, obs, infos, explore)
+        return stepped, [episode for _, episode in finished]
+
+    def _end_and_start_episodes(self, finished: list, obs: list, infos: list, explore: bool) -> None:
+        """Ends finished episodes, starts their successors, prepares the next forward pass (callbacks
+        in RLlib's order: step, end, created, start)."""
+        if finished:
+            self._call_env_to_module([episode for _, episode in finished], explore)
+            for i, episode in finished:
+                self._episode_callback("on_episode_end", episode, i)
+                episode.to_numpy()
+                reset_infos = {k: v for k, v in infos[i].items() if k not in (FINAL_OBS, FINAL_INFOS)}
+                self._new_episode(i, obs[i], reset_infos)
+        self._prepare_forward(explore)
+        for i, _ in finished:
+            self._episode_callback("on_episode_start", self._episodes[i], i)
+
+    def _prepare_forward(self, explore: bool) -> None:
+        shared_data: dict[str, Any] = {}
+        self._rows = agent_rows(self._episodes, shared_data)
+        for module_id, rows in self._rows.items():
+            if module_id not in self.module:
+                index, agent_id = rows.keys[0]
+                raise_unknown_module(agent_id, module_id, self.module.keys())
+        self._to_module = self._call_env_to_module(self._episodes, explore, shared_data)
+
+    def _random_actions(self) -> tuple[list[dict], list[dict], list[dict]]:
+        actions = []
+        for episode in self._episodes:
+            actions.append(
+                {
+                    agent_id: self.env.get_action_space(agent_id).sample()
+                    for agent_id in episode.get_agents_to_act()
+                }
+            )
+        return actions, actions, [{} for _ in actions]
+
+    def _compute_actions(self, explore: bool) -> tuple[list[dict], list[dict], list[dict]]:
+        """The module-to-env output mapped back to `{agent_id: ...}` per sub-env (actions, to env, extras)."""
+        if explore:
+            out = self.module.forward_exploration(self._to_module)
+        else:
+            out = self.module.forward_inference(self._to_module)
+        to_env = self._module_to_env(
+            rl_module=self.module, batch=out, episodes=self._episodes, explore=explore,
+            shared_data={AGENT_ROWS: self._rows}, metrics=self.metrics,
+        )  # fmt: skip
+        n = self.num_envs
+        actions, for_env, extras = [{} for _ in range(n)], [{} for _ in range(n)], [{} for _ in range(n)]
+        seq_no = self.weights_seq_no
+        for module_id, columns in to_env.items():
+            module_actions, module_for_env = columns[Columns.ACTIONS], columns[Columns.ACTIONS_FOR_ENV]
+            extra_keys = [k for k in columns if k not in _NOT_EXTRA]
+            for r, (i, agent_id) in enumerate(self._rows[module_id].keys):
+                actions[i][agent_id] = row(module_actions, r)
+                for_env[i][agent_id] = row(module_for_env, r)
+                extra = {k: row(columns[k], r) for k in extra_keys}
+                extra[Columns.WEIGHTS_SEQ_NO] = seq_no
+                extras[i][agent_id] = extra
+        return actions, for_env, extras
+
+    def _call_env_to_module(
+        self, episodes: list[MultiAgentEpisode], explore: bool, shared_data: dict | None = None
+    ) -> dict[str, Any]:
+        return self._env_to_module(
+            rl_module=self.module, batch={}, episodes=episodes, explore=explore,
+            shared_data={} if shared_data is None else shared_data, metrics=self.metrics,
+        )  # fmt: skip
+
+    def _reset_envs(self, explore: bool) -> None:
+        seed = None
+        if not self._seeded and self.config.seed is not None:
+            seed = self.config.seed + self.worker_index * self.num_envs
+            for i, agent_id in enumerate(self.env.possible_agents):
+                self.env.get_action_space(agent_id).seed(seed + i)
+        self._seeded = True
+        obs, infos = self.env.reset(seed=seed)
+        self._episodes = [None] * self.num_envs
+        for i in range(self.num_envs):
+            self._new_episode(i, obs[i], infos[i])
+        self._prepare_forward(explore)
+        for i, episode in enumerate(self._episodes):
+            self._episode_callback("on_episode_start", episode, i)
+
+    def _new_episode(self, index: int, observations: dict, infos: dict) -> None:
+        episode = MultiAgentEpisode(
+            observation_space=self.env.observation_spaces
+            if self.config.env_to_module_connector is None
+            else None,
+            action_space=self.env.action_spaces,
+            agent_to_module_mapping_fn=self._mapping_fn,
+        )
+        self._episodes[index] = episode
+        self._stats[index] = EpisodeStats()
+        self._episode_callback("on_episode_created", episode, index)
+        episode.add_env_reset(observations=observations, infos=infos)
+
+    def _episode_callback(self, hook: str, episode: MultiAgentEpisode, index: int) -> None:
+        if hook in self._callbacks.active_hooks:
+            getattr(self._callbacks, hook)(
+                episode=episode, env_runner=self, metrics_logger=self.metrics, env=self.env,
+                env_index=index, rl_module=self.module,
+            )  # fmt: skip
+
+    # ------------------------------------------------------------------ state
+
+    def get_state(
+        self,
+        components: Collection[str] | None = None,
+        *,
+        not_components: Collection[str] | None = None,
+        **kwargs,
+    ) -> dict[str, Any]:
+        def wanted(name: str) -> bool:
+            return (components is None or name in components) and not (
+                not_components and name in not_components
+            )
+
+        state: dict[str, Any] = {"weights_seq_no": self.weights_seq_no}
+        if wanted("rl_module"):
+            state["rl_module"] = self.module.get_state(inference_only=True)
+        if wanted("env_to_module_connector"):
+            state["env_to_module_connector"] = self._env_to_module.get_state()
+        if wanted("module_to_env_connector"):
+            state["module_to_env_connector"] = self._module_to_env.get_state()
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        if "env_to_module_connector" in state:
+            self._env_to_module.set_state(state["env_to_module_connector"])
+        if "module_to_env_connector" in state:
+            self._module_to_env.set_state(state["module_to_env_connector"])
+        if "rl_module" in state:
+            seq_no = state.get("weights_seq_no", 0)
+            if seq_no == 0 or seq_no >= self.weights_seq_no:
+                self.module.set_state(state["rl_module"])
+                self.weights_seq_no = seq_no
+
+    @property
+    def env_to_module(self):
+        """The env-to-module `ConnectorPipelineV2`."""
+        return self._env_to_module
+
+    @property
+    def module_to_env(self):
+        """The module-to-env `ConnectorPipelineV2`."""
+        return self._module_to_env
+
+    def stop(self) -> None:
+        self.env.close()

@@ -1,0 +1,75 @@
+"""Episode returns per agent and per module, counted while sampling and logged once per `sample()`."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from flywheel.metrics import MetricsLogger
+from flywheel.typing import AgentID, ModuleID
+
+
+class FinishedEpisode(NamedTuple):
+    """What the metrics need of one finished episode (all of it, over every chunk)."""
+
+    episode_return: float
+    length: int
+    agent_returns: dict[AgentID, float]
+    module_returns: dict[ModuleID, float]
+
+
+class EpisodeStats:
+    """Sums an ongoing episode's rewards per agent (chunks are cut away, so the runner keeps them)."""
+
+    __slots__ = ("agent_returns",)
+
+    def __init__(self) -> None:
+        self.agent_returns: dict[AgentID, float] = {}
+
+    def add(self, rewards: dict[AgentID, float]) -> None:
+        returns = self.agent_returns
+        for agent_id, reward in rewards.items():
+            returns[agent_id] = returns.get(agent_id, 0.0) + reward
+
+    def finish(self, episode: Any) -> FinishedEpisode:
+        module_returns: dict[ModuleID, float] = {}
+        for agent_id, ret in self.agent_returns.items():
+            module_id = episode.module_for(agent_id)
+            module_returns[module_id] = module_returns.get(module_id, 0.0) + ret
+        agent_returns = {agent_id: float(ret) for agent_id, ret in self.agent_returns.items()}
+        return FinishedEpisode(
+            float(sum(agent_returns.values())), episode.env_t, agent_returns, module_returns
+        )
+
+
+def log_sample_metrics(
+    m: MetricsLogger, config: Any, episodes: list, stats: list[FinishedEpisode], weights_seq_no: int
+) -> None:
+    """Episode windows (whole, per agent, per module) and step counters (env, agent, per module)."""
+    window = config.metrics_num_episodes_for_smoothing
+    for finished in stats:
+        ret = finished.episode_return
+        m.log_value("episode_return_mean", ret, window=window)
+        m.log_value("episode_return_min", ret, reduce="min", window=window)
+        m.log_value("episode_return_max", ret, reduce="max", window=window)
+        m.log_value("episode_len_mean", finished.length, window=window)
+        for agent_id, agent_ret in finished.agent_returns.items():
+            m.log_value(("agent_episode_returns_mean", str(agent_id)), agent_ret, window=window)
+        for module_id, module_ret in finished.module_returns.items():
+            m.log_value(("module_episode_returns_mean", module_id), module_ret, window=window)
+    env_steps = sum(len(e) for e in episodes)
+    agent_steps = 0
+    for episode in episodes:
+        for agent_id, agent_episode in episode.agent_episodes.items():
+            steps = len(agent_episode)
+            agent_steps += steps
+            if steps:
+                module_id = episode.module_for(agent_id)
+                m.log_value(("num_module_steps_sampled", module_id), steps, reduce="sum")
+                m.log_value(("num_module_steps_sampled_lifetime", module_id), steps, reduce="lifetime_sum")
+    m.log_value("num_episodes", len(stats), reduce="sum")
+    m.log_value("num_episodes_lifetime", len(stats), reduce="lifetime_sum")
+    m.log_value("num_env_steps_sampled", env_steps, reduce="sum")
+    m.log_value("num_env_steps_sampled_lifetime", env_steps, reduce="lifetime_sum", with_throughput=True)
+    m.log_value("num_agent_steps_sampled", agent_steps, reduce="sum")
+    m.log_value("num_agent_steps_sampled_lifetime", agent_steps, reduce="lifetime_sum")
+    m.log_value("weights_seq_no", weights_seq_no, reduce="max", window=1)

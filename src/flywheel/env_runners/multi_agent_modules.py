@@ -1,0 +1,89 @@
+"""Which module acts for which agent, and the module specs a multi-agent runner and learner build.
+
+Each module is built for the spaces of the agents mapped to it: the policy-mapping function is
+asked once per possible agent (with a blank episode), and a module gets the spaces of its first
+agent. A module no possible agent maps to needs spaces in its own `RLModuleSpec`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
+from flywheel.episodes import MultiAgentEpisode
+from flywheel.errors import ConfigError
+from flywheel.typing import DEFAULT_MODULE_ID, AgentID, ModuleID
+
+
+def mapping_fn(config: Any) -> Callable[..., ModuleID]:
+    """The config's policy-mapping function, or one mapping every agent to "default_policy"."""
+    return config.policy_mapping_fn or _to_default_policy
+
+
+def _to_default_policy(agent_id: AgentID, episode: Any, **kwargs: Any) -> ModuleID:
+    return DEFAULT_MODULE_ID
+
+
+def module_ids(config: Any) -> list[ModuleID]:
+    """The config's module ids in a fixed order (sorted: `policies` may be a set)."""
+    return sorted(config.policies)
+
+
+def agent_modules(config: Any, possible_agents: list[AgentID]) -> dict[AgentID, ModuleID]:
+    """`{agent_id: module_id}` for every possible agent; ConfigError for a module not in `policies`."""
+    fn, known = mapping_fn(config), set(config.policies)
+    blank = MultiAgentEpisode()
+    mapping = {}
+    for agent_id in possible_agents:
+        module_id = fn(agent_id, blank)
+        if module_id not in known:
+            raise_unknown_module(agent_id, module_id, known)
+        mapping[agent_id] = module_id
+    return mapping
+
+
+def raise_unknown_module(agent_id: AgentID, module_id: Any, known: Any) -> None:
+    raise ConfigError(
+        f"policy_mapping_fn mapped agent {agent_id!r} to module {module_id!r}, which is not one of the "
+        f"policies {sorted(known)}. Fix: return one of those ids, or add {module_id!r} to "
+        "config.multi_agent(policies=...)."
+    )
+
+
+def multi_rl_module_spec(
+    config: Any,
+    possible_agents: list[AgentID],
+    observation_spaces: Mapping[AgentID, gym.Space],
+    action_spaces: Mapping[AgentID, gym.Space],
+) -> MultiRLModuleSpec:
+    """One `RLModuleSpec` per module id, with the spaces of the first agent mapped to it."""
+    first_agent: dict[ModuleID, AgentID] = {}
+    for agent_id, module_id in agent_modules(config, possible_agents).items():
+        first_agent.setdefault(module_id, agent_id)
+    specs = {}
+    for module_id in module_ids(config):
+        agent_id = first_agent.get(module_id)
+        spaces = None if agent_id is None else (observation_spaces[agent_id], action_spaces[agent_id])
+        specs[module_id] = module_spec(config, module_id, spaces)
+    return MultiRLModuleSpec(rl_module_specs=specs)
+
+
+def module_spec(config: Any, module_id: ModuleID, spaces: tuple | None) -> RLModuleSpec:
+    """The spec of `module_id`: `policies[module_id]` (when a spec) over the config's spec for it."""
+    spec = config.get_rl_module_spec(spaces=spaces, module_id=module_id)
+    policies = config.policies
+    own = policies.get(module_id) if isinstance(policies, Mapping) else None
+    if isinstance(own, RLModuleSpec):
+        spec = RLModuleSpec(**{**vars(spec), **{k: v for k, v in vars(own).items() if v is not None}})
+        if spaces is not None:
+            spec.observation_space, spec.action_space = spaces
+    if spec.observation_space is None or spec.action_space is None:
+        raise ConfigError(
+            f"Module {module_id!r} has no observation/action space: no agent of the env's possible_agents "
+            f"maps to it and its RLModuleSpec has none. Fix: map an agent to {module_id!r} in "
+            "policy_mapping_fn, or give RLModuleSpec(observation_space=..., action_space=...) for it."
+        )
+    return spec

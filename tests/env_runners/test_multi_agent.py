@@ -1,0 +1,159 @@
+"""MultiAgentEnvRunner: exact episodes on the scripted multi-agent envs, step counting, chunks, metrics, state."""
+
+import numpy as np
+import pytest
+
+from flywheel import Columns, MultiAgentEnvRunner, MultiAgentEpisode, PPOConfig
+from flywheel.testing.multi_agent_envs import JoinLeaveEnv, MultiCartPole, TurnBasedEnv
+
+
+def ma_config(env=TurnBasedEnv, *, policies=("p0", "p1"), mapping=None, num_envs=1, env_config=None, **kw):
+    """A PPO config on a multi-agent env; by default agent "p0"/"p1" -> module of the same name."""
+    return (
+        PPOConfig()
+        .environment(env, env_config=env_config or {})
+        .multi_agent(
+            policies=set(policies), policy_mapping_fn=mapping or (lambda agent_id, episode, **k: agent_id)
+        )
+        .env_runners(num_envs_per_env_runner=num_envs, **kw)
+        .debugging(seed=0)
+    )
+
+
+def shared(agent_id, episode, **kwargs):
+    return "shared"
+
+
+@pytest.fixture
+def make_runner():
+    runners = []
+
+    def make(config):
+        runner = MultiAgentEnvRunner(config=config)
+        runners.append(runner)
+        return runner
+
+    yield make
+    for runner in runners:
+        runner.stop()
+
+
+def test_turn_based_episode_records_each_agents_steps_and_waiting_rewards(make_runner):
+    runner = make_runner(ma_config())
+    (episode,) = runner.sample(num_episodes=1)
+    assert isinstance(episode, MultiAgentEpisode) and episode.is_terminated and len(episode) == 6
+    p0, p1 = episode.agent_episodes["p0"], episode.agent_episodes["p1"]
+    assert p0.get_observations().ravel().tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert p1.get_observations().ravel().tolist() == [1.0, 3.0, 5.0, 6.0]
+    # A mover's reward t plus the -1 it gets while it waits for its next observation.
+    assert p0.get_rewards().tolist() == [0.0, 2.0, 4.0]
+    assert p1.get_rewards().tolist() == [1.0, 3.0, 6.0]
+    assert p0.module_id == "p0" and p1.module_id == "p1"
+    extras = p0.get_extra_model_outputs(Columns.ACTION_LOGP)
+    assert extras.shape == (3,) and np.all(extras <= 0.0)
+    assert p1.get_extra_model_outputs(Columns.WEIGHTS_SEQ_NO).tolist() == [0, 0, 0]
+
+
+def test_metrics_per_agent_per_module_and_step_counts(make_runner):
+    runner = make_runner(ma_config())
+    runner.sample(num_episodes=2)
+    m = runner.get_metrics()
+    assert m["episode_return_mean"] == 16.0 and m["episode_len_mean"] == 6.0 and m["num_episodes"] == 2
+    assert m["agent_episode_returns_mean"] == {"p0": 6.0, "p1": 10.0}
+    assert m["module_episode_returns_mean"] == {"p0": 6.0, "p1": 10.0}
+    assert m["num_env_steps_sampled"] == 12 and m["num_agent_steps_sampled"] == 12
+    assert m["num_module_steps_sampled"] == {"p0": 6, "p1": 6}
+
+
+def test_shared_module_gets_one_row_per_acting_agent_in_episode_then_agent_order(make_runner):
+    runner = make_runner(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared, num_envs=2))
+    runner.sample(num_timesteps=7)  # 4 vector steps: "b" is gone, "c" joined in both sub-envs
+    assert runner._rows["shared"].keys == [(0, "a"), (0, "c"), (1, "a"), (1, "c")]
+    assert runner._to_module["shared"][Columns.OBS].ravel().tolist() == [4.0, 24.0, 4.0, 24.0]
+    runner.sample(num_timesteps=3)
+    m = runner.get_metrics()
+    # a: 1+..+5, b: 11+12 (done at t=2), c: joins at t=3, acts at t=4, 5.
+    assert m["agent_episode_returns_mean"] == {"a": 15.0, "b": 23.0, "c": 49.0}
+    assert m["module_episode_returns_mean"] == {"shared": 87.0}
+
+
+def test_num_timesteps_counts_env_steps_and_chunks_continue(make_runner):
+    runner = make_runner(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared, num_envs=2))
+    first = runner.sample(num_timesteps=7)
+    assert [(len(e), e.env_t_started, e.is_done) for e in first] == [(4, 0, False), (4, 0, False)]
+    assert all(e.is_numpy for e in first)
+    second = runner.sample(num_timesteps=3)
+    assert [(len(e), e.env_t_started, e.is_done) for e in second] == [
+        (1, 4, True), (1, 4, True), (1, 0, False), (1, 0, False),
+    ]  # fmt: skip
+    assert [e.id_ for e in second[:2]] == [e.id_ for e in first]
+    # The successor chunks carry the lookback: "a"'s first observation in them is its last one.
+    assert second[0].agent_episodes["a"].get_observations().ravel().tolist() == [4.0, 5.0]
+
+
+def test_count_steps_by_agent_steps(make_runner):
+    runner = make_runner(ma_config(MultiCartPole, policies=("shared",), mapping=shared, num_envs=2,
+                                   ).multi_agent(count_steps_by="agent_steps"))  # fmt: skip
+    episodes = runner.sample(num_timesteps=20)
+    agent_steps = sum(e.agent_steps() for e in episodes)
+    assert 20 <= agent_steps < 20 + 2 * 2
+    assert sum(len(e) for e in episodes) == agent_steps // 2
+
+
+def test_random_actions_only_for_agents_that_act(make_runner):
+    runner = make_runner(ma_config())
+    (episode,) = runner.sample(num_episodes=1, random_actions=True)
+    for agent_id in ("p0", "p1"):
+        agent_episode = episode.agent_episodes[agent_id]
+        assert len(agent_episode.get_actions()) == 3
+        assert set(agent_episode.get_actions().tolist()) <= {0, 1}
+    assert runner.get_metrics()["num_agent_steps_sampled"] == 6
+
+
+def test_inference_is_deterministic_and_has_no_logp(make_runner):
+    runner = make_runner(ma_config())
+    (a,) = runner.sample(num_episodes=1, explore=False)
+    (b,) = runner.sample(num_episodes=1, explore=False)
+    assert a.agent_episodes["p0"].get_actions().tolist() == b.agent_episodes["p0"].get_actions().tolist()
+    assert Columns.ACTION_LOGP not in a.agent_episodes["p0"].extra_model_outputs
+
+
+def test_state_is_per_module_and_stale_weights_are_ignored(make_runner):
+    runner = make_runner(ma_config())
+    state = runner.get_state()
+    assert sorted(state["rl_module"]) == ["p0", "p1"] and state["weights_seq_no"] == 0
+    zeros = {mid: {k: np.zeros_like(v) for k, v in w.items()} for mid, w in state["rl_module"].items()}
+    runner.set_state({"rl_module": zeros, "weights_seq_no": 3})
+    assert runner.weights_seq_no == 3
+    assert all(float(p.detach().abs().sum()) == 0.0 for p in runner.module["p1"].parameters())
+    runner.set_state({"rl_module": state["rl_module"], "weights_seq_no": 2})  # older: ignored
+    assert all(float(p.detach().abs().sum()) == 0.0 for p in runner.module["p0"].parameters())
+    (episode,) = runner.sample(num_episodes=1)
+    assert episode.agent_episodes["p0"].get_extra_model_outputs(Columns.WEIGHTS_SEQ_NO).tolist() == [3, 3, 3]
+
+
+def test_modules_are_built_for_their_agents_spaces(make_runner):
+    runner = make_runner(
+        ma_config(MultiCartPole, policies=("p0", "p1"), mapping=lambda a, e, **k: "p" + a[-1])
+    )
+    assert sorted(runner.module.keys()) == ["p0", "p1"]
+    assert runner.module["p0"].observation_space.shape == (4,)
+    assert runner.module["p1"].action_space.n == 2
+    assert runner.module_spec.rl_module_specs["p0"].inference_only is False
+
+
+def test_callbacks_see_multi_agent_episodes_in_order(make_runner):
+    calls = []
+
+    def hook(name):
+        return lambda *, episode, env_index, **kw: calls.append((name, env_index, len(episode)))
+
+    config = ma_config().callbacks(
+        on_episode_created=hook("created"), on_episode_start=hook("start"),
+        on_episode_step=hook("step"), on_episode_end=hook("end"),
+    )  # fmt: skip
+    runner = make_runner(config)
+    runner.sample(num_episodes=1)
+    assert calls[:2] == [("created", 0, 0), ("start", 0, 0)]
+    assert [c for c in calls if c[0] == "step"] == [("step", 0, t) for t in range(1, 7)]
+    assert calls[8:10] == [("end", 0, 6), ("created", 0, 0)]

@@ -1,0 +1,73 @@
+"""MultiAgentEnvRunner: bad mappings, missing spaces and unknown agents fail early, naming agent and module."""
+
+import itertools
+
+import pytest
+
+from flywheel import MultiAgentEnvRunner, PPOConfig
+from flywheel.errors import ConfigError, EnvError, EpisodeError
+from flywheel.testing.multi_agent_envs import BrokenMultiAgentEnv, TurnBasedEnv
+
+
+def config(env=TurnBasedEnv, *, policies=("p0", "p1"), mapping=None, problem=None, check=True):
+    return (
+        PPOConfig()
+        .environment(env, env_config={"problem": problem} if problem else {}, disable_env_checking=not check)
+        .multi_agent(
+            policies=set(policies), policy_mapping_fn=mapping or (lambda agent_id, episode, **kw: agent_id)
+        )
+        .debugging(seed=0)
+    )
+
+
+def run(config):
+    runner = MultiAgentEnvRunner(config=config)
+    try:
+        runner.sample(num_episodes=1)
+    finally:
+        runner.stop()
+
+
+def test_mapping_to_an_unknown_module_names_agent_and_module():
+    with pytest.raises(
+        ConfigError,
+        match=r"mapped agent 'p0' to module 'xp0', which is not one of the policies \['p0', 'p1'\]",
+    ):
+        run(config(mapping=lambda agent_id, episode, **kw: "x" + agent_id))
+
+
+def test_mapping_to_an_unknown_module_while_sampling_is_caught_before_the_forward_pass():
+    calls = itertools.count()
+
+    def mapping(agent_id, episode, **kw):  # valid while the runner builds its modules, then not
+        return agent_id if next(calls) < 2 else "late"
+
+    with pytest.raises(
+        ConfigError, match=r"mapped agent 'p0' to module 'late', which is not one of the policies"
+    ):
+        run(config(mapping=mapping))
+
+
+def test_module_without_agents_or_spaces():
+    with pytest.raises(
+        ConfigError, match=r"Module 'p2' has no observation/action space: no agent .* maps to it"
+    ):
+        run(config(policies=("p0", "p1", "p2")))
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_missing_space_for_an_agent(check):
+    with pytest.raises(
+        EnvError, match=r"observation_spaces has no space for agent 'p1' \(it has spaces for \['p0'\]\)"
+    ):
+        run(config(BrokenMultiAgentEnv, problem="missing_space", check=check))
+
+
+def test_agent_not_in_possible_agents_is_caught_by_the_env_check():
+    with pytest.raises(EnvError, match=r"observation for agent 'ghost', which is not one of possible_agents"):
+        run(config(BrokenMultiAgentEnv, problem="unknown_agent"))
+
+
+def test_agent_not_in_possible_agents_without_the_env_check():
+    with pytest.raises(EpisodeError, match=r"Agent 'ghost' observed in episode .* has no space for it"):
+        run(config(BrokenMultiAgentEnv, problem="unknown_agent", check=False))
