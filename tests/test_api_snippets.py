@@ -16,7 +16,6 @@ API_MD = Path(__file__).resolve().parents[1] / ".." / "shared" / "API.md"
 
 NOT_BUILT_YET = {
     "1": "DQN, SAC, multi-agent classes and Checkpointable are not built yet",
-    "10": "distributed execution (remote env runners and learners) is not built yet",
 }
 
 # What a snippet prints where the contract states it.

@@ -37,6 +37,7 @@ ENV_RUNNERS = "env_runners"
 LEARNERS = "learners"
 EVALUATION = "evaluation"
 TIMERS = "timers"
+FAULT_TOLERANCE = "fault_tolerance"
 EPISODE_KEYS = ("episode_return_mean", "episode_return_min", "episode_return_max", "episode_len_mean")
 
 
@@ -56,15 +57,12 @@ class Algorithm(Checkpointable):
         self._time_total_s = 0.0
         self._callbacks = config.build_callbacks()
         self._seed_everything()
-        self.env_runner_group = EnvRunnerGroup(config=config, runner_class=_runner_class(config))
+        self.env_runner_group = EnvRunnerGroup(config=config)
         runner = self.env_runner_group.local_env_runner
         spaces = (runner.env_to_module.observation_space, runner.env_to_module.action_space)
-        if config.is_multi_agent:
-            module_spec = runner.module_spec
-        else:
-            module_spec = MultiRLModuleSpec(
-                rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces=spaces)}
-            )
+        module_spec = MultiRLModuleSpec(
+            rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces=spaces)}
+        )
         self.learner_group = LearnerGroup(config=config, module_spec=module_spec, spaces=spaces)
         self._sync_weights(force=True)
         self.eval_env_runner_group = self._build_evaluation_group()
@@ -84,7 +82,7 @@ class Algorithm(Checkpointable):
         if not self.config.evaluation_interval:
             return None
         eval_config = self.config.get_evaluation_config_object()
-        return EnvRunnerGroup(config=eval_config, runner_class=_runner_class(eval_config))
+        return EnvRunnerGroup(config=eval_config)
 
     # ------------------------------------------------------------- training
 
@@ -140,6 +138,9 @@ class Algorithm(Checkpointable):
         with self.metrics.log_time((TIMERS, "env_runner_sampling_timer")):
             episodes = self.env_runner_group.sample(**kwargs)
         self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNERS)
+        if self.env_runner_group.num_remote_env_runners:
+            counts = self.env_runner_group.fault_tolerance_metrics()
+            self.metrics.log_dict(counts, key=FAULT_TOLERANCE, window=1)
         return episodes
 
     def _update(self, episodes: list) -> dict[str, Any]:
@@ -167,9 +168,8 @@ class Algorithm(Checkpointable):
         """Runs the evaluation runners with the current weights; returns the `evaluation` result part."""
         group = self.eval_env_runner_group
         if group is None:
-            eval_config = self.config.get_evaluation_config_object()
             group = self.eval_env_runner_group = EnvRunnerGroup(
-                config=eval_config, runner_class=_runner_class(eval_config)
+                config=self.config.get_evaluation_config_object()
             )
         self._callbacks.on_evaluate_start(algorithm=self, metrics_logger=self.metrics)
         group.sync_weights(self.learner_group.get_weights(inference_only=True), 0)
@@ -191,12 +191,9 @@ class Algorithm(Checkpointable):
 
     def get_module(self, module_id: str = DEFAULT_MODULE_ID):
         """The inference module (the local runner's) for `module_id`."""
-        module = self.env_runner.module
-        if self.config.is_multi_agent:
-            return module[module_id]
         if module_id != DEFAULT_MODULE_ID:
             raise KeyError(f"Unknown module id {module_id!r}; this algorithm has only {DEFAULT_MODULE_ID!r}.")
-        return module
+        return self.env_runner.module
 
     # ---------------------------------------------------------- checkpoints
 
@@ -267,17 +264,7 @@ class Algorithm(Checkpointable):
         self.env_runner_group.stop()
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.stop()
-
-
-def _runner_class(config: Any) -> type:
-    """`MultiAgentEnvRunner` for multi-agent configs (`config.is_multi_agent`), else `SingleAgentEnvRunner`."""
-    if config.is_multi_agent:
-        from flywheel.env_runners.multi_agent import MultiAgentEnvRunner
-
-        return MultiAgentEnvRunner
-    from flywheel.env_runners.single_agent import SingleAgentEnvRunner
-
-    return SingleAgentEnvRunner
+        self.learner_group.stop()
 
 
 def _rng_state() -> dict[str, Any]:

@@ -283,11 +283,13 @@ class EnvRunnerGroup:
 
     def foreach_env_runner(self, func: Callable[[Any], Any], local_env_runner: bool = True) -> list:
         """`[func(runner) for each runner]`: the local one first (when asked), then each healthy
-        remote runner in worker-index order (`func` runs in the runner's process)."""
+        remote runner in worker-index order (`func` runs in the runner's process; its errors are
+        raised here, they do not count as runner failures)."""
         results = [func(self.local_env_runner)] if local_env_runner else []
         if self._actors:
-            calls = {self._actors[i].apply.remote(func): i for i in self._healthy_indices()}
-            results.extend(result for _, result in sorted(self._gather(calls), key=lambda pair: pair[0]))
+            import ray
+
+            results.extend(ray.get([self._actors[i].apply.remote(func) for i in self._healthy_indices()]))
         return results
 
     def stop(self) -> None:

@@ -1,0 +1,78 @@
+"""LearnerGroup with remote learners (num_learners=2): sharding, merged results, identical weights."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from flywheel.algorithms.ppo.config import PPOConfig
+from flywheel.core.learner.learner_group import LearnerGroup, merge_results, shard_episodes
+from flywheel.episodes import SingleAgentEpisode
+
+OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+ACT_SPACE = gym.spaces.Discrete(2)
+
+
+def episode(length: int, seed: int) -> SingleAgentEpisode:
+    rng = np.random.default_rng(seed)
+    ep = SingleAgentEpisode(observation_space=OBS_SPACE, action_space=ACT_SPACE)
+    ep.add_env_reset(observation=rng.uniform(-1, 1, 3).astype(np.float32))
+    for t in range(length):
+        ep.add_env_step(
+            rng.uniform(-1, 1, 3).astype(np.float32),
+            int(rng.integers(2)),
+            float(rng.normal()),
+            terminated=t == length - 1,
+            extra_model_outputs={"action_logp": np.float32(-0.69), "weights_seq_no": 0},
+        )
+    ep.to_numpy()
+    return ep
+
+
+def test_shard_episodes_balances_env_steps():
+    episodes = [episode(n, i) for i, n in enumerate([10, 3, 7, 5, 5])]
+    shards = shard_episodes(episodes, 2)
+    assert [sorted(len(e) for e in shard) for shard in shards] == [[5, 10], [3, 5, 7]]
+    assert shard_episodes(episodes[:1], 3)[1:] == [[], []]
+
+
+def test_merge_results_adds_counts_keeps_equal_values_and_averages_the_rest():
+    results = [
+        {
+            "default_policy": {"total_loss": 1.0, "num_module_steps_trained": 10},
+            "__all_modules__": {"weights_seq_no": 4},
+        },
+        {
+            "default_policy": {"total_loss": 3.0, "num_module_steps_trained": 12},
+            "__all_modules__": {"weights_seq_no": 4},
+        },
+    ]
+    assert merge_results(results) == {
+        "default_policy": {"total_loss": 2.0, "num_module_steps_trained": 22},
+        "__all_modules__": {"weights_seq_no": 4},
+    }
+
+
+@pytest.mark.ray
+def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session):
+    config = (
+        PPOConfig()
+        .training(train_batch_size_per_learner=60, minibatch_size=20, num_epochs=2, lr=1e-2)
+        .learners(num_learners=2, num_cpus_per_learner=0)
+        .debugging(seed=0)
+    )
+    group = LearnerGroup(config=config, spaces=(OBS_SPACE, ACT_SPACE))
+    try:
+        assert not group.is_local
+        before = group.get_weights(inference_only=False)["default_policy"]
+        results = group.update(episodes=[episode(n, i) for i, n in enumerate([30, 20, 25, 45])])
+        assert results["__all_modules__"]["num_env_steps_trained"] == 120 * 2
+        assert results["__all_modules__"]["weights_seq_no"] == 1
+        assert np.isfinite(results["default_policy"]["total_loss"])
+        ranks = group.foreach_learner(lambda learner: learner.get_weights(inference_only=False))
+        assert len(ranks) == 2
+        for name, value in ranks[0]["default_policy"].items():
+            assert np.array_equal(ranks[1]["default_policy"][name], value), name
+            assert not np.array_equal(before[name], value), name
+        assert group.foreach_learner(lambda learner: learner.weights_seq_no) == [1, 1]
+    finally:
+        group.stop()

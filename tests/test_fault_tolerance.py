@@ -1,0 +1,162 @@
+"""Fault tolerance of remote env runners: an env that fails (or hangs) on chosen runners at chosen
+step counts, counted across runner restarts by a detached named actor.
+
+Every run: PPO, 2 remote runners with 1 sub-env each, a train batch of 200 env steps, so each
+runner samples exactly 100 steps per iteration. Worker 1's env fails at its 150th step overall,
+i.e. 50 steps into the second iteration.
+"""
+
+import sys
+import time
+import uuid
+
+import pytest
+import ray
+
+from flywheel import PPOConfig
+from flywheel.errors import EnvError
+from flywheel.testing.envs import CountingEnv
+
+pytestmark = pytest.mark.ray
+# The env below is defined here, so runner processes (which cannot import this file) get it by value.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class StepCounter:
+    """Env steps per worker index, over every env instance that ever ran on that worker."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+
+    def incr(self, worker: int) -> int:
+        self.counts[worker] = self.counts.get(worker, 0) + 1
+        return self.counts[worker]
+
+    def get(self) -> dict[int, int]:
+        return dict(self.counts)
+
+
+class ScriptedFailures(CountingEnv):
+    """`CountingEnv` that raises (or hangs, with `config["hang"]`) when its worker's step count
+    reaches a number in `config["fail_at"][worker_index]`."""
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self.worker = config.worker_index
+        self.fail_at = set(config["fail_at"].get(self.worker, ()))
+        self.counter = ray.get_actor(config["counter"])
+
+    def step(self, action):
+        count = ray.get(self.counter.incr.remote(self.worker))
+        if count in self.fail_at:
+            if self.config.get("hang"):
+                time.sleep(600)
+            raise RuntimeError(f"scripted failure at step {count} of worker {self.worker}")
+        return super().step(action)
+
+
+@pytest.fixture
+def counter(ray_session):
+    name = f"step_counter_{uuid.uuid4().hex[:8]}"
+    actor = ray.remote(num_cpus=0)(StepCounter).options(name=name, lifetime="detached").remote()
+    yield name, actor
+    ray.kill(actor)
+
+
+def build(counter_name, *, hang=False, sample_timeout_s=60.0, **fault_tolerance):
+    config = (
+        PPOConfig()
+        .environment(
+            ScriptedFailures,
+            env_config={"counter": counter_name, "fail_at": {1: [150]}, "episode_len": 10, "hang": hang},
+            disable_env_checking=True,
+        )
+        .env_runners(
+            num_env_runners=2,
+            num_envs_per_env_runner=1,
+            num_cpus_per_env_runner=0,
+            sample_timeout_s=sample_timeout_s,
+        )
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+        .fault_tolerance(delay_between_env_runner_restarts_s=0, **fault_tolerance)
+        .debugging(seed=0)
+    )
+    return config.build_algo()
+
+
+def train(algo, iterations):
+    return [algo.train() for _ in range(iterations)]
+
+
+def test_failed_runner_is_restarted_with_the_current_weights_and_nothing_is_double_counted(counter):
+    name, actor = counter
+    algo = build(name)
+    try:
+        first, second, third = train(algo, 3)
+        assert first["fault_tolerance"]["num_env_runner_restarts"] == 0
+        assert first["num_env_steps_sampled_lifetime"] == 200
+        # Iteration 2: worker 1 fails 50 steps in (those 50 are lost); the missing 100 steps come in
+        # a second round from the restarted worker 1 (50) and worker 2 (50).
+        assert second["env_runners"]["num_env_steps_sampled"] == 200
+        assert second["num_env_steps_sampled_lifetime"] == 400
+        assert second["fault_tolerance"]["num_env_runner_failures"] == 1
+        assert second["fault_tolerance"]["num_env_runner_restarts"] == 1
+        assert second["fault_tolerance"]["num_healthy_env_runners"] == 2
+        assert third["num_env_steps_sampled_lifetime"] == 600
+        assert ray.get(actor.get.remote()) == {1: 100 + 50 + 50 + 100, 2: 100 + 100 + 50 + 100}
+        # The restarted runner holds the learners' current weights.
+        seq_nos = algo.env_runner_group.foreach_env_runner(lambda runner: runner.weights_seq_no)
+        assert seq_nos == [3, 3, 3]
+    finally:
+        algo.stop()
+
+
+def test_ignored_failure_continues_with_fewer_runners(counter):
+    name, actor = counter
+    algo = build(name, restart_failed_env_runners=False, ignore_env_runner_failures=True)
+    try:
+        first, second, third = train(algo, 3)
+        assert second["num_env_steps_sampled_lifetime"] == 400
+        assert second["fault_tolerance"]["num_healthy_env_runners"] == 1
+        assert second["fault_tolerance"]["num_env_runner_restarts"] == 0
+        assert second["fault_tolerance"]["num_env_runner_failures"] == 1
+        assert third["num_env_steps_sampled_lifetime"] == 600
+        # Worker 2 alone: 100 + (100 + 100 in the second round) + 200.
+        assert ray.get(actor.get.remote()) == {1: 150, 2: 500}
+    finally:
+        algo.stop()
+
+
+def test_without_restart_or_ignore_the_original_exception_reaches_the_user(counter):
+    name, _ = counter
+    algo = build(name, restart_failed_env_runners=False, ignore_env_runner_failures=False)
+    try:
+        algo.train()
+        with pytest.raises(RuntimeError, match=r"^scripted failure at step 150 of worker 1$"):
+            algo.train()
+    finally:
+        algo.stop()
+
+
+def test_restarts_stop_at_the_maximum(counter):
+    name, _ = counter
+    algo = build(name, max_num_env_runner_restarts=0)
+    try:
+        algo.train()
+        with pytest.raises(EnvError, match=r"Env runner 1 failed after 0 runner restarts, the maximum"):
+            algo.train()
+    finally:
+        algo.stop()
+
+
+def test_hanging_runner_is_dropped_counted_and_restarted(counter):
+    name, actor = counter
+    algo = build(name, hang=True, sample_timeout_s=8.0)
+    try:
+        first, second = train(algo, 2)
+        assert second["fault_tolerance"]["num_env_runner_timeouts"] == 1
+        assert second["fault_tolerance"]["num_env_runner_restarts"] == 1
+        assert second["num_env_steps_sampled_lifetime"] == 400
+        assert ray.get(actor.get.remote()) == {1: 200, 2: 250}
+    finally:
+        algo.stop()
