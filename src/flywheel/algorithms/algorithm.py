@@ -57,12 +57,15 @@ class Algorithm(Checkpointable):
         self._time_total_s = 0.0
         self._callbacks = config.build_callbacks()
         self._seed_everything()
-        self.env_runner_group = EnvRunnerGroup(config=config)
+        self.env_runner_group = EnvRunnerGroup(config=config, runner_class=_runner_class(config))
         runner = self.env_runner_group.local_env_runner
         spaces = (runner.env_to_module.observation_space, runner.env_to_module.action_space)
-        module_spec = MultiRLModuleSpec(
-            rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces=spaces)}
-        )
+        if config.is_multi_agent:
+            module_spec = runner.module_spec
+        else:
+            module_spec = MultiRLModuleSpec(
+                rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces=spaces)}
+            )
         self.learner_group = LearnerGroup(config=config, module_spec=module_spec, spaces=spaces)
         self._sync_weights(force=True)
         self.eval_env_runner_group = self._build_evaluation_group()
@@ -82,7 +85,7 @@ class Algorithm(Checkpointable):
         if not self.config.evaluation_interval:
             return None
         eval_config = self.config.get_evaluation_config_object()
-        return EnvRunnerGroup(config=eval_config)
+        return EnvRunnerGroup(config=eval_config, runner_class=_runner_class(eval_config))
 
     # ------------------------------------------------------------- training
 
@@ -168,8 +171,9 @@ class Algorithm(Checkpointable):
         """Runs the evaluation runners with the current weights; returns the `evaluation` result part."""
         group = self.eval_env_runner_group
         if group is None:
+            eval_config = self.config.get_evaluation_config_object()
             group = self.eval_env_runner_group = EnvRunnerGroup(
-                config=self.config.get_evaluation_config_object()
+                config=eval_config, runner_class=_runner_class(eval_config)
             )
         self._callbacks.on_evaluate_start(algorithm=self, metrics_logger=self.metrics)
         group.sync_weights(self.learner_group.get_weights(inference_only=True), 0)
@@ -191,9 +195,12 @@ class Algorithm(Checkpointable):
 
     def get_module(self, module_id: str = DEFAULT_MODULE_ID):
         """The inference module (the local runner's) for `module_id`."""
+        module = self.env_runner.module
+        if self.config.is_multi_agent:
+            return module[module_id]
         if module_id != DEFAULT_MODULE_ID:
             raise KeyError(f"Unknown module id {module_id!r}; this algorithm has only {DEFAULT_MODULE_ID!r}.")
-        return self.env_runner.module
+        return module
 
     # ---------------------------------------------------------- checkpoints
 
@@ -265,6 +272,17 @@ class Algorithm(Checkpointable):
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.stop()
         self.learner_group.stop()
+
+
+def _runner_class(config: Any) -> type:
+    """`MultiAgentEnvRunner` for multi-agent configs (`config.is_multi_agent`), else `SingleAgentEnvRunner`."""
+    if config.is_multi_agent:
+        from flywheel.env_runners.multi_agent import MultiAgentEnvRunner
+
+        return MultiAgentEnvRunner
+    from flywheel.env_runners.single_agent import SingleAgentEnvRunner
+
+    return SingleAgentEnvRunner
 
 
 def _rng_state() -> dict[str, Any]:
