@@ -23,8 +23,16 @@ def test_the_examples_are_found():
     assert {"custom_connector.py", "custom_rl_module.py", "ppo_cartpole.py", "ppo_pendulum.py"} <= set(NAMES)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_script_runs_as_main(name, monkeypatch, capsys):
+# Examples that start Ray actors use the shared Ray session.
+RAY_EXAMPLES = {"distributed_ppo.py"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.ray) if n in RAY_EXAMPLES else n for n in NAMES]
+)
+def test_script_runs_as_main(name, monkeypatch, capsys, request):
+    if name in RAY_EXAMPLES:
+        request.getfixturevalue("ray_session")
     monkeypatch.setattr(sys, "argv", [name, "--smoke"])
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
     # Every example takes --smoke (one tiny iteration) and reports its training iteration.
