@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.core.learner.learner_group import LearnerGroup
-from flywheel.core.rl_module.spec import MultiRLModuleSpec
+from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
@@ -202,6 +203,76 @@ class Algorithm(Checkpointable):
             raise KeyError(f"Unknown module id {module_id!r}; this algorithm has only {DEFAULT_MODULE_ID!r}.")
         return module
 
+    def add_module(
+        self,
+        module_id: str,
+        module_spec: RLModuleSpec | None = None,
+        *,
+        new_agent_to_module_mapping_fn: Callable | None = None,
+        new_should_module_be_updated: Any = None,
+    ) -> RLModuleSpec:
+        """Adds a module to the running (multi-agent) algorithm: to the learners (with optimizers when
+        it trains), the training and the evaluation runners. Fields of `module_spec` left None come
+        from the config and the spaces of the agents mapped to it. `new_agent_to_module_mapping_fn`
+        and `new_should_module_be_updated` (policies_to_train), when given, replace the config's; new
+        episodes map their agents with the new function. Returns the completed spec."""
+        policies = self.config.policies
+        policies = (
+            {**policies, module_id: module_spec} if isinstance(policies, dict) else {*policies, module_id}
+        )
+        config = self._reconfigure(policies, new_agent_to_module_mapping_fn, new_should_module_be_updated)
+        spec = self.env_runner.add_module(module_id, module_spec or RLModuleSpec(), config)
+        self.env_runner_group.foreach_env_runner(
+            lambda runner: runner.add_module(module_id, spec, config), local_env_runner=False
+        )
+        if self.eval_env_runner_group is not None:
+            eval_config = config.get_evaluation_config_object()
+            self.eval_env_runner_group.foreach_env_runner(
+                lambda r: r.add_module(module_id, spec, eval_config)
+            )
+        self.learner_group.foreach_learner(lambda learner: _add_to_learner(learner, module_id, spec, config))
+        self._sync_weights(force=True)
+        return spec
+
+    def remove_module(
+        self,
+        module_id: str,
+        *,
+        new_agent_to_module_mapping_fn: Callable | None = None,
+        new_should_module_be_updated: Any = None,
+    ) -> None:
+        """Removes a module from learners and runners (their ongoing episodes restart). Pass a mapping
+        function that no longer returns `module_id` unless the config's already does not."""
+        policies = self.config.policies
+        if module_id not in policies:
+            raise KeyError(f"No module {module_id!r} to remove; the policies are {sorted(policies)}.")
+        if isinstance(policies, dict):
+            policies = {mid: spec for mid, spec in policies.items() if mid != module_id}
+        else:
+            policies = set(policies) - {module_id}
+        to_train = new_should_module_be_updated
+        if to_train is None and isinstance(self.config.policies_to_train, set | list | tuple | frozenset):
+            to_train = set(self.config.policies_to_train) - {module_id}
+        config = self._reconfigure(policies, new_agent_to_module_mapping_fn, to_train)
+        self.env_runner_group.foreach_env_runner(lambda runner: runner.remove_module(module_id, config))
+        if self.eval_env_runner_group is not None:
+            eval_config = config.get_evaluation_config_object()
+            self.eval_env_runner_group.foreach_env_runner(lambda r: r.remove_module(module_id, eval_config))
+        self.learner_group.foreach_learner(lambda learner: _remove_from_learner(learner, module_id, config))
+
+    def _reconfigure(self, policies: Any, mapping_fn: Callable | None, policies_to_train: Any) -> Any:
+        """A validated, frozen copy of the config with new multi-agent settings; it becomes `self.config`."""
+        changes = {"policies": policies}
+        if mapping_fn is not None:
+            changes["policy_mapping_fn"] = mapping_fn
+        if policies_to_train is not None:
+            changes["policies_to_train"] = policies_to_train
+        config = self.config.copy().multi_agent(**changes)
+        config.validate()
+        config.freeze()
+        self.config = config
+        return config
+
     # ---------------------------------------------------------- checkpoints
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
@@ -272,6 +343,21 @@ class Algorithm(Checkpointable):
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.stop()
         self.learner_group.stop()
+
+
+def _add_to_learner(learner: Any, module_id: str, spec: RLModuleSpec, config: Any) -> None:
+    learner.config = config
+    learner.module.add_module(module_id, spec.build(), override=True)
+    if learner.should_module_be_updated(module_id):
+        learner.configure_optimizers_for_module(module_id, config)
+
+
+def _remove_from_learner(learner: Any, module_id: str, config: Any) -> None:
+    learner.config = config
+    learner.module.remove_module(module_id)
+    # The Learner has no public way to drop a module's optimizers; stale ones would end up in checkpoints.
+    for key in [key for key in learner._optimizer_slots if key[0] == module_id]:
+        del learner._optimizer_slots[key]
 
 
 def _runner_class(config: Any) -> type:

@@ -9,13 +9,25 @@ from flywheel.env.make import (
     register_env,
     seed_for,
 )
+from flywheel.env.multi_agent_checks import check_multi_agent_env
+from flywheel.env.multi_agent_env import (
+    MultiAgentAsyncVectorEnv,
+    MultiAgentEnv,
+    MultiAgentSyncVectorEnv,
+    make_multi_agent_vector_env,
+)
 
 __all__ = [
     "SUPPORTED_SPACES",
     "VECTORIZE_MODES",
     "EnvContext",
+    "MultiAgentAsyncVectorEnv",
+    "MultiAgentEnv",
+    "MultiAgentSyncVectorEnv",
     "check_env",
+    "check_multi_agent_env",
     "make_env_creator",
+    "make_multi_agent_vector_env",
     "make_vector_env",
     "register_env",
     "seed_for",

@@ -8,6 +8,7 @@ runner maps the module-to-env output back to one `{agent_id: action}` dict per s
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 from typing import Any
 
@@ -16,13 +17,20 @@ import torch
 
 from flywheel.columns import Columns
 from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
+from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.env.make import EnvContext, make_env_creator
 from flywheel.env.multi_agent_checks import check_multi_agent_env
 from flywheel.env.multi_agent_env import FINAL_INFOS, FINAL_OBS, make_multi_agent_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.infos import row
 from flywheel.env_runners.multi_agent_metrics import EpisodeStats, log_sample_metrics
-from flywheel.env_runners.multi_agent_modules import mapping_fn, multi_rl_module_spec, raise_unknown_module
+from flywheel.env_runners.multi_agent_modules import (
+    mapping_fn,
+    module_spaces,
+    module_spec,
+    multi_rl_module_spec,
+    raise_unknown_module,
+)
 from flywheel.episodes import MultiAgentEpisode
 from flywheel.errors import ConfigError
 
@@ -49,9 +57,7 @@ class MultiAgentEnvRunner(EnvRunner):
         spaces = (gym.spaces.Dict(self.env.observation_spaces), gym.spaces.Dict(self.env.action_spaces))
         self._env_to_module = config.build_env_to_module_connector(self.env, spaces=spaces)
         self._module_to_env = config.build_module_to_env_connector(self.env, spaces=spaces)
-        self.module_spec = multi_rl_module_spec(
-            config, self.env.possible_agents, self._module_observation_spaces(), self.env.action_spaces
-        )
+        self.module_spec = multi_rl_module_spec(config, self._module_spaces(config))
         self.module = self._build_inference_module()
         self._count_agent_steps = config.count_steps_by == "agent_steps"
         self.weights_seq_no = 0
@@ -81,20 +87,20 @@ class MultiAgentEnvRunner(EnvRunner):
         )
         return env
 
-    def _module_observation_spaces(self) -> dict:
-        """Per agent: the env-to-module pipeline's output space for it (a Dict keyed by agent), else the env's."""
+    def _module_spaces(self, config: Any) -> dict:
+        """Per module, its first agent's spaces; observation spaces as the env-to-module pipeline outputs
+        them (when it outputs a Dict keyed by agent id), else the env's."""
         out = self._env_to_module.observation_space
-        env_spaces = self.env.observation_spaces
+        observation_spaces = dict(self.env.observation_spaces)
         if isinstance(out, gym.spaces.Dict):
-            return {agent_id: out.spaces.get(agent_id, space) for agent_id, space in env_spaces.items()}
-        return dict(env_spaces)
+            observation_spaces = {a: out.spaces.get(a, space) for a, space in observation_spaces.items()}
+        return module_spaces(config, self.env.possible_agents, observation_spaces, self.env.action_spaces)
 
     def _build_inference_module(self):
-        for spec in self.module_spec.rl_module_specs.values():
-            spec.inference_only = True
-        module = self.module_spec.build()
-        for spec in self.module_spec.rl_module_specs.values():
-            spec.inference_only = False
+        specs = self.module_spec.rl_module_specs
+        module = MultiRLModule(
+            {mid: dataclasses.replace(spec, inference_only=True).build() for mid, spec in specs.items()}
+        )
         stateful = [module_id for module_id, m in module.items() if m.is_stateful()]
         if stateful and self.config.episode_lookback_horizon < 1:
             raise ConfigError(
@@ -288,6 +294,31 @@ class MultiAgentEnvRunner(EnvRunner):
                 episode=episode, env_runner=self, metrics_logger=self.metrics, env=self.env,
                 env_index=index, rl_module=self.module,
             )  # fmt: skip
+
+    # ---------------------------------------------------------------- modules
+
+    def add_module(self, module_id: str, spec: Any, config: Any) -> Any:
+        """Adds an (inference-only) module built from `spec` completed like the others' (spaces of its
+        agents, config defaults) and returns the completed spec. `config` (with `module_id` in
+        `policies`) replaces the runner's, so agents of new episodes map with its policy_mapping_fn."""
+        self._use_config(config)
+        spec = module_spec(config, module_id, self._module_spaces(config).get(module_id), own=spec)
+        self.module_spec.rl_module_specs[module_id] = spec
+        self.module.add_module(
+            module_id, dataclasses.replace(spec, inference_only=True).build(), override=True
+        )
+        return spec
+
+    def remove_module(self, module_id: str, config: Any) -> None:
+        """Removes a module; ongoing episodes restart, since their agents may still map to it."""
+        self._use_config(config)
+        self.module_spec.rl_module_specs.pop(module_id, None)
+        self.module.remove_module(module_id)
+        self._episodes = None
+
+    def _use_config(self, config: Any) -> None:
+        self.config = config
+        self._mapping_fn = mapping_fn(config)
 
     # ------------------------------------------------------------------ state
 

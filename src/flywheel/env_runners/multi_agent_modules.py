@@ -53,29 +53,39 @@ def raise_unknown_module(agent_id: AgentID, module_id: Any, known: Any) -> None:
     )
 
 
-def multi_rl_module_spec(
+def module_spaces(
     config: Any,
     possible_agents: list[AgentID],
     observation_spaces: Mapping[AgentID, gym.Space],
     action_spaces: Mapping[AgentID, gym.Space],
-) -> MultiRLModuleSpec:
-    """One `RLModuleSpec` per module id, with the spaces of the first agent mapped to it."""
-    first_agent: dict[ModuleID, AgentID] = {}
+) -> dict[ModuleID, tuple[gym.Space, gym.Space]]:
+    """`{module_id: (observation space, action space)}` of the first possible agent mapped to each module."""
+    spaces = {}
     for agent_id, module_id in agent_modules(config, possible_agents).items():
-        first_agent.setdefault(module_id, agent_id)
-    specs = {}
-    for module_id in module_ids(config):
-        agent_id = first_agent.get(module_id)
-        spaces = None if agent_id is None else (observation_spaces[agent_id], action_spaces[agent_id])
-        specs[module_id] = module_spec(config, module_id, spaces)
-    return MultiRLModuleSpec(rl_module_specs=specs)
+        if module_id not in spaces:
+            spaces[module_id] = (observation_spaces[agent_id], action_spaces[agent_id])
+    return spaces
 
 
-def module_spec(config: Any, module_id: ModuleID, spaces: tuple | None) -> RLModuleSpec:
-    """The spec of `module_id`: `policies[module_id]` (when a spec) over the config's spec for it."""
+def multi_rl_module_spec(config: Any, spaces: Mapping[ModuleID, tuple]) -> MultiRLModuleSpec:
+    """One `RLModuleSpec` per module id of the config, built for `spaces[module_id]`."""
+    return MultiRLModuleSpec(
+        rl_module_specs={
+            module_id: module_spec(config, module_id, spaces.get(module_id))
+            for module_id in module_ids(config)
+        }
+    )
+
+
+def module_spec(
+    config: Any, module_id: ModuleID, spaces: tuple | None, own: RLModuleSpec | None = None
+) -> RLModuleSpec:
+    """The spec of `module_id`: `own` (default: `policies[module_id]` when a spec) over the config's spec for
+    it; `spaces` (those of its agents) win over both."""
     spec = config.get_rl_module_spec(spaces=spaces, module_id=module_id)
     policies = config.policies
-    own = policies.get(module_id) if isinstance(policies, Mapping) else None
+    if own is None and isinstance(policies, Mapping):
+        own = policies.get(module_id)
     if isinstance(own, RLModuleSpec):
         spec = RLModuleSpec(**{**vars(spec), **{k: v for k, v in vars(own).items() if v is not None}})
         if spaces is not None:

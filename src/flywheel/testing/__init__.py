@@ -8,12 +8,20 @@ from flywheel.testing.envs import (
     ObsOutOfSpaceEnv,
     WrongSpaceTypeEnv,
 )
+from flywheel.testing.multi_agent_envs import BrokenMultiAgentEnv, JoinLeaveEnv, MultiCartPole, TurnBasedEnv
+from flywheel.testing.tic_tac_toe import RandomLegalMoveModule, TicTacToe
 
 __all__ = [
     "OBS_HIGH",
+    "BrokenMultiAgentEnv",
     "CountingContinuousEnv",
     "CountingEnv",
     "FailingEnv",
+    "JoinLeaveEnv",
+    "MultiCartPole",
     "ObsOutOfSpaceEnv",
+    "RandomLegalMoveModule",
+    "TicTacToe",
+    "TurnBasedEnv",
     "WrongSpaceTypeEnv",
 ]
