@@ -313,6 +313,8 @@ class Algorithm(Checkpointable):
             self.learner_group.set_state(state["learner_group"])
         if "env_runner" in state:
             self.env_runner.set_state(state["env_runner"])
+            if self.env_runner_group.num_remote_env_runners:  # remote runners take the restored filters too
+                self.env_runner_group.sync_connector_states(from_group=self.env_runner_group)
         if "learner_group" in state:
             self._restore_runner_weights()
         self.iteration = state.get("training_iteration", self.iteration)
