@@ -125,6 +125,12 @@ class OffPolicyConfig(AlgorithmConfig):
                 "buffer, not on episodes, so the learner pipeline never runs. Fix: transform observations "
                 "with config.env_runners(env_to_module_connector=...) (they are stored as the module sees them)."
             )
+        if _is_int(self.num_learners) and self.num_learners > 0:
+            problems.append(
+                f"num_learners={self.num_learners}, but {type(self).__name__} updates one local learner on each "
+                "replayed batch (remote learners would need the batch sharded). Fix: "
+                "config.learners(num_learners=0); raise training_intensity for more updates instead."
+            )
         if self.is_multi_agent:
             problems.append(
                 f"{type(self).__name__} trains one module on single-agent episodes, but this config maps agents "
