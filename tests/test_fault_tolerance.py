@@ -151,7 +151,7 @@ def test_restarts_stop_at_the_maximum(counter):
 
 def test_hanging_runner_is_dropped_counted_and_restarted(counter):
     name, actor = counter
-    algo = build(name, hang=True, sample_timeout_s=8.0)
+    algo = build(name, hang=True, sample_timeout_s=20.0)
     try:
         first, second = train(algo, 2)
         assert second["fault_tolerance"]["num_env_runner_timeouts"] == 1
