@@ -1,6 +1,9 @@
 """Multi-agent algorithms: which modules train, per-module results, shared policies, modules added and
 removed at run time."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -132,3 +135,15 @@ def test_remove_unknown_module():
             algo.remove_module("p7")
     finally:
         algo.stop()
+
+
+def test_docs_training_section_runs(capsys):
+    page = Path(__file__).parents[2] / "docs" / "concepts" / "multi_agent.md"
+    blocks = re.findall(r"```py\n(.*?)```", page.read_text(), re.S)
+    assert len(blocks) == 2
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, str(page), "exec"), namespace)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("{'learner': ") and lines[1].startswith("{'X': ")
+    assert "total_loss" in lines[2]

@@ -63,3 +63,38 @@ def test_module_to_env_samples_per_module_and_unsquashes_box_actions():
         np.array([2.0, 0.0]) + cont[Columns.ACTIONS][0] * np.array([2.0, 2.0]), BOX.low, BOX.high
     )
     np.testing.assert_allclose(cont[Columns.ACTIONS_FOR_ENV][0], expected, rtol=1e-6)
+
+
+def test_flatten_observations_per_agent_on_a_pettingzoo_env():
+    from pettingzoo.classic import rps_v2
+
+    from flywheel import MultiAgentEnvRunner, PPOConfig
+    from flywheel.connectors.env_to_module import FlattenObservations
+    from flywheel.env.pettingzoo import PettingZooEnv
+
+    config = (
+        PPOConfig()
+        .environment(lambda cfg: PettingZooEnv(rps_v2.parallel_env(max_cycles=3)))
+        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda agent_id, episode, **kw: "shared")
+        .env_runners(
+            env_to_module_connector=lambda env, spaces, device: FlattenObservations(multi_agent=True)
+        )
+        .debugging(seed=0)
+    )
+    runner = MultiAgentEnvRunner(config=config)
+    try:
+        assert runner.module["shared"].observation_space == gym.spaces.Box(0.0, 1.0, (4,), np.float32)
+        (episode,) = runner.sample(num_episodes=1)
+    finally:
+        runner.stop()
+    for agent_id in ("player_0", "player_1"):
+        agent_episode = episode.agent_episodes[agent_id]
+        observations = agent_episode.get_observations()
+        assert observations.shape == (4, 4) and observations.dtype == np.float32
+        assert observations.sum(axis=1).tolist() == [1.0] * 4  # one-hot, final observation too
+        assert observations[0].tolist() == [0.0, 0.0, 0.0, 1.0]  # reset: "no move yet" (3)
+    theirs = episode.agent_episodes["player_1"].get_actions()
+    assert (
+        np.argmax(episode.agent_episodes["player_0"].get_observations()[1:], axis=1).tolist()
+        == theirs.tolist()
+    )

@@ -21,6 +21,7 @@ def load(name):
 
 def test_the_examples_are_found():
     assert {"custom_connector.py", "custom_rl_module.py", "ppo_cartpole.py", "ppo_pendulum.py"} <= set(NAMES)
+    assert {"multi_agent_cartpole.py", "turn_based_game.py", "pettingzoo_parallel.py"} <= set(NAMES)
 
 
 # Examples that start Ray actors use the shared Ray session.

@@ -27,9 +27,9 @@ class TicTacToe(MultiAgentEnv):
     """Players ``"X"`` (moves first) and ``"O"`` place marks on a 3x3 board; three in a line wins.
 
     The mover observes the board from its own side: 9 cells, ``1`` its marks, ``-1`` the
-    opponent's, ``0`` empty; its action is the cell (0-8). The winner gets ``+1`` and the loser
-    ``-1``, a draw ``0`` each. A move onto a taken cell loses at once (``-1``, the opponent ``0``).
-    At the end every player that has observed gets a final observation.
+    opponent's, ``0`` empty; its action is the cell (0-8). Games score like chess: the winner gets
+    ``1``, the loser ``0``, a draw ``0.5`` each. A move onto a taken cell forfeits the game. At the
+    end every player that has observed gets a final observation.
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
@@ -56,12 +56,12 @@ class TicTacToe(MultiAgentEnv):
         mover, other = self.mover, "O" if self.mover == "X" else "X"
         cell = int(action_dict[mover])
         if self.board[cell] != 0:
-            return self._end({mover: -1.0, other: 0.0})
+            return self._end({mover: 0.0, other: 1.0})
         self.board[cell] = 1.0 if mover == "X" else -1.0
         if np.any(np.abs(self.board[_LINES].sum(axis=1)) == 3):
-            return self._end({mover: 1.0, other: -1.0})
+            return self._end({mover: 1.0, other: 0.0})
         if not np.any(self.board == 0):
-            return self._end({mover: 0.0, other: 0.0})
+            return self._end({mover: 0.5, other: 0.5})
         self.mover = other
         self.observed.add(other)
         return {other: self._obs(other).copy()}, {}, {"__all__": False}, {"__all__": False}, {}

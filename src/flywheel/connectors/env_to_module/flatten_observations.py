@@ -32,50 +32,40 @@ class FlattenObservations(ConnectorV2):
     position order): Box and MultiBinary leaves flattened, Discrete leaves one-hot (`n` entries),
     MultiDiscrete leaves one one-hot per component. Like `MeanStdFilter`, it writes back into the
     episodes so the learner trains on the flat observations the module saw.
+
+    With `multi_agent=True` (on a `MultiAgentEnvRunner`) the input space is the Dict of every
+    agent's space; each agent's observations are flattened by its own space, the output is the
+    Dict of the agents' flat Boxes, and every agent that observed in the newest step is rewritten.
     """
 
     def __init__(
         self,
         input_observation_space: gym.Space | None = None,
         input_action_space: gym.Space | None = None,
+        *,
+        multi_agent: bool = False,
         **kwargs: Any,
     ):
+        self.multi_agent = multi_agent
         self._leaves: list[_Leaf] = []
+        self._agent_leaves: dict[Any, list[_Leaf]] = {}
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
     def recompute_output_observation_space(
         self, input_observation_space: gym.Space, input_action_space: gym.Space | None
     ) -> gym.Space:
-        self._leaves = []
-        lows, highs = [], []
-        self._plan(input_observation_space, (), lows, highs)
-        low, high = np.concatenate(lows), np.concatenate(highs)
-        return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), low.shape, np.float32)
-
-    def _plan(self, space: gym.Space, path: tuple[Any, ...], lows: list, highs: list) -> None:
-        if isinstance(space, gym.spaces.Dict):
-            for key, subspace in space.spaces.items():
-                self._plan(subspace, (*path, key), lows, highs)
-        elif isinstance(space, gym.spaces.Tuple):
-            for index, subspace in enumerate(space.spaces):
-                self._plan(subspace, (*path, index), lows, highs)
-        elif isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
-            is_box = isinstance(space, gym.spaces.Box)
-            lows.append(space.low.reshape(-1) if is_box else np.zeros(space.n).reshape(-1))
-            highs.append(space.high.reshape(-1) if is_box else np.ones(space.n).reshape(-1))
-            self._leaves.append(_Leaf(path, None, None))
-        elif isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
-            sizes = np.asarray(space.n if isinstance(space, gym.spaces.Discrete) else space.nvec).reshape(-1)
-            starts = np.asarray(space.start).reshape(-1)
-            lows.append(np.zeros(sizes.sum()))
-            highs.append(np.ones(sizes.sum()))
-            self._leaves.append(_Leaf(path, sizes, starts))
-        else:
+        if not self.multi_agent:
+            self._leaves, flat_space = _flat_plan(input_observation_space)
+            return flat_space
+        if not isinstance(input_observation_space, gym.spaces.Dict):
             raise ConnectorError(
-                f"FlattenObservations handles Box, MultiBinary, Discrete, MultiDiscrete and Dict/Tuple of "
-                f"them, got {space} at {list(path) or 'the top level'}. Convert that part of the observation "
-                f"with a custom piece before FlattenObservations."
+                f"FlattenObservations(multi_agent=True) expects a Dict of the agents' observation spaces, got "
+                f"{input_observation_space}. Fix: drop multi_agent=True on a single-agent runner."
             )
+        flat_spaces = {}
+        for agent_id, space in input_observation_space.spaces.items():
+            self._agent_leaves[agent_id], flat_spaces[agent_id] = _flat_plan(space)
+        return gym.spaces.Dict(flat_spaces)
 
     def __call__(
         self,
@@ -90,29 +80,79 @@ class FlattenObservations(ConnectorV2):
     ) -> dict[str, Any]:
         if not episodes:
             return batch
-        flat = self._flatten([episode.get_observations(-1) for episode in episodes])
-        for episode, row in zip(episodes, flat):
-            episode.set_observations(new_data=row, at_indices=-1)
+        if not self.multi_agent:
+            _rewrite_newest(episodes, self._leaves)
+            return batch
+        per_agent: dict[Any, list[Any]] = {}
+        for episode in episodes:
+            for agent_id in episode.get_agents_that_stepped():
+                per_agent.setdefault(agent_id, []).append(episode.agent_episodes[agent_id])
+        for agent_id, agent_episodes in per_agent.items():
+            _rewrite_newest(agent_episodes, self._agent_leaves[agent_id])
         return batch
 
-    def _flatten(self, observations: list[Any]) -> np.ndarray:
-        """Flattens a list of observations into one float32 array `[len(observations), flat_dim]`."""
-        parts = [self._flatten_leaf(leaf, observations) for leaf in self._leaves]
-        flat = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-        return flat.astype(np.float32, copy=False)
 
-    @staticmethod
-    def _flatten_leaf(leaf: _Leaf, observations: list[Any]) -> np.ndarray:
-        if leaf.path:
-            observations = [_at_path(observation, leaf.path) for observation in observations]
-        values = np.asarray(observations).reshape(len(observations), -1)
-        if leaf.one_hot_sizes is None:
-            return values
-        one_hots = [
-            np.eye(size, dtype=np.float32)[values[:, index] - start]
-            for index, (size, start) in enumerate(zip(leaf.one_hot_sizes, leaf.starts))
-        ]
-        return one_hots[0] if len(one_hots) == 1 else np.concatenate(one_hots, axis=1)
+def _rewrite_newest(episodes: list[Any], leaves: list[_Leaf]) -> None:
+    """Replaces each (single-agent) episode's newest observation by its flat version."""
+    flat = _flatten([episode.get_observations(-1) for episode in episodes], leaves)
+    for episode, row in zip(episodes, flat):
+        episode.set_observations(new_data=row, at_indices=-1)
+
+
+def _flatten(observations: list[Any], leaves: list[_Leaf]) -> np.ndarray:
+    """Flattens a list of observations into one float32 array `[len(observations), flat_dim]`."""
+    parts = [_flatten_leaf(leaf, observations) for leaf in leaves]
+    flat = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+    return flat.astype(np.float32, copy=False)
+
+
+def _flat_plan(space: gym.Space) -> tuple[list[_Leaf], gym.spaces.Box]:
+    """The leaves of `space` (in flattening order) and the flat Box they make up."""
+    leaves: list[_Leaf] = []
+    lows: list[np.ndarray] = []
+    highs: list[np.ndarray] = []
+    _plan(space, (), lows, highs, leaves)
+    low, high = np.concatenate(lows), np.concatenate(highs)
+    return leaves, gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), low.shape, np.float32)
+
+
+def _plan(space: gym.Space, path: tuple[Any, ...], lows: list, highs: list, leaves: list[_Leaf]) -> None:
+    if isinstance(space, gym.spaces.Dict):
+        for key, subspace in space.spaces.items():
+            _plan(subspace, (*path, key), lows, highs, leaves)
+    elif isinstance(space, gym.spaces.Tuple):
+        for index, subspace in enumerate(space.spaces):
+            _plan(subspace, (*path, index), lows, highs, leaves)
+    elif isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
+        is_box = isinstance(space, gym.spaces.Box)
+        lows.append(space.low.reshape(-1) if is_box else np.zeros(space.n).reshape(-1))
+        highs.append(space.high.reshape(-1) if is_box else np.ones(space.n).reshape(-1))
+        leaves.append(_Leaf(path, None, None))
+    elif isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+        sizes = np.asarray(space.n if isinstance(space, gym.spaces.Discrete) else space.nvec).reshape(-1)
+        starts = np.asarray(space.start).reshape(-1)
+        lows.append(np.zeros(sizes.sum()))
+        highs.append(np.ones(sizes.sum()))
+        leaves.append(_Leaf(path, sizes, starts))
+    else:
+        raise ConnectorError(
+            f"FlattenObservations handles Box, MultiBinary, Discrete, MultiDiscrete and Dict/Tuple of "
+            f"them, got {space} at {list(path) or 'the top level'}. Convert that part of the observation "
+            f"with a custom piece before FlattenObservations."
+        )
+
+
+def _flatten_leaf(leaf: _Leaf, observations: list[Any]) -> np.ndarray:
+    if leaf.path:
+        observations = [_at_path(observation, leaf.path) for observation in observations]
+    values = np.asarray(observations).reshape(len(observations), -1)
+    if leaf.one_hot_sizes is None:
+        return values
+    one_hots = [
+        np.eye(size, dtype=np.float32)[values[:, index] - start]
+        for index, (size, start) in enumerate(zip(leaf.one_hot_sizes, leaf.starts))
+    ]
+    return one_hots[0] if len(one_hots) == 1 else np.concatenate(one_hots, axis=1)
 
 
 def _at_path(observation: Any, path: tuple[Any, ...]) -> Any:
