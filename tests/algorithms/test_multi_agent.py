@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flywheel import MultiRLModuleSpec, PPOConfig, RLModuleSpec
+from flywheel import Algorithm, MultiRLModuleSpec, PPOConfig, RLModuleSpec
 from flywheel.testing.multi_agent_envs import TurnBasedEnv
 
 
@@ -147,3 +147,21 @@ def test_docs_training_section_runs(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("{'learner': ") and lines[1].startswith("{'X': ")
     assert "total_loss" in lines[2]
+
+
+def test_checkpoint_round_trip_and_evaluation(build, tmp_path):
+    algo = build(small_config().evaluation(evaluation_interval=1, evaluation_duration=2))
+    result = algo.train()
+    assert result["evaluation"]["env_runners"]["module_episode_returns_mean"] == {"p0": 6.0, "p1": 10.0}
+    assert result["evaluation"]["env_runners"]["num_episodes"] == 2
+    algo.save_to_path(tmp_path)
+    restored = Algorithm.from_checkpoint(tmp_path)
+    try:
+        for module_id in ("p0", "p1"):
+            assert same(
+                restored.get_module(module_id).get_state(inference_only=True), weights(algo, module_id)
+            )
+            assert same(weights(restored, module_id), weights(algo, module_id))
+        assert restored.train()["training_iteration"] == 2
+    finally:
+        restored.stop()
