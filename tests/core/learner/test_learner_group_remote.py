@@ -32,7 +32,8 @@ def test_shard_episodes_balances_env_steps():
     episodes = [episode(n, i) for i, n in enumerate([10, 3, 7, 5, 5])]
     shards = shard_episodes(episodes, 2)
     assert [sorted(len(e) for e in shard) for shard in shards] == [[5, 10], [3, 5, 7]]
-    assert shard_episodes(episodes[:1], 3)[1:] == [[], []]
+    # Fewer episodes than learners: every learner gets all of them.
+    assert shard_episodes(episodes[:2], 3) == [episodes[:2]] * 3
 
 
 def test_merge_results_adds_counts_keeps_equal_values_and_averages_the_rest():

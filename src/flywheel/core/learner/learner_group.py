@@ -197,7 +197,13 @@ class _LearnerActor:
 
 def shard_episodes(episodes: list, num_shards: int) -> list[list]:
     """Splits `episodes` into `num_shards` lists with near-equal env-step counts (each episode goes
-    to the shard with the fewest steps so far; shards differ by at most one episode's length)."""
+    to the shard with the fewest steps so far; shards differ by at most one episode's length).
+
+    With fewer episodes than shards, every shard gets all episodes: each learner must take part
+    in every gradient exchange, and identical shards give the single-learner gradients.
+    """
+    if len(episodes) < num_shards:
+        return [list(episodes) for _ in range(num_shards)]
     shards: list[list] = [[] for _ in range(num_shards)]
     sizes = [0] * num_shards
     for episode in sorted(episodes, key=len, reverse=True):
