@@ -3,10 +3,12 @@ evaluation, checkpoints, and Box actions refused at build."""
 
 import numpy as np
 import pytest
+import torch
 
-from flywheel import Algorithm, DQNConfig
+from flywheel import Algorithm, Columns, DQNConfig
 from flywheel.algorithms.dqn import DQN
 from flywheel.errors import ModuleError
+from flywheel.inference import load_policy
 from flywheel.replay import PrioritizedEpisodeReplayBuffer
 
 
@@ -124,6 +126,12 @@ def test_checkpoint_restores_learner_state_and_training_continues(tmp_path):
         seq_no = algo.learner_group.weights_seq_no
     finally:
         algo.stop()
+    policy = load_policy(path)  # no algorithm, no replay: the module and the connectors
+    obs = np.array([0.01, -0.02, 0.03, 0.04], np.float32)
+    q = algo.get_module().forward_inference({Columns.OBS: torch.from_numpy(obs[None])})[
+        Columns.ACTION_DIST_INPUTS
+    ]
+    assert policy.compute_single_action(obs, explore=False) == int(q.argmax())
     restored = Algorithm.from_checkpoint(path)
     try:
         assert isinstance(restored, DQN) and restored.learner_group.weights_seq_no == seq_no == 4

@@ -113,30 +113,6 @@ class OffPolicyConfig(AlgorithmConfig):
             # The common check wants an int; None is the only valid value for off-policy learners.
             not_a_problem = checks.check_int(self, "minibatch_size", 1)
             problems = [problem for problem in problems if problem != not_a_problem]
-        else:
-            problems.append(
-                f"minibatch_size={self.minibatch_size!r}, but {type(self).__name__} takes one gradient step "
-                "per replayed batch. Fix: leave minibatch_size=None and set the batch size with "
-                "config.training(train_batch_size_per_learner=...)."
-            )
-        if self.learner_connector is not None:
-            problems.append(
-                f"learner_connector is set, but {type(self).__name__} trains on batches replayed from its "
-                "buffer, not on episodes, so the learner pipeline never runs. Fix: transform observations "
-                "with config.env_runners(env_to_module_connector=...) (they are stored as the module sees them)."
-            )
-        if _is_int(self.num_learners) and self.num_learners > 0:
-            problems.append(
-                f"num_learners={self.num_learners}, but {type(self).__name__} updates one local learner on each "
-                "replayed batch (remote learners would need the batch sharded). Fix: "
-                "config.learners(num_learners=0); raise training_intensity for more updates instead."
-            )
-        if self.is_multi_agent:
-            problems.append(
-                f"{type(self).__name__} trains one module on single-agent episodes, but this config maps agents "
-                "to modules (multi_agent()). Fix: use PPO for multi-agent training, or drop the policies and "
-                "policy_mapping_fn."
-            )
         intensity = self.training_intensity
         if intensity is not None and not (_is_number(intensity) and intensity > 0):
             problems.append(
@@ -145,6 +121,7 @@ class OffPolicyConfig(AlgorithmConfig):
                 "config.training(training_intensity=...)."
             )
         problems += [
+            *self._unused_settings_problems(),
             checks.check_int(self, "num_steps_sampled_before_learning_starts", 0),
             checks.check_int(self, "target_network_update_freq", 0),
             _check_tau(self),
@@ -152,6 +129,35 @@ class OffPolicyConfig(AlgorithmConfig):
             *self._replay_problems(),
         ]
         return [problem for problem in problems if problem]
+
+    def _unused_settings_problems(self) -> list[str]:
+        """Settings the off-policy loop would silently ignore (it has one local learner and module)."""
+        name, problems = type(self).__name__, []
+        if self.minibatch_size is not None:
+            problems.append(
+                f"minibatch_size={self.minibatch_size!r}, but {name} takes one gradient step per replayed "
+                "batch. Fix: leave minibatch_size=None and set the batch size with "
+                "config.training(train_batch_size_per_learner=...)."
+            )
+        if self.learner_connector is not None:
+            problems.append(
+                f"learner_connector is set, but {name} trains on batches replayed from its buffer, not on "
+                "episodes, so the learner pipeline never runs. Fix: transform observations with "
+                "config.env_runners(env_to_module_connector=...) (they are stored as the module sees them)."
+            )
+        if _is_int(self.num_learners) and self.num_learners > 0:
+            problems.append(
+                f"num_learners={self.num_learners}, but {name} updates one local learner on each replayed "
+                "batch (remote learners would need the batch sharded). Fix: config.learners(num_learners=0); "
+                "raise training_intensity for more updates instead."
+            )
+        if self.is_multi_agent:
+            problems.append(
+                f"{name} trains one module on single-agent episodes, but this config maps agents to modules "
+                "(multi_agent()). Fix: use PPO for multi-agent training, or drop the policies and "
+                "policy_mapping_fn."
+            )
+        return problems
 
     def _replay_problems(self) -> list[str | None]:
         fix = f"Fix: pass e.g. config.training(replay_buffer_config={REPLAY_EXAMPLE})."
