@@ -56,6 +56,17 @@ def test_set_state_exact_round_trip_from_numpy_and_tensors():
     assert np.array_equal(target.get_state()["pi.weight"], state["pi.weight"])
 
 
+def test_set_state_takes_read_only_arrays_without_a_warning(recwarn):
+    # Weights that come from Ray's object store are read-only numpy arrays.
+    state = TwoBranches(OBS, ACT).get_state()
+    for value in state.values():
+        value.flags.writeable = False
+    target = TwoBranches(OBS, ACT)
+    target.set_state(state)
+    assert [str(w.message) for w in recwarn] == []
+    assert all(np.array_equal(target.get_state()[k], v) for k, v in state.items())
+
+
 def test_inference_only_module_accepts_a_full_state():
     learner_module = TwoBranches(OBS, ACT)
     runner_module = TwoBranches(OBS, ACT, inference_only=True)

@@ -105,7 +105,15 @@ class TorchRLModule(nn.Module, RLModule):
                         f"{tuple(value.shape)}, expected {tuple(target.shape)}. Fix: pass a state "
                         "from a module built with the same spaces and model_config."
                     )
-                target.copy_(torch.as_tensor(value))
+                target.copy_(_as_tensor(value))
+
+
+def _as_tensor(value: Any) -> torch.Tensor:
+    """A tensor of `value`; read-only arrays (weights from Ray's object store) are copied first,
+    since torch cannot share their memory and warns about it."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        value = value.copy()
+    return torch.as_tensor(value)
 
 
 def _prefixes(names: str | list[str] | None) -> tuple[str, ...]:
