@@ -160,3 +160,27 @@ def test_hanging_runner_is_dropped_counted_and_restarted(counter):
         assert ray.get(actor.get.remote()) == {1: 200, 2: 250}
     finally:
         algo.stop()
+
+
+def test_failed_sub_env_is_rebuilt_inside_its_runner_without_a_runner_restart(counter):
+    name, actor = counter
+    algo = build(name, restart_failed_sub_environments=True)
+    try:
+        first, second, third = train(algo, 3)
+        assert first["env_runners"]["num_sub_env_restarts"] == 0
+        # Iteration 2: worker 1's step call 150 fails, so its sub-env is rebuilt and the ongoing
+        # 10-step episode (steps 141-149) is dropped; the runner records 40 + 60 = 100 steps anyway
+        # (calls 101-149 and 151-210) and its runner process lives on.
+        assert second["env_runners"]["num_sub_env_restarts"] == 1
+        assert second["env_runners"]["num_sub_env_restarts_lifetime"] == 1
+        assert second["env_runners"]["num_env_steps_sampled"] == 200
+        assert second["env_runners"]["num_episodes"] == 20
+        assert second["num_env_steps_sampled_lifetime"] == 400
+        assert second["fault_tolerance"]["num_env_runner_failures"] == 0
+        assert second["fault_tolerance"]["num_env_runner_restarts"] == 0
+        assert third["env_runners"]["num_sub_env_restarts"] == 0
+        assert third["env_runners"]["num_sub_env_restarts_lifetime"] == 1
+        assert third["num_env_steps_sampled_lifetime"] == 600
+        assert ray.get(actor.get.remote()) == {1: 100 + 110 + 100, 2: 300}
+    finally:
+        algo.stop()

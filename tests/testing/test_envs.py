@@ -144,3 +144,11 @@ def test_failing_env_requires_fail_after():
         match=re.escape("FailingEnv needs config['fail_after'] (steps before it fails), got config {}."),
     ):
         FailingEnv({})
+
+
+def test_failing_env_fails_only_on_listed_sub_envs():
+    config = {"fail_after": 0, "fail_on_vector_indices": [1]}
+    assert FailingEnv(EnvContext(config, vector_index=0)).fails is False
+    failing = FailingEnv(EnvContext(config, vector_index=1))
+    with pytest.raises(RuntimeError, match=re.escape("FailingEnv.reset() failed on purpose after 0 steps")):
+        failing.reset()

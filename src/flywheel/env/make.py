@@ -10,6 +10,7 @@ gymnasium vector env the runners step, one sub-env per creator call, each told i
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 from collections.abc import Callable, Mapping
@@ -19,12 +20,23 @@ import gymnasium as gym
 
 from flywheel.errors import EnvError
 
-__all__ = ["VECTORIZE_MODES", "EnvContext", "make_env_creator", "make_vector_env", "register_env", "seed_for"]
+__all__ = [
+    "SUB_ENV_RESTARTED",
+    "VECTORIZE_MODES",
+    "EnvContext",
+    "make_env_creator",
+    "make_vector_env",
+    "register_env",
+    "seed_for",
+]
 
 EnvCreator = Callable[["EnvContext"], gym.Env]
 
 VECTORIZE_MODES: tuple[str, ...] = ("sync", "async", "vector_entry_point")
 """The valid ``gym_env_vectorize_mode`` values (strings or ``gymnasium.VectorizeMode`` members)."""
+
+SUB_ENV_RESTARTED = "flywheel_sub_env_restarted"
+"""Info key a sub-env sets (to ``True``) when it failed and was rebuilt; see :func:`make_vector_env`."""
 
 _REGISTRY: dict[str, EnvCreator] = {}
 
@@ -132,6 +144,7 @@ def make_vector_env(
     vectorize_mode: str | gym.VectorizeMode = "sync",
     worker_index: int = 0,
     num_workers: int = 0,
+    restart_failed_sub_environments: bool = False,
 ) -> gym.vector.VectorEnv:
     """Builds the vector env a runner steps.
 
@@ -140,6 +153,11 @@ def make_vector_env(
     same ``step()`` and its final observation is in ``infos["final_obs"]``. ``"vector_entry_point"``
     uses a gymnasium id's own vectorized implementation, which may autoreset ``NEXT_STEP``
     instead; runners read ``vector_env.metadata["autoreset_mode"]``.
+
+    With ``restart_failed_sub_environments`` (``"sync"``/``"async"`` only), a sub-env whose
+    ``reset``/``step`` raises is rebuilt from the creator and reset in place; that call returns the
+    fresh reset observation (reward 0, not done) with ``info[SUB_ENV_RESTARTED] = True``, so the
+    runner can drop the sub-env's episode. Off, the env is not wrapped and errors pass unchanged.
     """
     mode = _mode_name(vectorize_mode)
     if not isinstance(num_envs, int) or num_envs < 1:
@@ -149,6 +167,8 @@ def make_vector_env(
         return _make_vector_entry_point(env, creator, num_envs)
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
     thunks = [_SubEnvThunk(creator, context.copy_with_overrides(vector_index=i)) for i in range(num_envs)]
+    if restart_failed_sub_environments:
+        thunks = [_RestartingThunk(thunk) for thunk in thunks]
     vector_cls = gym.vector.SyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
     return vector_cls(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
@@ -201,6 +221,45 @@ class _SubEnvThunk:
                 "Fix: return an instance of a gymnasium.Env subclass."
             )
         return env
+
+
+class _RestartingThunk:
+    """Builds one sub-env wrapped in :class:`_RestartingEnv`; picklable whenever the creator is."""
+
+    def __init__(self, thunk: _SubEnvThunk) -> None:
+        self.thunk = thunk
+
+    def __call__(self) -> gym.Env:
+        return _RestartingEnv(self.thunk)
+
+
+class _RestartingEnv(gym.Wrapper):
+    """Rebuilds its env from the creator when ``reset``/``step`` raises, so one broken sub-env does
+    not take its runner (and the other sub-envs' episodes) down with it."""
+
+    def __init__(self, thunk: _SubEnvThunk) -> None:
+        super().__init__(thunk())
+        self._thunk = thunk
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        try:
+            return self.env.reset(**kwargs)
+        except Exception:
+            return self._restart(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict]:
+        try:
+            return self.env.step(action)
+        except Exception:
+            obs, info = self._restart()
+            return obs, 0.0, False, False, info
+
+    def _restart(self, **reset_kwargs: Any) -> tuple[Any, dict]:
+        with contextlib.suppress(Exception):  # the env is replaced because it broke; closing may fail too
+            self.env.close()
+        self.env = self._thunk()
+        obs, info = self.env.reset(**reset_kwargs)
+        return obs, {**info, SUB_ENV_RESTARTED: True}
 
 
 def _mode_name(vectorize_mode: str | gym.VectorizeMode) -> str:

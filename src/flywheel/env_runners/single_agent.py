@@ -16,7 +16,7 @@ import torch
 from flywheel.columns import Columns
 from flywheel.connectors.module_to_env import GetActions
 from flywheel.env.checks import check_env
-from flywheel.env.make import EnvContext, make_env_creator, make_vector_env
+from flywheel.env.make import SUB_ENV_RESTARTED, EnvContext, make_env_creator, make_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.infos import row, unbatch_infos
 from flywheel.episodes import SingleAgentEpisode
@@ -64,6 +64,8 @@ class SingleAgentEnvRunner(EnvRunner):
         self._to_module: dict[str, Any] = {}
         self._returns = np.zeros(self.num_envs)  # unclipped, for metrics
         self._reset_pending = np.zeros(self.num_envs, bool)  # NEXT_STEP autoreset: env i resets next step
+        self._restart_sub_envs = config.restart_failed_sub_environments
+        self._num_sub_env_restarts = 0  # since the last sample() logged them
 
     # ------------------------------------------------------------------ setup
 
@@ -84,6 +86,7 @@ class SingleAgentEnvRunner(EnvRunner):
             vectorize_mode=config.gym_env_vectorize_mode,
             worker_index=self.worker_index,
             num_workers=self.num_workers,
+            restart_failed_sub_environments=config.restart_failed_sub_environments,
         )
         self._callbacks.on_environment_created(
             env_runner=self, metrics_logger=self.metrics, env=env, env_context=context
@@ -166,12 +169,21 @@ class SingleAgentEnvRunner(EnvRunner):
         per_env_infos = unbatch_infos(infos, self.num_envs)
         final_obs = infos.get("final_obs") if not self._next_step_autoreset else None
         final_infos = unbatch_infos(infos["final_info"], self.num_envs) if final_obs is not None else None
+        restarted = self._pop_restarts(per_env_infos) if self._restart_sub_envs else ()
 
         actions = to_env[Columns.ACTIONS]
         extra_keys = [k for k in to_env if k not in _NOT_EXTRA]
         seq_no = self.weights_seq_no
         stepped, finished, starting = 0, [], []
         for i, episode in enumerate(self._episodes):
+            if i in restarted and not (terminateds[i] or truncateds[i]):
+                # Sub-env i failed mid-episode and was rebuilt: its episode is dropped (with the
+                # steps it recorded in this sample) and a new one starts from the fresh reset.
+                stepped -= len(episode)
+                self._returns[i] = 0.0
+                self._new_episode(i, row(obs, i), per_env_infos[i])
+                starting.append(i)
+                continue
             if self._reset_pending[i]:  # NEXT_STEP autoreset: this step only reset sub-env i
                 self._reset_pending[i] = False
                 self._returns[i] = 0.0
@@ -199,6 +211,12 @@ class SingleAgentEnvRunner(EnvRunner):
                 self._reset_pending[i] = self._next_step_autoreset
         self._end_and_start_episodes(finished, starting, obs, per_env_infos, explore)
         return stepped, [episode for _, episode in finished]
+
+    def _pop_restarts(self, per_env_infos: list[dict]) -> list[int]:
+        """Indices of the sub-envs rebuilt in the last call (their flag is removed and counted)."""
+        restarted = [i for i, info in enumerate(per_env_infos) if info.pop(SUB_ENV_RESTARTED, False)]
+        self._num_sub_env_restarts += len(restarted)
+        return restarted
 
     def _end_and_start_episodes(
         self, finished: list, starting: list[int], obs: Any, infos: list[dict], explore: bool
@@ -278,6 +296,8 @@ class SingleAgentEnvRunner(EnvRunner):
         self._seeded = True
         obs, infos = self.env.reset(seed=seed)
         per_env_infos = unbatch_infos(infos, self.num_envs)
+        if self._restart_sub_envs:
+            self._pop_restarts(per_env_infos)
         self._episodes = [None] * self.num_envs
         self._returns[:] = 0.0
         self._reset_pending[:] = False
@@ -318,6 +338,10 @@ class SingleAgentEnvRunner(EnvRunner):
         m.log_value("num_env_steps_sampled", num_steps, reduce="sum")
         m.log_value("num_env_steps_sampled_lifetime", num_steps, reduce="lifetime_sum", with_throughput=True)
         m.log_value("weights_seq_no", self.weights_seq_no, reduce="max", window=1)
+        if self._restart_sub_envs:
+            m.log_value("num_sub_env_restarts", self._num_sub_env_restarts, reduce="sum")
+            m.log_value("num_sub_env_restarts_lifetime", self._num_sub_env_restarts, reduce="lifetime_sum")
+            self._num_sub_env_restarts = 0
 
     # ------------------------------------------------------------------ state
 

@@ -105,8 +105,8 @@ class FailingEnv(CountingEnv):
     """:class:`CountingEnv` that raises ``RuntimeError`` in ``reset``/``step`` once it has taken
     ``config["fail_after"]`` steps in total (over all its episodes), e.g. to test fault tolerance.
 
-    With ``config["fail_on_worker_indices"]`` (a list), only envs on those runners fail; the
-    others count forever.
+    With ``config["fail_on_worker_indices"]`` (a list), only envs on those runners fail, and with
+    ``config["fail_on_vector_indices"]`` only those sub-envs; the others count forever.
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
@@ -118,7 +118,10 @@ class FailingEnv(CountingEnv):
             )
         self.fail_after = int(self.config["fail_after"])
         workers = self.config.get("fail_on_worker_indices")
-        self.fails = workers is None or getattr(self.config, "worker_index", 0) in workers
+        vectors = self.config.get("fail_on_vector_indices")
+        self.fails = (workers is None or getattr(self.config, "worker_index", 0) in workers) and (
+            vectors is None or getattr(self.config, "vector_index", 0) in vectors
+        )
         self.total_steps = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
