@@ -1,8 +1,7 @@
 """Every ```python block of the API contract (../shared/API.md) runs as written, one section per test.
 
 Each section's blocks run together in a fresh interpreter, so a snippet cannot lean on another's
-imports or on this test process. Sections whose features are not built yet are expected to fail
-(non-strict xfail): they turn green on their own once the feature lands.
+imports or on this test process.
 """
 
 import re
@@ -13,10 +12,6 @@ from pathlib import Path
 import pytest
 
 API_MD = Path(__file__).resolve().parents[1] / ".." / "shared" / "API.md"
-
-NOT_BUILT_YET = {
-    "1": "DQN, SAC, multi-agent classes and Checkpointable are not built yet",
-}
 
 # What a snippet prints where the contract states it.
 EXPECTED_OUTPUT = {"9": "2.5 10\n"}
@@ -38,17 +33,7 @@ def _sections() -> list[tuple[str, str, str]]:
 def _params() -> list:
     if not API_MD.exists():
         return [pytest.param(None, None, marks=pytest.mark.skip(reason=f"{API_MD} is absent"), id="API.md")]
-    return [
-        pytest.param(
-            number,
-            code,
-            id=heading,
-            marks=[pytest.mark.xfail(reason=NOT_BUILT_YET[number], strict=False)]
-            if number in NOT_BUILT_YET
-            else [],
-        )
-        for number, heading, code in _sections()
-    ]
+    return [pytest.param(number, code, id=heading) for number, heading, code in _sections()]
 
 
 @pytest.mark.parametrize(("number", "code"), _params())

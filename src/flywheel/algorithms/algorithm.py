@@ -230,7 +230,7 @@ class Algorithm(Checkpointable):
             self.eval_env_runner_group.foreach_env_runner(
                 lambda r: r.add_module(module_id, spec, eval_config)
             )
-        self.learner_group.foreach_learner(lambda learner: _add_to_learner(learner, module_id, spec, config))
+        self.learner_group.foreach_learner(lambda learner: learner.add_module(module_id, spec, config=config))
         self._sync_weights(force=True)
         return spec
 
@@ -258,7 +258,7 @@ class Algorithm(Checkpointable):
         if self.eval_env_runner_group is not None:
             eval_config = config.get_evaluation_config_object()
             self.eval_env_runner_group.foreach_env_runner(lambda r: r.remove_module(module_id, eval_config))
-        self.learner_group.foreach_learner(lambda learner: _remove_from_learner(learner, module_id, config))
+        self.learner_group.foreach_learner(lambda learner: learner.remove_module(module_id, config=config))
 
     def _reconfigure(self, policies: Any, mapping_fn: Callable | None, policies_to_train: Any) -> Any:
         """A validated, frozen copy of the config with new multi-agent settings; it becomes `self.config`."""
@@ -345,21 +345,6 @@ class Algorithm(Checkpointable):
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.stop()
         self.learner_group.stop()
-
-
-def _add_to_learner(learner: Any, module_id: str, spec: RLModuleSpec, config: Any) -> None:
-    learner.config = config
-    learner.module.add_module(module_id, spec.build(), override=True)
-    if learner.should_module_be_updated(module_id):
-        learner.configure_optimizers_for_module(module_id, config)
-
-
-def _remove_from_learner(learner: Any, module_id: str, config: Any) -> None:
-    learner.config = config
-    learner.module.remove_module(module_id)
-    # The Learner has no public way to drop a module's optimizers; stale ones would end up in checkpoints.
-    for key in [key for key in learner._optimizer_slots if key[0] == module_id]:
-        del learner._optimizer_slots[key]
 
 
 def _runner_class(config: Any) -> type:

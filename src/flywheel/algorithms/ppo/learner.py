@@ -25,19 +25,33 @@ class PPOTorchLearner(TorchLearner):
 
     def build(self) -> None:
         super().build()
-        for module_id, module in self.module.items():
-            if not hasattr(module, "compute_values"):
-                raise LearnerError(
-                    f"PPO needs a value function, but module {module_id!r} ({type(module).__name__}) has no "
-                    "compute_values. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
-                )
-        self.entropy_coeff_schedulers = {
-            mid: Scheduler(self.config.entropy_coeff, name="entropy_coeff") for mid in self.module
-        }
-        self.curr_entropy_coeffs = {
-            mid: s.value(self._timestep) for mid, s in self.entropy_coeff_schedulers.items()
-        }
-        self.curr_kl_coeffs = {mid: float(self.config.kl_coeff) for mid in self.module}
+        self.entropy_coeff_schedulers: dict[ModuleID, Scheduler] = {}
+        self.curr_entropy_coeffs: dict[ModuleID, float] = {}
+        self.curr_kl_coeffs: dict[ModuleID, float] = {}
+        for module_id in self.module:
+            self._set_up_module(module_id)
+
+    def add_module(self, module_id: ModuleID, module_spec: Any, *, config: Any = None) -> None:
+        super().add_module(module_id, module_spec, config=config)
+        self._set_up_module(module_id)
+
+    def remove_module(self, module_id: ModuleID, *, config: Any = None) -> None:
+        super().remove_module(module_id, config=config)
+        for per_module in (self.entropy_coeff_schedulers, self.curr_entropy_coeffs, self.curr_kl_coeffs):
+            per_module.pop(module_id, None)
+
+    def _set_up_module(self, module_id: ModuleID) -> None:
+        """Checks the module has a value function; starts its entropy schedule and KL coefficient."""
+        module = self.module[module_id]
+        if not hasattr(module, "compute_values"):
+            raise LearnerError(
+                f"PPO needs a value function, but module {module_id!r} ({type(module).__name__}) has no "
+                "compute_values. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
+            )
+        scheduler = Scheduler(self.config.entropy_coeff, name="entropy_coeff")
+        self.entropy_coeff_schedulers[module_id] = scheduler
+        self.curr_entropy_coeffs[module_id] = scheduler.value(self._timestep)
+        self.curr_kl_coeffs[module_id] = float(self.config.kl_coeff)
 
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict

@@ -109,6 +109,23 @@ class Learner(Checkpointable, abc.ABC):
             spec = dataclasses.replace(spec, observation_space=self._spaces[0], action_space=self._spaces[1])
         return MultiRLModule({DEFAULT_MODULE_ID: spec.build()})
 
+    def add_module(self, module_id: ModuleID, module_spec: RLModuleSpec, *, config: Any = None) -> None:
+        """Builds `module_spec` as `module_id` (replacing a module of that id) and, if it trains, its
+        optimizers. `config` (the algorithm's config after the change) replaces `self.config`."""
+        if config is not None:
+            self.config = config
+        self.module.add_module(module_id, module_spec.build(), override=True)
+        if self.should_module_be_updated(module_id):
+            self.configure_optimizers_for_module(module_id, self.config)
+
+    def remove_module(self, module_id: ModuleID, *, config: Any = None) -> None:
+        """Drops `module_id` and its optimizers."""
+        if config is not None:
+            self.config = config
+        self.module.remove_module(module_id)
+        for key in [key for key in self._optimizer_slots if key[0] == module_id]:
+            del self._optimizer_slots[key]
+
     @property
     def learner_connector(self) -> Any:
         """The learner connector pipeline (episodes → train batch)."""
