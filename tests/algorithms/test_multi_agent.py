@@ -96,6 +96,7 @@ def test_add_module_at_run_time(build):
     )
     assert spec.observation_space == TurnBasedEnv().observation_spaces["p1"]
     assert sorted(algo.config.policies) == ["p0", "p1", "p2"]
+    assert algo.env_runner_group.config is algo.config  # runners restarted later build p2 as well
     assert sorted(algo.env_runner.module.keys()) == ["p0", "p1", "p2"]
     assert same(algo.get_module("p2").get_state(inference_only=True), weights(algo, "p2"))
     algo.env_runner.sample(force_reset=True, num_timesteps=1)  # new episodes map p1 -> p2

@@ -271,6 +271,9 @@ class Algorithm(Checkpointable):
         config.validate()
         config.freeze()
         self.config = config
+        self.env_runner_group.update_config(config)  # restarted runners build the new modules too
+        if self.eval_env_runner_group is not None:
+            self.eval_env_runner_group.update_config(config.get_evaluation_config_object())
         return config
 
     # ---------------------------------------------------------- checkpoints

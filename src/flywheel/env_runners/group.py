@@ -62,6 +62,12 @@ class EnvRunnerGroup:
             for index in range(1, num_remote + 1):
                 self._actors[index] = self._new_actor(index)
 
+    def update_config(self, config: Any) -> None:
+        """Makes `config` (e.g. after `algo.add_module`) the one runners restarted from now on get."""
+        self.config = config
+        if self._actors:
+            self._remote_config = _config_for_actors(config)
+
     # ------------------------------------------------------------- sampling
 
     def sample(
