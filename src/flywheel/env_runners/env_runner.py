@@ -13,7 +13,10 @@ The driving loop::
 from __future__ import annotations
 
 import abc
+from collections.abc import Collection
 from typing import Any
+
+import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.metrics import MetricsLogger
@@ -22,9 +25,11 @@ from flywheel.metrics import MetricsLogger
 class EnvRunner(Checkpointable, abc.ABC):
     """Steps an env with an RLModule and records episodes.
 
-    Subclasses hold `module` (the RLModule) and the `env_to_module` / `module_to_env` pipelines;
-    checkpoints save each in its own sub-directory (`rl_module`, `env_to_module_connector`,
-    `module_to_env_connector`) and the runner's `weights_seq_no` in the runner's state.
+    Subclasses build `env`, `module` (the RLModule) and the `_env_to_module` / `_module_to_env`
+    pipelines, and implement the sampling steps `sample()` drives (`_reset_envs`, `_sample_timesteps`,
+    `_sample_episodes`, `_log_sample_metrics`); checkpoints save module and pipelines each in its own
+    sub-directory (`rl_module`, `env_to_module_connector`, `module_to_env_connector`) and the runner's
+    `weights_seq_no` in the runner's state.
     """
 
     ctor_args_may_pickle = True
@@ -34,8 +39,20 @@ class EnvRunner(Checkpointable, abc.ABC):
         self.worker_index = worker_index
         self.num_workers = num_workers
         self.metrics = MetricsLogger()
+        # Batches of a few observations: one thread beats two (no contention, no sync per op).
+        torch.set_num_threads(1)
+        if config.seed is not None:  # before the module is built, so its initial weights are seeded too
+            torch.manual_seed(config.seed + worker_index)
+        self._callbacks = config.build_callbacks()
+        self._on_episode_step = "on_episode_step" in self._callbacks.active_hooks
+        self.num_envs = config.num_envs_per_env_runner
+        self.weights_seq_no = 0
+        self._seeded = False
+        self._episodes: list | None = None
+        self._to_module: dict[str, Any] = {}
 
-    @abc.abstractmethod
+    # --------------------------------------------------------------- sampling
+
     def sample(
         self,
         *,
@@ -46,14 +63,92 @@ class EnvRunner(Checkpointable, abc.ABC):
         force_reset: bool = False,
     ) -> list:
         """Returns finished episodes plus cut chunks of ongoing ones (numpy'ized)."""
+        if num_timesteps is not None and num_episodes is not None:
+            raise ValueError("sample() takes num_timesteps or num_episodes, not both.")
+        if explore is None:
+            explore = self.config.explore
+        if num_timesteps is None and num_episodes is None:
+            num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
+        if force_reset or num_episodes is not None or self._episodes is None:
+            self._reset_envs(explore)
+        with self.metrics.log_time("timers/sample"):
+            if num_episodes is not None:
+                episodes, stats = self._sample_episodes(num_episodes, explore, random_actions)
+            else:
+                episodes, stats = self._sample_timesteps(num_timesteps, explore, random_actions)
+        self._log_sample_metrics(episodes, stats)
+        self._callbacks.on_sample_end(env_runner=self, metrics_logger=self.metrics, samples=episodes)
+        return episodes
 
     @abc.abstractmethod
-    def get_state(self, components=None, *, not_components=None, **kwargs) -> dict[str, Any]:
+    def _reset_envs(self, explore: bool) -> None:
+        """Resets all sub-envs and starts a new episode in each."""
+
+    @abc.abstractmethod
+    def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool) -> tuple[list, list]:
+        """Steps until `num_timesteps`; returns (episodes and cut chunks, per-finished-episode stats)."""
+
+    @abc.abstractmethod
+    def _sample_episodes(self, num_episodes: int, explore: bool, random_actions: bool) -> tuple[list, list]:
+        """Steps until `num_episodes` have finished; returns (those episodes, their stats)."""
+
+    @abc.abstractmethod
+    def _log_sample_metrics(self, episodes: list, stats: list) -> None:
+        """Logs one `sample()` call's metrics (once per call, not per step)."""
+
+    def _episode_callback(self, hook: str, episode: Any, index: int) -> None:
+        if hook in self._callbacks.active_hooks:
+            getattr(self._callbacks, hook)(
+                episode=episode, env_runner=self, metrics_logger=self.metrics, env=self.env,
+                env_index=index, rl_module=self.module,
+            )  # fmt: skip
+
+    # ------------------------------------------------------------------ state
+
+    def get_state(
+        self,
+        components: Collection[str] | None = None,
+        *,
+        not_components: Collection[str] | None = None,
+        **kwargs,
+    ) -> dict[str, Any]:
         """The runner's state: `rl_module` weights, `weights_seq_no`, connector states."""
 
-    @abc.abstractmethod
+        def wanted(name: str) -> bool:
+            return (components is None or name in components) and not (
+                not_components and name in not_components
+            )
+
+        state: dict[str, Any] = {"weights_seq_no": self.weights_seq_no}
+        if wanted("rl_module"):
+            state["rl_module"] = self.module.get_state(inference_only=True)
+        if wanted("env_to_module_connector"):
+            state["env_to_module_connector"] = self._env_to_module.get_state()
+        if wanted("module_to_env_connector"):
+            state["module_to_env_connector"] = self._module_to_env.get_state()
+        return state
+
     def set_state(self, state: dict[str, Any]) -> None:
         """Sets (parts of) the state; module weights older than the runner's are ignored."""
+        if "env_to_module_connector" in state:
+            self._env_to_module.set_state(state["env_to_module_connector"])
+        if "module_to_env_connector" in state:
+            self._module_to_env.set_state(state["module_to_env_connector"])
+        if "rl_module" in state:
+            seq_no = state.get("weights_seq_no", 0)
+            if seq_no == 0 or seq_no >= self.weights_seq_no:
+                self.module.set_state(state["rl_module"])
+                self.weights_seq_no = seq_no
+
+    @property
+    def env_to_module(self):
+        """The env-to-module `ConnectorPipelineV2`."""
+        return self._env_to_module
+
+    @property
+    def module_to_env(self):
+        """The module-to-env `ConnectorPipelineV2`."""
+        return self._module_to_env
 
     def get_metrics(self) -> dict[str, Any]:
         """The runner's metrics since the last call, as plain numbers."""
@@ -77,6 +172,6 @@ class EnvRunner(Checkpointable, abc.ABC):
         """Health probe for remote runners."""
         return "pong"
 
-    @abc.abstractmethod
     def stop(self) -> None:
-        """Releases the env and any other resources."""
+        """Releases the env."""
+        self.env.close()

@@ -9,11 +9,9 @@ runner maps the module-to-env output back to one `{agent_id: action}` dict per s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
 from typing import Any
 
 import gymnasium as gym
-import torch
 
 from flywheel.columns import Columns
 from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
@@ -46,12 +44,6 @@ class MultiAgentEnvRunner(EnvRunner):
 
     def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
         super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
-        torch.set_num_threads(1)
-        if config.seed is not None:
-            torch.manual_seed(config.seed + worker_index)
-        self._callbacks = config.build_callbacks()
-        self._on_episode_step = "on_episode_step" in self._callbacks.active_hooks
-        self.num_envs = config.num_envs_per_env_runner
         self.env = self._make_env()
         self._mapping_fn = mapping_fn(config)
         spaces = (gym.spaces.Dict(self.env.observation_spaces), gym.spaces.Dict(self.env.action_spaces))
@@ -60,11 +52,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self.module_spec = multi_rl_module_spec(config, self._module_spaces(config))
         self.module = self._build_inference_module()
         self._count_agent_steps = config.count_steps_by == "agent_steps"
-        self.weights_seq_no = 0
-        self._seeded = False
-        self._episodes: list[MultiAgentEpisode] | None = None
         self._stats = [EpisodeStats() for _ in range(self.num_envs)]
-        self._to_module: dict[str, Any] = {}
         self._rows: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ setup
@@ -112,31 +100,8 @@ class MultiAgentEnvRunner(EnvRunner):
 
     # --------------------------------------------------------------- sampling
 
-    def sample(
-        self,
-        *,
-        num_timesteps: int | None = None,
-        num_episodes: int | None = None,
-        explore: bool | None = None,
-        random_actions: bool = False,
-        force_reset: bool = False,
-    ) -> list[MultiAgentEpisode]:
-        if num_timesteps is not None and num_episodes is not None:
-            raise ValueError("sample() takes num_timesteps or num_episodes, not both.")
-        if explore is None:
-            explore = self.config.explore
-        if num_timesteps is None and num_episodes is None:
-            num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
-        if force_reset or num_episodes is not None or self._episodes is None:
-            self._reset_envs(explore)
-        with self.metrics.log_time("timers/sample"):
-            if num_episodes is not None:
-                episodes, stats = self._sample_episodes(num_episodes, explore, random_actions)
-            else:
-                episodes, stats = self._sample_timesteps(num_timesteps, explore, random_actions)
+    def _log_sample_metrics(self, episodes: list[MultiAgentEpisode], stats: list) -> None:
         log_sample_metrics(self.metrics, self.config, episodes, stats, self.weights_seq_no)
-        self._callbacks.on_sample_end(env_runner=self, metrics_logger=self.metrics, samples=episodes)
-        return episodes
 
     def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool):
         complete = self.config.batch_mode == "complete_episodes"
@@ -288,13 +253,6 @@ class MultiAgentEnvRunner(EnvRunner):
         self._episode_callback("on_episode_created", episode, index)
         episode.add_env_reset(observations=observations, infos=infos)
 
-    def _episode_callback(self, hook: str, episode: MultiAgentEpisode, index: int) -> None:
-        if hook in self._callbacks.active_hooks:
-            getattr(self._callbacks, hook)(
-                episode=episode, env_runner=self, metrics_logger=self.metrics, env=self.env,
-                env_index=index, rl_module=self.module,
-            )  # fmt: skip
-
     # ---------------------------------------------------------------- modules
 
     def add_module(self, module_id: str, spec: Any, config: Any) -> Any:
@@ -319,50 +277,3 @@ class MultiAgentEnvRunner(EnvRunner):
     def _use_config(self, config: Any) -> None:
         self.config = config
         self._mapping_fn = mapping_fn(config)
-
-    # ------------------------------------------------------------------ state
-
-    def get_state(
-        self,
-        components: Collection[str] | None = None,
-        *,
-        not_components: Collection[str] | None = None,
-        **kwargs,
-    ) -> dict[str, Any]:
-        def wanted(name: str) -> bool:
-            return (components is None or name in components) and not (
-                not_components and name in not_components
-            )
-
-        state: dict[str, Any] = {"weights_seq_no": self.weights_seq_no}
-        if wanted("rl_module"):
-            state["rl_module"] = self.module.get_state(inference_only=True)
-        if wanted("env_to_module_connector"):
-            state["env_to_module_connector"] = self._env_to_module.get_state()
-        if wanted("module_to_env_connector"):
-            state["module_to_env_connector"] = self._module_to_env.get_state()
-        return state
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        if "env_to_module_connector" in state:
-            self._env_to_module.set_state(state["env_to_module_connector"])
-        if "module_to_env_connector" in state:
-            self._module_to_env.set_state(state["module_to_env_connector"])
-        if "rl_module" in state:
-            seq_no = state.get("weights_seq_no", 0)
-            if seq_no == 0 or seq_no >= self.weights_seq_no:
-                self.module.set_state(state["rl_module"])
-                self.weights_seq_no = seq_no
-
-    @property
-    def env_to_module(self):
-        """The env-to-module `ConnectorPipelineV2`."""
-        return self._env_to_module
-
-    @property
-    def module_to_env(self):
-        """The module-to-env `ConnectorPipelineV2`."""
-        return self._module_to_env
-
-    def stop(self) -> None:
-        self.env.close()

@@ -6,12 +6,10 @@ episodes' lists; metrics are counted in plain numbers and logged once per `sampl
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from flywheel.columns import Columns
 from flywheel.connectors.module_to_env import GetActions
@@ -30,13 +28,6 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
         super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
-        # Batches of a few observations: one thread beats two (no contention, no sync per op).
-        torch.set_num_threads(1)
-        if config.seed is not None:  # before the module is built, so its initial weights are seeded too
-            torch.manual_seed(config.seed + worker_index)
-        self._callbacks = config.build_callbacks()
-        self._on_episode_step = "on_episode_step" in self._callbacks.active_hooks
-        self.num_envs = config.num_envs_per_env_runner
         self.env = self._make_env()
         self._next_step_autoreset = (
             self.env.metadata.get("autoreset_mode") == gym.vector.AutoresetMode.NEXT_STEP
@@ -58,10 +49,6 @@ class SingleAgentEnvRunner(EnvRunner):
         has_get_actions = any(isinstance(p, GetActions) for p in self._module_to_env.connectors)
         self._unchecked_forwards = {True, False} if has_get_actions else set()
         self._clip_rewards = _reward_clipper(config.clip_rewards)
-        self.weights_seq_no = 0
-        self._seeded = False
-        self._episodes: list[SingleAgentEpisode] | None = None
-        self._to_module: dict[str, Any] = {}
         self._returns = np.zeros(self.num_envs)  # unclipped, for metrics
         self._reset_pending = np.zeros(self.num_envs, bool)  # NEXT_STEP autoreset: env i resets next step
         self._restart_sub_envs = config.restart_failed_sub_environments
@@ -103,33 +90,6 @@ class SingleAgentEnvRunner(EnvRunner):
             )
 
     # --------------------------------------------------------------- sampling
-
-    def sample(
-        self,
-        *,
-        num_timesteps: int | None = None,
-        num_episodes: int | None = None,
-        explore: bool | None = None,
-        random_actions: bool = False,
-        force_reset: bool = False,
-    ) -> list[SingleAgentEpisode]:
-        if num_timesteps is not None and num_episodes is not None:
-            raise ValueError("sample() takes num_timesteps or num_episodes, not both.")
-        if explore is None:
-            explore = self.config.explore
-        if num_timesteps is None and num_episodes is None:
-            num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
-        if force_reset or num_episodes is not None or self._episodes is None:
-            self._reset_envs(explore)
-
-        with self.metrics.log_time("timers/sample"):
-            if num_episodes is not None:
-                episodes, stats = self._sample_episodes(num_episodes, explore, random_actions)
-            else:
-                episodes, stats = self._sample_timesteps(num_timesteps, explore, random_actions)
-        self._log_sample_metrics(episodes, stats)
-        self._callbacks.on_sample_end(env_runner=self, metrics_logger=self.metrics, samples=episodes)
-        return episodes
 
     def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool):
         complete = self.config.batch_mode == "complete_episodes"
@@ -318,13 +278,6 @@ class SingleAgentEnvRunner(EnvRunner):
         self._episode_callback("on_episode_created", episode, index)
         episode.add_env_reset(observation, infos=info)
 
-    def _episode_callback(self, hook: str, episode: SingleAgentEpisode, index: int) -> None:
-        if hook in self._callbacks.active_hooks:
-            getattr(self._callbacks, hook)(
-                episode=episode, env_runner=self, metrics_logger=self.metrics, env=self.env,
-                env_index=index, rl_module=self.module,
-            )  # fmt: skip
-
     def _log_sample_metrics(self, episodes: list[SingleAgentEpisode], stats: list[tuple[float, int]]) -> None:
         m, window = self.metrics, self.config.metrics_num_episodes_for_smoothing
         for ret, length in stats:
@@ -342,53 +295,6 @@ class SingleAgentEnvRunner(EnvRunner):
             m.log_value("num_sub_env_restarts", self._num_sub_env_restarts, reduce="sum")
             m.log_value("num_sub_env_restarts_lifetime", self._num_sub_env_restarts, reduce="lifetime_sum")
             self._num_sub_env_restarts = 0
-
-    # ------------------------------------------------------------------ state
-
-    def get_state(
-        self,
-        components: Collection[str] | None = None,
-        *,
-        not_components: Collection[str] | None = None,
-        **kwargs,
-    ) -> dict[str, Any]:
-        def wanted(name: str) -> bool:
-            return (components is None or name in components) and not (
-                not_components and name in not_components
-            )
-
-        state: dict[str, Any] = {"weights_seq_no": self.weights_seq_no}
-        if wanted("rl_module"):
-            state["rl_module"] = self.module.get_state(inference_only=True)
-        if wanted("env_to_module_connector"):
-            state["env_to_module_connector"] = self._env_to_module.get_state()
-        if wanted("module_to_env_connector"):
-            state["module_to_env_connector"] = self._module_to_env.get_state()
-        return state
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        if "env_to_module_connector" in state:
-            self._env_to_module.set_state(state["env_to_module_connector"])
-        if "module_to_env_connector" in state:
-            self._module_to_env.set_state(state["module_to_env_connector"])
-        if "rl_module" in state:
-            seq_no = state.get("weights_seq_no", 0)
-            if seq_no == 0 or seq_no >= self.weights_seq_no:
-                self.module.set_state(state["rl_module"])
-                self.weights_seq_no = seq_no
-
-    @property
-    def env_to_module(self):
-        """The env-to-module `ConnectorPipelineV2`."""
-        return self._env_to_module
-
-    @property
-    def module_to_env(self):
-        """The module-to-env `ConnectorPipelineV2`."""
-        return self._module_to_env
-
-    def stop(self) -> None:
-        self.env.close()
 
 
 def _reward_clipper(clip: bool | float | None):
