@@ -1,9 +1,16 @@
 """Shared test fixtures."""
 
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 import torch
 
 torch.set_num_threads(1)
+
+REPO = Path(__file__).parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +22,22 @@ def ray_session():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+def _run_doc_blocks(page: str, *, blocks: int, fence: str = "python") -> dict[str, Any]:
+    """Runs the code blocks of `page` (a path from the repo root) in order in one namespace, as a
+    reader pasting them one after another would, and returns that namespace. `blocks` is how many
+    the page must have, so a block that stops being fenced (and silently stops running) fails."""
+    path = REPO / page
+    found = re.findall(rf"```{fence}\n(.*?)```", path.read_text(), re.S)
+    assert len(found) == blocks, f"{page} has {len(found)} ```{fence} blocks, the test expects {blocks}"
+    namespace: dict[str, Any] = {}
+    for block in found:
+        exec(compile(block, str(path), "exec"), namespace)
+    return namespace
+
+
+@pytest.fixture
+def run_doc_blocks() -> Callable[..., dict[str, Any]]:
+    """`run_doc_blocks("docs/concepts/x.md", blocks=3)` -> the namespace the page's blocks built."""
+    return _run_doc_blocks

@@ -1,9 +1,6 @@
 """Multi-agent algorithms: which modules train, per-module results, shared policies, modules added and
 removed at run time."""
 
-import re
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -133,13 +130,8 @@ def test_remove_unknown_module():
         algo.stop()
 
 
-def test_docs_training_section_runs(capsys):
-    page = Path(__file__).parents[2] / "docs" / "concepts" / "multi_agent.md"
-    blocks = re.findall(r"```py\n(.*?)```", page.read_text(), re.S)
-    assert len(blocks) == 2
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, str(page), "exec"), namespace)
+def test_docs_training_section_runs(capsys, run_doc_blocks):
+    run_doc_blocks("docs/concepts/multi_agent.md", blocks=2, fence="py")
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("{'learner': ") and lines[1].startswith("{'X': ")
     assert "total_loss" in lines[2]

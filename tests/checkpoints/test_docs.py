@@ -1,10 +1,6 @@
 """The code blocks of docs/concepts/checkpoints.md run as written, and so does API.md section 8."""
 
-import re
 import warnings
-from pathlib import Path
-
-PAGE = Path(__file__).parents[2] / "docs" / "concepts" / "checkpoints.md"
 
 # API.md section 8, verbatim (the contract's example of checkpoints and inference).
 API_SECTION_8 = """
@@ -28,14 +24,10 @@ action = int(torch.argmax(logits, dim=-1)[0])
 """
 
 
-def test_docs_code_blocks_run():
-    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
-    assert len(blocks) == 4
-    namespace = {}
+def test_docs_code_blocks_run(run_doc_blocks):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # torch marks TorchScript deprecated
-        for block in blocks:
-            exec(compile(block, str(PAGE), "exec"), namespace)
+        namespace = run_doc_blocks("docs/concepts/checkpoints.md", blocks=4)
     assert namespace["result"]["training_iteration"] == 2
     assert namespace["logits"].shape == (1, 2)
     assert namespace["action"] in (0, 1) and namespace["actions"].shape == (8,)

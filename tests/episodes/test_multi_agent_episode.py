@@ -2,7 +2,6 @@
 
 import importlib.util
 import re
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -553,13 +552,8 @@ def test_validate_finds_a_broken_env_step_map():
         episode.validate()
 
 
-def test_docs_page_code_blocks_run():
-    page = Path(__file__).parents[2] / "docs" / "concepts" / "multi_agent.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert len(blocks) == 7
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, str(page), "exec"), namespace)
+def test_docs_page_code_blocks_run(run_doc_blocks):
+    namespace = run_doc_blocks("docs/concepts/multi_agent.md", blocks=7)
     assert namespace["first"].get_return() == 7.0
     if importlib.util.find_spec("pettingzoo") is not None:  # the optional extra
         assert namespace["make_rps"]({}).possible_agents == ["player_0", "player_1"]

@@ -1,8 +1,5 @@
 """SingleAgentEpisode: recording, getters/setters, to_numpy, validate, state (counting scenario)."""
 
-import re
-from pathlib import Path
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -339,12 +336,7 @@ def test_api_snippet_runs_as_written():
     env.close()
 
 
-def test_docs_page_examples_run_in_order():
+def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/episodes.md: its code blocks continue one another, so they run in one namespace."""
-    page = Path(__file__).parents[2] / "docs" / "concepts" / "episodes.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert len(blocks) == 7
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, str(page), "exec"), namespace)
+    namespace = run_doc_blocks("docs/concepts/episodes.md", blocks=7)
     assert len(namespace["whole"]) == 6 and namespace["whole"].is_numpy

@@ -1,20 +1,11 @@
 """The code blocks of docs/concepts/learners.md run as written."""
 
-import re
-from pathlib import Path
-
 import gymnasium as gym
 import numpy as np
 
-PAGE = Path(__file__).parents[3] / "docs" / "concepts" / "learners.md"
 
-
-def test_docs_code_blocks_run():
-    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
-    assert len(blocks) == 2
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, str(PAGE), "exec"), namespace)
+def test_docs_code_blocks_run(run_doc_blocks):
+    namespace = run_doc_blocks("docs/concepts/learners.md", blocks=2)
     # The custom learner from the page trains with its own loss and optimizer.
     from flywheel import PPOConfig
 

@@ -1,6 +1,3 @@
-import re
-from pathlib import Path
-
 import gymnasium as gym
 import pytest
 import torch
@@ -153,12 +150,7 @@ def test_base_rl_module_has_no_state_methods():
     assert "inference_only=False" in repr(module)
 
 
-def test_docs_page_examples_run_in_order():
+def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/rl_modules.md: its code blocks continue one another, so they run in one namespace."""
-    page = Path(__file__).parents[3] / "docs" / "concepts" / "rl_modules.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert len(blocks) == 6
-    namespace = {}
-    for block in blocks:
-        exec(compile(block, str(page), "exec"), namespace)
+    namespace = run_doc_blocks("docs/concepts/rl_modules.md", blocks=6)
     assert sorted(namespace["multi"].keys()) == ["p0", "p2"]
