@@ -10,6 +10,7 @@ they agree on it by construction. It is computed once per pipeline call and kept
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from flywheel.typing import AgentID, ModuleID
@@ -30,6 +31,12 @@ class ModuleRows(NamedTuple):
 def is_multi_agent(episodes: list[Any]) -> bool:
     """Whether `episodes` are `MultiAgentEpisode`s (checked on the first one: pipelines get one kind)."""
     return bool(episodes) and hasattr(episodes[0], "agent_episodes")
+
+
+def column_dicts(batch: dict[str, Any], episodes: list[Any]) -> Iterable[dict[str, Any]]:
+    """The column dicts of a batch: each module's (`batch[module_id]`) for `MultiAgentEpisode`s, else
+    the batch itself, so pieces that treat every column alike run one loop for both kinds."""
+    return batch.values() if is_multi_agent(episodes) else (batch,)
 
 
 def agent_rows(episodes: list[Any], shared_data: dict | None = None) -> dict[ModuleID, ModuleRows]:

@@ -8,7 +8,7 @@ import numpy as np
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
+from flywheel.connectors.env_to_module.agent_rows import column_dicts
 
 
 class BatchIndividualItems(ConnectorV2):
@@ -32,11 +32,8 @@ class BatchIndividualItems(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if is_multi_agent(episodes):
-            for columns in batch.values():
-                _stack_columns(columns)
-        else:
-            _stack_columns(batch)
+        for columns in column_dicts(batch, episodes):
+            _stack_columns(columns)
         return batch
 
 

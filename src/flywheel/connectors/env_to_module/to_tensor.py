@@ -10,7 +10,7 @@ import torch
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
+from flywheel.connectors.env_to_module.agent_rows import column_dicts
 
 
 class NumpyToTensor(ConnectorV2):
@@ -43,11 +43,8 @@ class NumpyToTensor(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if is_multi_agent(episodes):
-            for columns in batch.values():
-                self._convert(columns)
-        else:
-            self._convert(batch)
+        for columns in column_dicts(batch, episodes):
+            self._convert(columns)
         return batch
 
     def _convert(self, columns: dict[str, Any]) -> None:

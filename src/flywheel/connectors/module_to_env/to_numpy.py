@@ -8,7 +8,7 @@ import torch
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
+from flywheel.connectors.env_to_module.agent_rows import column_dicts
 
 
 class TensorToNumpy(ConnectorV2):
@@ -29,11 +29,8 @@ class TensorToNumpy(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if is_multi_agent(episodes):
-            for columns in batch.values():
-                _convert(columns)
-        else:
-            _convert(batch)
+        for columns in column_dicts(batch, episodes):
+            _convert(columns)
         return batch
 
 
