@@ -51,14 +51,19 @@ def cut(episode: SingleAgentEpisode, len_lookback_buffer: int) -> SingleAgentEpi
     return successor
 
 
+def slice_bounds(slc: slice, length: int) -> tuple[int, int]:
+    """`(start, stop)` of `slc` over `length` steps (stop >= start); episodes slice with step 1 only."""
+    start, stop, step = slc.indices(length)
+    if step != 1:
+        raise EpisodeError(f"Expected a slice with step 1, got {slc}; slice first, then subsample.")
+    return start, max(stop, start)
+
+
 def slice_episode(
     episode: SingleAgentEpisode, slc: slice, len_lookback_buffer: int | None
 ) -> SingleAgentEpisode:
     """See `SingleAgentEpisode.slice`."""
-    start, stop, step = slc.indices(len(episode))
-    if step != 1:
-        raise EpisodeError(f"Expected a slice with step 1, got {slc}; slice first, then subsample.")
-    stop = max(stop, start)
+    start, stop = slice_bounds(slc, len(episode))
     lookback = len_lookback_buffer
     reaches_end = stop == len(episode)
     return type(episode)(

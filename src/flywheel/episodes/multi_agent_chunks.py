@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from flywheel.episodes.chunks import slice_bounds
 from flywheel.episodes.lookback_buffer import LookbackBuffer
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
@@ -133,10 +134,7 @@ def slice_episode(
     episode: MultiAgentEpisode, slc: slice, len_lookback_buffer: int | None
 ) -> MultiAgentEpisode:
     """See `MultiAgentEpisode.slice`."""
-    start, stop, step = slc.indices(len(episode))
-    if step != 1:
-        raise EpisodeError(f"Expected a slice with step 1, got {slc}; slice first, then subsample.")
-    stop = max(stop, start)
+    start, stop = slice_bounds(slc, len(episode))
     env_lookback = episode._env_lookback if len_lookback_buffer is None else len_lookback_buffer
     sliced = _successor_shell(episode, episode.env_t_started + start)
     sliced.env_t = episode.env_t_started + stop
