@@ -10,8 +10,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.env_to_module.learner_rows import set_learner_observations
 from flywheel.errors import ConnectorError
-from flywheel.typing import DEFAULT_MODULE_ID
 
 
 class FrameStacking(ConnectorV2):
@@ -71,7 +71,7 @@ class FrameStacking(ConnectorV2):
         **kwargs: Any,
     ) -> dict[str, Any]:
         if self.as_learner_connector:
-            self._add_learner_rows(batch, episodes)
+            set_learner_observations(batch, episodes, self._learner_rows)
         elif episodes:
             k = self.num_frames
             frames = np.asarray(
@@ -82,21 +82,13 @@ class FrameStacking(ConnectorV2):
             batch[Columns.OBS] = stacked.reshape(*stacked.shape[:-2], -1)
         return batch
 
-    def _add_learner_rows(self, batch: dict[str, Any], episodes: list[Any]) -> None:
+    def _learner_rows(self, episode: Any, n: int) -> np.ndarray:
         k = self.num_frames
-        rows: dict[str, list[np.ndarray]] = {}
-        for episode in episodes:
-            n = len(episode)
-            if n == 0:
-                continue
-            # Observations -(k-1) .. n-1 (lookback included): window j ends at observation j.
-            history = episode.get_observations(slice(1 - k, n), neg_index_as_lookback=True)
-            frames = _pad_front(history, n + k - 1)
-            windows = np.moveaxis(sliding_window_view(frames, k, axis=0), -1, -2)  # [n, ..., k, C]
-            module_id = episode.module_id or DEFAULT_MODULE_ID
-            rows.setdefault(module_id, []).append(windows.reshape(*windows.shape[:-2], -1))
-        for module_id, module_rows in rows.items():
-            batch.setdefault(module_id, {})[Columns.OBS] = np.concatenate(module_rows)
+        # Observations -(k-1) .. n-1 (lookback included): window j ends at observation j.
+        history = episode.get_observations(slice(1 - k, n), neg_index_as_lookback=True)
+        frames = _pad_front(history, n + k - 1)
+        windows = np.moveaxis(sliding_window_view(frames, k, axis=0), -1, -2)  # [n, ..., k, C]
+        return windows.reshape(*windows.shape[:-2], -1)
 
     def __repr__(self) -> str:
         return (

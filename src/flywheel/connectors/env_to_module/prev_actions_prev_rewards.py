@@ -10,8 +10,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.env_to_module.learner_rows import set_learner_observations
 from flywheel.errors import ConnectorError
-from flywheel.typing import DEFAULT_MODULE_ID
 
 
 class PrevActionsPrevRewards(ConnectorV2):
@@ -84,7 +84,7 @@ class PrevActionsPrevRewards(ConnectorV2):
         **kwargs: Any,
     ) -> dict[str, Any]:
         if self.as_learner_connector:
-            self._add_learner_rows(batch, episodes)
+            set_learner_observations(batch, episodes, self._learner_rows)
             return batch
         if not episodes:
             return batch
@@ -102,30 +102,22 @@ class PrevActionsPrevRewards(ConnectorV2):
         batch[Columns.OBS] = np.concatenate(parts, axis=1, dtype=np.float32)
         return batch
 
-    def _add_learner_rows(self, batch: dict[str, Any], episodes: list[Any]) -> None:
+    def _learner_rows(self, episode: Any, n: int) -> np.ndarray:
         n_a, n_r = self.n_prev_actions, self.n_prev_rewards
-        rows: dict[str, list[np.ndarray]] = {}
-        for episode in episodes:
-            n = len(episode)
-            if n == 0:
-                continue
-            obs = np.asarray(episode.get_observations(slice(0, n)))
-            parts = [obs.reshape(n, -1)]
-            if n_a:
-                # Actions -n_a .. n-2 (lookback included): window j covers the n_a actions before obs j.
-                history = episode.get_actions(slice(-n_a, n - 1), neg_index_as_lookback=True)
-                actions, valid = _pad_front([history], n + n_a - 1, self._action_shape, self._action_pad)
-                encoded = self._encode_actions(actions, valid)[0]  # [n + n_a - 1, action_dim]
-                windows = np.moveaxis(sliding_window_view(encoded, n_a, axis=0), -1, 1)
-                parts.append(windows.reshape(n, -1))
-            if n_r:
-                history = episode.get_rewards(slice(-n_r, n - 1), neg_index_as_lookback=True)
-                rewards, _ = _pad_front([history], n + n_r - 1, (), 0.0)
-                parts.append(sliding_window_view(rewards[0], n_r))
-            module_id = episode.module_id or DEFAULT_MODULE_ID
-            rows.setdefault(module_id, []).append(np.concatenate(parts, axis=1, dtype=np.float32))
-        for module_id, module_rows in rows.items():
-            batch.setdefault(module_id, {})[Columns.OBS] = np.concatenate(module_rows)
+        obs = np.asarray(episode.get_observations(slice(0, n)))
+        parts = [obs.reshape(n, -1)]
+        if n_a:
+            # Actions -n_a .. n-2 (lookback included): window j covers the n_a actions before obs j.
+            history = episode.get_actions(slice(-n_a, n - 1), neg_index_as_lookback=True)
+            actions, valid = _pad_front([history], n + n_a - 1, self._action_shape, self._action_pad)
+            encoded = self._encode_actions(actions, valid)[0]  # [n + n_a - 1, action_dim]
+            windows = np.moveaxis(sliding_window_view(encoded, n_a, axis=0), -1, 1)
+            parts.append(windows.reshape(n, -1))
+        if n_r:
+            history = episode.get_rewards(slice(-n_r, n - 1), neg_index_as_lookback=True)
+            rewards, _ = _pad_front([history], n + n_r - 1, (), 0.0)
+            parts.append(sliding_window_view(rewards[0], n_r))
+        return np.concatenate(parts, axis=1, dtype=np.float32)
 
     def _encode_actions(self, actions: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """`[B, T] (+ action shape)` actions → `[B, T, action_dim]` floats, zero where not `valid`."""
