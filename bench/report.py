@@ -91,6 +91,113 @@ def sampling_section() -> list[str]:
     return lines + ([""] + errors if errors else [])
 
 
+def sampling_ma_section() -> list[str]:
+    lines = [
+        "## Multi-agent sampling: env steps/s, two CartPole-v1 agents, 2 modules, `sample(num_timesteps=4000)`",
+        "",
+        "MultiAgentEnvRunner of each framework (see bench/README.md). Median over repeats (min–max in",
+        "brackets). Higher is better.",
+        "",
+        "| framework | " + " | ".join(f"{n} env{'s' if n > 1 else ''}" for n in NUM_ENVS) + " |",
+        "|---|" + "---:|" * len(NUM_ENVS),
+    ]
+    medians: dict[tuple[str, int], float | None] = {}
+    errors: list[str] = []
+    for fw in ("rllib", "flywheel"):
+        cells = []
+        for n in NUM_ENVS:
+            rows = load(f"sampling_ma_{fw}_{n}envs.jsonl")
+            errors += errors_of(rows, f"{NAMES[fw]}, {n} envs")
+            values = [r["env_steps_per_s"] for r in rows if "env_steps_per_s" in r]
+            medians[fw, n] = median(values)
+            spread = f" ({fmt(min(values))}–{fmt(max(values))}, n={len(values)})" if values else ""
+            cells.append(fmt(medians[fw, n]) + spread)
+        lines.append(f"| {NAMES[fw]} | " + " | ".join(cells) + " |")
+    cells = []
+    for n in NUM_ENVS:
+        ours, theirs = medians["flywheel", n], medians["rllib", n]
+        cells.append(ratio_cell(ours / theirs if ours and theirs else None, 10.0))
+    lines += [
+        "",
+        "| ratio | target | " + " | ".join(f"{n} env{'s' if n > 1 else ''}" for n in NUM_ENVS) + " |",
+        "|---|---|" + "---:|" * len(NUM_ENVS),
+        f"| flywheel / {NAMES['rllib']} | ≥ 10× | " + " | ".join(cells) + " |",
+    ]
+    return lines + ([""] + errors if errors else [])
+
+
+def train_remote_section() -> list[str]:
+    runners = (0, 1, 2)
+    lines = [
+        "## Remote training: PPO CartPole-v1 `train()` env steps/s with 0, 1, 2 remote env runners",
+        "",
+        "RLlib's CartPole example settings for both (train batch 4000, 6 epochs, linear 32-unit net),",
+        "one warm-up `train()` then 5 timed ones; 0 runners samples in the driver. Median over lines",
+        "(scaling against the same framework's 0-runner figure in brackets). Higher is better.",
+        "",
+        "| framework | " + " | ".join(f"{k} runners" for k in runners) + " | load avg (1 min) |",
+        "|---|" + "---:|" * (len(runners) + 1),
+    ]
+    medians: dict[tuple[str, int], float | None] = {}
+    errors: list[str] = []
+    for fw in ("rllib", "flywheel"):
+        rows = load(f"train_remote_{fw}.jsonl")
+        errors += errors_of(rows, NAMES[fw])
+        for k in runners:
+            medians[fw, k] = median(
+                [r["steps_per_s"] for r in rows if r.get("num_env_runners") == k and "steps_per_s" in r]
+            )
+        base = medians[fw, 0]
+        cells = [
+            fmt(medians[fw, k]) + (f" ({medians[fw, k] / base:.2f}×)" if base and medians[fw, k] else "")
+            for k in runners
+        ]
+        loads = ", ".join(f"{r['loadavg_1m']:g}" for r in rows if "loadavg_1m" in r)
+        lines.append(f"| {NAMES[fw]} | " + " | ".join(cells) + f" | {loads or '—'} |")
+    cells = []
+    for k in runners:
+        ours, theirs = medians["flywheel", k], medians["rllib", k]
+        cells.append(ratio_cell(ours / theirs if ours and theirs else None, 5.0 if k == 2 else None))
+    lines += [
+        "",
+        "| ratio | target | " + " | ".join(f"{k} runners" for k in runners) + " |",
+        "|---|---|" + "---:|" * len(runners),
+        f"| flywheel / {NAMES['rllib']} | ≥ 5× at 2 runners | " + " | ".join(cells) + " |",
+    ]
+    return lines + ([""] + errors if errors else [])
+
+
+def offpolicy_section() -> list[str]:
+    lines = [
+        "## Off-policy learning: DQN CartPole-v1 to 450, SAC Pendulum-v1 to -250 (flywheel only)",
+        "",
+        "`bench/learning_offpolicy.py` with the settings of examples/dqn_cartpole.py and",
+        "examples/sac_pendulum.py; the threshold is checked after each `train()` on the mean return of",
+        "the last 100 (DQN) / 10 (SAC) episodes. **No RLlib or SB3 peer scripts exist yet, so there",
+        "are no peer rows and no ratios.** Medians over seeds that reached the threshold.",
+        "",
+        "| algorithm | reached | s to threshold | CPU s | env steps to threshold | last mean return "
+        "| training steps/s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows = [r for r in load("learning_offpolicy_flywheel.jsonl") if "error" not in r]
+    errors = errors_of(load("learning_offpolicy_flywheel.jsonl"), "flywheel")
+    for algo in ("dqn", "sac"):
+        runs = [r[algo] for r in rows if algo in r]
+        errors += [f"- flywheel {algo}: `{run['error']}`" for run in runs if "error" in run]
+        ok = [run for run in runs if "error" not in run]
+        hit = [run for run in ok if run["env_steps_to_threshold"] is not None]
+        name = f"{algo.upper()} {ok[0]['env']} → {ok[0]['threshold']:g}" if ok else algo.upper()
+        lines.append(
+            f"| {name} | {len(hit)}/{len(runs)} | {fmt(median([h['seconds_to_threshold'] for h in hit]), 1)} "
+            f"| {fmt(median([h['cpu_seconds_to_threshold'] for h in hit]), 1)} "
+            f"| {fmt(median([h['env_steps_to_threshold'] for h in hit]))} "
+            f"| {fmt(median([run['last_mean_return'] for run in ok]), 1)} "
+            f"| {fmt(median([run['training_steps_per_s'] for run in ok]), 1)} |"
+        )
+    return lines + ([""] + errors if errors else [])
+
+
 def train_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over the seeds that reached each threshold."""
     ok = [r for r in rows if "error" not in r]
@@ -160,7 +267,14 @@ def machine_section() -> list[str]:
     facts = json.loads(path.read_text()) if path.exists() else {}
     keys = ("date", "nproc", "cpu", "memory_gib", "python", "torch", "ray", "stable_baselines3", "gymnasium",
             "numpy", "flywheel_commit", "loadavg_1m_at_start", "nice", "autogroup", "openblas_env")  # fmt: skip
-    lines = ["## Machine", "", "| fact | value |", "|---|---|"]
+    lines = [
+        "## Machine",
+        "",
+        "Facts of the latest `run.sh` invocation.",
+        "",
+        "| fact | value |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {facts.get(k, '—')} |" for k in keys]
     return lines
 
@@ -179,6 +293,12 @@ def main() -> None:
         *sampling_section(),
         "",
         *train_section(),
+        "",
+        *sampling_ma_section(),
+        "",
+        *train_remote_section(),
+        "",
+        *offpolicy_section(),
         "",
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))

@@ -4,7 +4,9 @@
 #   bench/run.sh                          # everything: sampling (1 and 8 envs, 3 repeats), training (seed 0)
 #   bench/run.sh --seeds 3                # training with seeds 0, 1, 2
 #   bench/run.sh --frameworks "flywheel"  # re-measure flywheel only; the peers' saved results stay
-#   bench/run.sh --only sampling          # or: --only train
+#   bench/run.sh --only sampling          # or: --only train, --only ma (multi-agent sampling),
+#                                         #     --only remote (PPO train() with 0/1/2 remote runners),
+#                                         #     --only offpolicy (flywheel DQN/SAC to their thresholds)
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
 #
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
@@ -35,6 +37,10 @@ while [[ $# -gt 0 ]]; do
         *) echo "run.sh: unknown option '$1' (expected --frameworks, --only, --seeds, --repeats, --max-seconds, --report-only)" >&2; exit 2 ;;
     esac
 done
+case "$only" in
+    all | sampling | train | ma | remote | offpolicy) ;;
+    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, train, ma, remote or offpolicy)" >&2; exit 2 ;;
+esac
 
 [[ -x .venv/bin/python ]] || ./setup.sh
 py=.venv/bin/python
@@ -90,6 +96,40 @@ if [[ $report_only == 0 ]]; then
                 measure "results/train_${fw}.jsonl" "train_${fw}_seed${seed}.log" $((${max_seconds%.*} + 300)) \
                     train "$fw" "train_${fw}.py" --seed "$seed" --max-seconds "$max_seconds"
             done
+        done
+    fi
+    if [[ $only == all || $only == ma ]]; then
+        for fw in rllib flywheel; do
+            has "$fw" && for n in 1 8; do : > "results/sampling_ma_${fw}_${n}envs.jsonl"; done
+        done
+        for r in $(seq 1 "$repeats"); do
+            for n in 1 8; do
+                for fw in rllib flywheel; do
+                    has "$fw" || continue
+                    measure "results/sampling_ma_${fw}_${n}envs.jsonl" "sampling_ma_${fw}_${n}envs_r${r}.log" 900 \
+                        sampling_ma "$fw" "sampling_${fw}_ma.py" --num-envs "$n"
+                done
+            done
+        done
+    fi
+    if [[ $only == all || $only == remote ]]; then
+        for fw in rllib flywheel; do
+            has "$fw" && : > "results/train_remote_${fw}.jsonl"
+        done
+        for runners in 0 1 2; do
+            for fw in rllib flywheel; do
+                has "$fw" || continue
+                measure "results/train_remote_${fw}.jsonl" "train_remote_${fw}_${runners}runners.log" 900 \
+                    train_remote "$fw" "train_${fw}_remote.py" --num-env-runners "$runners"
+            done
+        done
+    fi
+    # Only flywheel has an off-policy script so far; the peers' rows stay empty in the report.
+    if [[ ($only == all || $only == offpolicy) && -f learning_offpolicy.py ]] && has flywheel; then
+        : > results/learning_offpolicy_flywheel.jsonl
+        for seed in $(seq 0 $((seeds - 1))); do
+            measure results/learning_offpolicy_flywheel.jsonl "learning_offpolicy_flywheel_seed${seed}.log" \
+                $((${max_seconds%.*} * 2 + 300)) learning_offpolicy flywheel learning_offpolicy.py --seed "$seed"
         done
     fi
 fi
