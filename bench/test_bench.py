@@ -99,3 +99,39 @@ def test_report_computes_ratios_from_medians_and_shows_errors(tmp_path, monkeypa
     assert "| Stable-Baselines3 ÷ flywheel | > 1× | not measured | not measured |" in text
     assert "- Stable-Baselines3: `ImportError: no sb3`" in text
     assert "| RLlib 2.60 | 1/1 | 200.0 | 190.0 | 150,000 | — (0/1) |" in text
+
+
+def test_report_multi_agent_remote_and_offpolicy_sections(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    monkeypatch.setattr(report, "HERE", tmp_path)
+    for n, rllib, ours in ((1, [400, 500, 600], [6000]), (8, [2000], [15_000])):
+        write_lines(tmp_path / f"sampling_ma_rllib_{n}envs.jsonl", [{"env_steps_per_s": v} for v in rllib])
+        write_lines(tmp_path / f"sampling_ma_flywheel_{n}envs.jsonl", [{"env_steps_per_s": v} for v in ours])
+    remote = [
+        {"num_env_runners": k, "steps_per_s": v, "loadavg_1m": 1.5} for k, v in ((0, 250.0), (2, 300.0))
+    ]
+    write_lines(
+        tmp_path / "train_remote_rllib.jsonl", [*remote, {"num_env_runners": 1, "error": "IndexError: x"}]
+    )
+    ours = [
+        {"num_env_runners": k, "steps_per_s": v, "loadavg_1m": 2.0} for k, v in ((0, 2000.0), (1, 2500.0))
+    ]
+    write_lines(
+        tmp_path / "train_remote_flywheel.jsonl", [*ours, {"num_env_runners": 2, "steps_per_s": 3000.0}]
+    )
+    dqn = {"env": "CartPole-v1", "threshold": 450.0, "env_steps_to_threshold": 59_000, "seconds_to_threshold": 80.0,
+           "cpu_seconds_to_threshold": 90.0, "last_mean_return": 452.3, "training_steps_per_s": 180.0}  # fmt: skip
+    write_lines(
+        tmp_path / "learning_offpolicy_flywheel.jsonl", [{"dqn": dqn, "sac": {"error": "EnvError: y"}}]
+    )
+    report.main()
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "| flywheel | 6,000 (6,000–6,000, n=1) | 15,000 (15,000–15,000, n=1) |" in text
+    assert "| flywheel / RLlib 2.60 | ≥ 10× | 12.00× (met) | 7.50× (NOT met) |" in text
+    assert "| RLlib 2.60 | 250 (1.00×) | — | 300 (1.20×) | 1.5, 1.5 |" in text
+    assert "| flywheel | 2,000 (1.00×) | 2,500 (1.25×) | 3,000 (1.50×) | 2, 2 |" in text
+    assert "| flywheel / RLlib 2.60 | ≥ 5× at 2 runners | 8.00× | not measured | 10.00× (met) |" in text
+    assert "- RLlib 2.60: `IndexError: x`" in text
+    assert "| DQN CartPole-v1 → 450 | 1/1 | 80.0 | 90.0 | 59,000 | 452.3 | 180.0 |" in text
+    assert "| SAC | 0/1 | — | — | — | — | — |" in text
+    assert "- flywheel sac: `EnvError: y`" in text
