@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from flywheel import MultiAgentEnv, MultiAgentEpisode
-from flywheel.env.multi_agent_env import (
+from flywheel.env.multi_agent_vector_env import (
     FINAL_INFOS,
     FINAL_OBS,
     MultiAgentAsyncVectorEnv,

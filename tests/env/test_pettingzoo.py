@@ -12,7 +12,7 @@ from pettingzoo.classic.rps import rps as rps_v2  # noqa: E402 (the versioned al
 
 from flywheel import MultiAgentEpisode  # noqa: E402
 from flywheel.env.multi_agent_checks import check_multi_agent_env  # noqa: E402
-from flywheel.env.multi_agent_env import FINAL_OBS, make_multi_agent_vector_env  # noqa: E402
+from flywheel.env.multi_agent_vector_env import FINAL_OBS, make_multi_agent_vector_env  # noqa: E402
 from flywheel.env.pettingzoo import PettingZooEnv  # noqa: E402
 from flywheel.errors import EnvError  # noqa: E402
 

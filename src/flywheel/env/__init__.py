@@ -10,9 +10,9 @@ from flywheel.env.make import (
     seed_for,
 )
 from flywheel.env.multi_agent_checks import check_multi_agent_env
-from flywheel.env.multi_agent_env import (
+from flywheel.env.multi_agent_env import MultiAgentEnv
+from flywheel.env.multi_agent_vector_env import (
     MultiAgentAsyncVectorEnv,
-    MultiAgentEnv,
     MultiAgentSyncVectorEnv,
     make_multi_agent_vector_env,
 )

@@ -1,4 +1,4 @@
-"""`MultiAgentEnv`: several agents in one env, and vector envs that step copies of it.
+"""`MultiAgentEnv`: several agents in one env (vector envs of it: `multi_agent_vector_env`).
 
 The contract (RLlib's): observations, rewards, infos and done flags are dicts keyed by agent
 id. An agent acts in the next step iff it received an observation in this step, so ``step()``
@@ -6,48 +6,19 @@ gets an action for exactly the agents of the last observation dict that are not 
 ``"__all__"`` in terminateds and truncateds ends the episode for every agent. Agents may
 observe only on some steps (turn-based games), join late or finish early; the rewards an agent
 gets while it waits are collected by the episode until it observes again.
-
-A runner steps ``num_envs_per_env_runner`` copies through a vector env::
-
-    vector_env = make_multi_agent_vector_env(MyEnv, env_config, num_envs=4)
-    observations, infos = vector_env.reset(seed=0)            # lists: one dict per sub-env
-    while sampling:
-        actions = [policy(obs) for obs in observations]        # one action dict per sub-env
-        observations, rewards, terminateds, truncateds, infos = vector_env.step(actions)
-        # A sub-env whose "__all__" is done was reset in this same step: observations[i] and
-        # infos[i] belong to its new episode, the old one's last are infos[i][FINAL_OBS]
-        # and infos[i][FINAL_INFOS] (gymnasium's SAME_STEP autoreset, per sub-env).
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 
-from flywheel.env.make import EnvContext, make_env_creator
 from flywheel.errors import EnvError
 from flywheel.typing import AgentID
 
-__all__ = [
-    "FINAL_INFOS",
-    "FINAL_OBS",
-    "MultiAgentAsyncVectorEnv",
-    "MultiAgentEnv",
-    "MultiAgentSyncVectorEnv",
-    "make_multi_agent_vector_env",
-]
-
-FINAL_OBS = "__final_obs__"
-"""Key in a sub-env's infos (after an autoreset) holding the finished episode's last observations."""
-FINAL_INFOS = "__final_infos__"
-"""Key in a sub-env's infos (after an autoreset) holding the finished episode's last infos."""
-
-_MA_VECTORIZE_MODES = ("sync", "async")
+__all__ = ["MultiAgentEnv"]
 
 
 class MultiAgentEnv(gym.Env):
@@ -97,11 +68,11 @@ class MultiAgentEnv(gym.Env):
 
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         """The observation space of ``agent_id``; an `EnvError` names an unknown agent or a missing space."""
-        return _space_of(self, agent_id, "observation_spaces")
+        return agent_space(self, agent_id, "observation_spaces")
 
     def get_action_space(self, agent_id: AgentID) -> gym.Space:
         """The action space of ``agent_id``; an `EnvError` names an unknown agent or a missing space."""
-        return _space_of(self, agent_id, "action_spaces")
+        return agent_space(self, agent_id, "action_spaces")
 
 
 def _per_agent_spaces(env: Any, space: Any, attribute: str) -> dict[AgentID, gym.Space]:
@@ -115,7 +86,8 @@ def _per_agent_spaces(env: Any, space: Any, attribute: str) -> dict[AgentID, gym
     )
 
 
-def _space_of(env: Any, agent_id: AgentID, attribute: str) -> gym.Space:
+def agent_space(env: Any, agent_id: AgentID, attribute: str) -> gym.Space:
+    """`env.<attribute>[agent_id]`; an `EnvError` names an unknown agent or a missing space."""
     spaces = getattr(env, attribute)
     space = spaces.get(agent_id)
     if space is not None:
@@ -130,301 +102,3 @@ def _space_of(env: Any, agent_id: AgentID, attribute: str) -> gym.Space:
         f"{name}.{attribute} has no space for agent {agent_id!r} (it has spaces for {list(spaces)}). "
         f"Fix: set self.{attribute}[{agent_id!r}] = <a gymnasium space> in __init__."
     )
-
-
-def _all_done(flags: Mapping[AgentID, bool], index: int, which: str) -> bool:
-    try:
-        return bool(flags["__all__"])
-    except KeyError:
-        raise EnvError(
-            f"Sub-env {index}'s step() returned {which} {dict(flags)!r} without the key '__all__'; expected "
-            f"'__all__' in terminateds and truncateds. Fix: add '__all__': <whether the episode ended>."
-        ) from None
-
-
-def _step_and_autoreset(env: MultiAgentEnv, actions: dict, index: int) -> tuple[dict, ...]:
-    """One sub-env step; an ended episode is reset at once, its last obs/infos go into the new infos."""
-    obs, rewards, terminateds, truncateds, infos = env.step(actions)
-    if _all_done(terminateds, index, "terminateds") or _all_done(truncateds, index, "truncateds"):
-        final_obs, final_infos = obs, infos
-        obs, infos = env.reset()
-        infos = {**infos, FINAL_OBS: final_obs, FINAL_INFOS: final_infos}
-    return obs, rewards, terminateds, truncateds, infos
-
-
-def _seeds(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int | None]:
-    if seed is None or isinstance(seed, int):
-        return [None if seed is None else seed + i for i in range(num_envs)]
-    seeds = list(seed)
-    if len(seeds) != num_envs:
-        raise EnvError(f"Expected one seed per sub-env ({num_envs}), got {len(seeds)}: {seeds}.")
-    return seeds
-
-
-class _MultiAgentVectorEnv:
-    """What both vector envs share: the sub-envs' spaces and agent ids (taken from sub-env 0)."""
-
-    num_envs: int
-    possible_agents: list[AgentID]
-    observation_spaces: dict[AgentID, gym.Space]
-    action_spaces: dict[AgentID, gym.Space]
-
-    def _set_spaces(self, possible_agents: list, observation_spaces: dict, action_spaces: dict) -> None:
-        self.possible_agents = possible_agents
-        self.observation_spaces = observation_spaces
-        self.action_spaces = action_spaces
-
-    def get_observation_space(self, agent_id: AgentID) -> gym.Space:
-        return _space_of(self, agent_id, "observation_spaces")
-
-    def get_action_space(self, agent_id: AgentID) -> gym.Space:
-        return _space_of(self, agent_id, "action_spaces")
-
-    def __enter__(self) -> _MultiAgentVectorEnv:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-
-def _agent_spaces(env: MultiAgentEnv) -> tuple[list, dict, dict]:
-    """(possible_agents, observation spaces, action spaces), every possible agent's spaces checked."""
-    agents = list(env.possible_agents)
-    observation_spaces = {a: env.get_observation_space(a) for a in agents}
-    return agents, observation_spaces, {a: env.get_action_space(a) for a in agents}
-
-
-class MultiAgentSyncVectorEnv(_MultiAgentVectorEnv):
-    """``num_envs`` multi-agent sub-envs stepped one after the other in this process.
-
-    ``reset`` returns ``(observations, infos)`` and ``step(actions)`` (one action dict per
-    sub-env) returns ``(observations, rewards, terminateds, truncateds, infos)``: lists with
-    one dict per sub-env. Sub-envs autoreset in the same step (see the module docstring).
-    """
-
-    def __init__(self, env_fns: Sequence[Callable[[], MultiAgentEnv]]) -> None:
-        self.envs = [env_fn() for env_fn in env_fns]
-        self.num_envs = len(self.envs)
-        self._set_spaces(*_agent_spaces(self.envs[0]))
-
-    def reset(
-        self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None
-    ) -> tuple[list[dict], list[dict]]:
-        """Resets every sub-env; an int ``seed`` seeds sub-env ``i`` with ``seed + i``."""
-        results = [
-            env.reset(seed=s, options=options) for env, s in zip(self.envs, _seeds(seed, self.num_envs))
-        ]
-        return [r[0] for r in results], [r[1] for r in results]
-
-    def step(
-        self, actions: Sequence[dict]
-    ) -> tuple[list[dict], list[dict], list[dict], list[dict], list[dict]]:
-        results = [_step_and_autoreset(env, a, i) for i, (env, a) in enumerate(zip(self.envs, actions))]
-        obs, rewards, terminateds, truncateds, infos = zip(*results)
-        return list(obs), list(rewards), list(terminateds), list(truncateds), list(infos)
-
-    def get_attr(self, name: str) -> list:
-        return [getattr(env, name) for env in self.envs]
-
-    def call(self, name: str, *args: Any, **kwargs: Any) -> list:
-        return [getattr(env, name)(*args, **kwargs) for env in self.envs]
-
-    def close(self) -> None:
-        for env in self.envs:
-            env.close()
-
-
-class MultiAgentAsyncVectorEnv(_MultiAgentVectorEnv):
-    """Like `MultiAgentSyncVectorEnv`, with each sub-env in its own process; worth it when ``step`` is slow.
-
-    ``env_fns`` must pickle under the chosen multiprocessing ``context`` (default: the
-    platform's). An exception in a sub-env comes back as an `EnvError` naming the sub-env and
-    the call, with the worker's traceback; the worker keeps running.
-    """
-
-    def __init__(self, env_fns: Sequence[Callable[[], MultiAgentEnv]], *, context: str | None = None) -> None:
-        ctx = multiprocessing.get_context(context)
-        self.num_envs = len(env_fns)
-        self._pipes, self._processes = [], []
-        self._closed = False
-        for i, env_fn in enumerate(env_fns):
-            parent, child = ctx.Pipe()
-            process = ctx.Process(
-                target=_worker, args=(env_fn, i, child, parent), name=f"flywheel-ma-env-{i}", daemon=True
-            )
-            process.start()
-            child.close()
-            self._pipes.append(parent)
-            self._processes.append(process)
-        self._receive_all("creating the env")
-        self._set_spaces(*self._request(0, "spaces", None))
-
-    def reset(
-        self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None
-    ) -> tuple[list[dict], list[dict]]:
-        """Resets every sub-env; an int ``seed`` seeds sub-env ``i`` with ``seed + i``."""
-        self._send_all([("reset", {"seed": s, "options": options}) for s in _seeds(seed, self.num_envs)])
-        results = self._receive_all("reset()")
-        return [r[0] for r in results], [r[1] for r in results]
-
-    def step(
-        self, actions: Sequence[dict]
-    ) -> tuple[list[dict], list[dict], list[dict], list[dict], list[dict]]:
-        self._send_all([("step", action_dict) for action_dict in actions])
-        obs, rewards, terminateds, truncateds, infos = zip(*self._receive_all("step()"))
-        return list(obs), list(rewards), list(terminateds), list(truncateds), list(infos)
-
-    def get_attr(self, name: str) -> list:
-        self._send_all([("get_attr", name)] * self.num_envs)
-        return self._receive_all(f"getattr({name!r})")
-
-    def call(self, name: str, *args: Any, **kwargs: Any) -> list:
-        self._send_all([("call", (name, args, kwargs))] * self.num_envs)
-        return self._receive_all(f"{name}()")
-
-    def close(self) -> None:
-        """Closes the sub-envs and ends their processes (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        self._send_all([("close", None)] * self.num_envs)
-        for pipe, process in zip(self._pipes, self._processes):
-            process.join(timeout=5)
-            if process.is_alive():
-                process.terminate()
-            pipe.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
-
-    def _send_all(self, messages: list[tuple[str, Any]]) -> None:
-        for pipe, message in zip(self._pipes, messages):
-            # A dead worker cannot take the message; its missing reply reports the problem.
-            with contextlib.suppress(OSError):
-                pipe.send(message)
-
-    def _request(self, index: int, command: str, payload: Any) -> Any:
-        self._pipes[index].send((command, payload))
-        return self._raise_errors([self._recv(index)], what=command, first_index=index)[0]
-
-    def _receive_all(self, what: str) -> list:
-        # Read every reply before raising, so no answer is left in a pipe for the next call.
-        return self._raise_errors([self._recv(i) for i in range(self.num_envs)], what)
-
-    def _recv(self, index: int) -> tuple[str, Any]:
-        try:
-            return self._pipes[index].recv()
-        except EOFError:
-            code = self._processes[index].exitcode
-            return "error", f"its process ended unexpectedly (exit code {code}); create a new vector env."
-
-    @staticmethod
-    def _raise_errors(replies: list[tuple[str, Any]], what: str, first_index: int = 0) -> list:
-        for index, (status, result) in enumerate(replies, start=first_index):
-            if status == "error":
-                raise EnvError(f"Sub-env {index} (in its own process) raised during {what}:\n{result}")
-        return [result for _, result in replies]
-
-
-def _worker(env_fn: Callable[[], MultiAgentEnv], index: int, pipe: Any, parent_pipe: Any) -> None:
-    """Runs in a sub-env process: answers each command with ("ok", result) or ("error", traceback)."""
-    parent_pipe.close()
-    try:
-        env = env_fn()
-    except Exception:
-        pipe.send(("error", traceback.format_exc()))
-        pipe.close()
-        return
-    pipe.send(("ok", None))
-    while True:
-        try:
-            command, payload = pipe.recv()
-        except (EOFError, KeyboardInterrupt):
-            break
-        if command == "close":
-            break
-        try:
-            pipe.send(("ok", _run_command(env, index, command, payload)))
-        except Exception:
-            pipe.send(("error", traceback.format_exc()))
-    env.close()
-    pipe.close()
-
-
-def _run_command(env: MultiAgentEnv, index: int, command: str, payload: Any) -> Any:
-    if command == "step":
-        return _step_and_autoreset(env, payload, index)
-    if command == "reset":
-        return env.reset(**payload)
-    if command == "spaces":
-        return _agent_spaces(env)
-    if command == "get_attr":
-        return getattr(env, payload)
-    name, args, kwargs = payload
-    return getattr(env, name)(*args, **kwargs)
-
-
-class _MultiAgentThunk:
-    """Builds one multi-agent sub-env: ``creator(context)``; picklable whenever the creator is."""
-
-    def __init__(self, creator: Callable[[EnvContext], Any], context: EnvContext) -> None:
-        self.creator = creator
-        self.context = context
-
-    def __call__(self) -> MultiAgentEnv:
-        name = getattr(self.creator, "__qualname__", repr(self.creator))
-        try:
-            env = self.creator(self.context)
-        except Exception as e:
-            raise EnvError(
-                f"Creating multi-agent sub-env {self.context.vector_index} on worker {self.context.worker_index} "
-                f"with {name}({self.context!r}) raised {type(e).__name__}: {str(e).rstrip('.')}. "
-                "Fix the creator (see the chained error)."
-            ) from e
-        if not isinstance(env, MultiAgentEnv):
-            hint = (
-                " It looks like a PettingZoo ParallelEnv: wrap it, creator = lambda cfg: "
-                "flywheel.env.pettingzoo.PettingZooEnv(make_parallel_env(cfg))."
-                if hasattr(env, "possible_agents")
-                else ""
-            )
-            raise EnvError(
-                f"The env creator {name} returned {type(env).__name__}, expected a flywheel MultiAgentEnv. "
-                f"Fix: return an instance of a MultiAgentEnv subclass.{hint}"
-            )
-        return env
-
-
-def make_multi_agent_vector_env(
-    env: Any,
-    env_config: Mapping[str, Any] | None = None,
-    *,
-    num_envs: int = 1,
-    vectorize_mode: str = "sync",
-    worker_index: int = 0,
-    num_workers: int = 0,
-) -> MultiAgentSyncVectorEnv | MultiAgentAsyncVectorEnv:
-    """Builds the multi-agent vector env a runner steps (``num_envs`` sub-envs, autoreset SAME_STEP).
-
-    ``env`` is named as for single-agent envs (a registered name, a `MultiAgentEnv` subclass, a
-    callable); each sub-env gets an `EnvContext` with its ``worker_index`` and ``vector_index``.
-    ``vectorize_mode`` is ``"sync"`` (this process) or ``"async"`` (one process per sub-env).
-    """
-    mode = getattr(vectorize_mode, "value", vectorize_mode)
-    if mode not in _MA_VECTORIZE_MODES:
-        raise EnvError(
-            f"Unknown vectorize mode {vectorize_mode!r} for a multi-agent env; expected one of "
-            f"{list(_MA_VECTORIZE_MODES)} ('vector_entry_point' exists for gymnasium ids only)."
-        )
-    if not isinstance(num_envs, int) or num_envs < 1:
-        raise EnvError(f"num_envs must be an int >= 1, got {num_envs!r}. Fix: pass num_envs=1 or more.")
-    creator = make_env_creator(env, env_config)
-    context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
-    thunks = [_MultiAgentThunk(creator, context.copy_with_overrides(vector_index=i)) for i in range(num_envs)]
-    if mode == "sync":
-        return MultiAgentSyncVectorEnv(thunks)
-    return MultiAgentAsyncVectorEnv(thunks)

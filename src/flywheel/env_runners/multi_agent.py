@@ -18,7 +18,7 @@ from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.env.make import EnvContext, make_env_creator
 from flywheel.env.multi_agent_checks import check_multi_agent_env
-from flywheel.env.multi_agent_env import FINAL_INFOS, FINAL_OBS, make_multi_agent_vector_env
+from flywheel.env.multi_agent_vector_env import FINAL_INFOS, FINAL_OBS, make_multi_agent_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.infos import row
 from flywheel.env_runners.multi_agent_metrics import EpisodeStats, log_sample_metrics
