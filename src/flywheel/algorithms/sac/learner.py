@@ -64,8 +64,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             self.register_optimizer(
                 module_id=module_id,
                 optimizer_name=name,
-                # foreach: one kernel per step for all tensors (about 25% faster for small networks on CPU).
-                optimizer=torch.optim.Adam(params, foreach=True),
+                optimizer=torch.optim.Adam(params),
                 params=params,
                 lr_or_lr_schedule=lr,
             )
