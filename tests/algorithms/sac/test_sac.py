@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from flywheel import Columns, ConnectorV2, SACConfig
+from flywheel import Algorithm, Columns, ConnectorV2, SACConfig
 from flywheel.algorithms.dqn import DQN
 from flywheel.algorithms.sac import SAC
 from flywheel.errors import ModuleError
@@ -35,6 +35,36 @@ def test_sac_learns_from_replay_and_acts_in_the_env_bounds():
     assert np.abs(stored).max() <= 1.0  # episodes keep the policy's [-1, 1] actions
     to_env = np.concatenate(sent)
     assert np.abs(to_env).max() <= 2.0 and np.abs(to_env).max() > 1.0  # unsquashed to Pendulum's [-2, 2]
+
+
+def test_checkpoint_restores_alpha_and_the_critics(tmp_path):
+    config = (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .training(num_steps_sampled_before_learning_starts=8, train_batch_size_per_learner=8)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .reporting(min_sample_timesteps_per_iteration=0)
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        for _ in range(12):
+            algo.training_step()
+        path = algo.save_to_path(tmp_path / "ckpt")
+        state = algo.learner_group.get_state()["learner"]
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(path)
+    try:
+        restored_state = restored.learner_group.get_state()["learner"]
+    finally:
+        restored.stop()
+    assert (
+        restored_state["log_alphas"] == state["log_alphas"] != {"default_policy": 0.0}
+    )  # 5 updates moved it
+    for name, weights in state["rl_module"]["default_policy"].items():
+        np.testing.assert_array_equal(restored_state["rl_module"]["default_policy"][name], weights)
+    assert restored_state["weights_seq_no"] == 5
 
 
 def test_discrete_actions_fail_at_build():
