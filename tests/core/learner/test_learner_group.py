@@ -69,4 +69,3 @@ def test_weights_and_state():
     assert other.weights_seq_no == 1
     for name, value in group.get_weights(inference_only=False)["default_policy"].items():
         assert np.array_equal(other.get_weights(inference_only=False)["default_policy"][name], value)
-
