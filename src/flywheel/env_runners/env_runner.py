@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
+from flywheel.env.make import EnvContext, make_env_creator
 from flywheel.metrics import MetricsLogger
 
 
@@ -52,6 +53,27 @@ class EnvRunner(Checkpointable, abc.ABC):
         self._to_module: dict[str, Any] = {}
 
     # --------------------------------------------------------------- sampling
+
+    def _make_env(self) -> Any:
+        """Checks the env once (unless `disable_env_checking`), builds the vector env of
+        `num_envs_per_env_runner` copies and calls `on_environment_created`."""
+        config = self.config
+        context = EnvContext(config.env_config, worker_index=self.worker_index, num_workers=self.num_workers)
+        if not config.disable_env_checking:
+            self._check_env(make_env_creator(config.env, config.env_config)(context))
+        env = self._make_vector_env()
+        self._callbacks.on_environment_created(
+            env_runner=self, metrics_logger=self.metrics, env=env, env_context=context
+        )
+        return env
+
+    @abc.abstractmethod
+    def _check_env(self, env: Any) -> None:
+        """Plays a few steps on a separately created env and explains the first contract violation."""
+
+    @abc.abstractmethod
+    def _make_vector_env(self) -> Any:
+        """The vector env this runner steps."""
 
     def sample(
         self,

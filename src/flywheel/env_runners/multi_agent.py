@@ -16,7 +16,6 @@ import gymnasium as gym
 from flywheel.columns import Columns
 from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
-from flywheel.env.make import EnvContext, make_env_creator
 from flywheel.env.multi_agent_checks import check_multi_agent_env
 from flywheel.env.multi_agent_vector_env import FINAL_INFOS, FINAL_OBS, make_multi_agent_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
@@ -57,12 +56,12 @@ class MultiAgentEnvRunner(EnvRunner):
 
     # ------------------------------------------------------------------ setup
 
-    def _make_env(self):
+    def _check_env(self, env: Any) -> None:
+        check_multi_agent_env(env)
+
+    def _make_vector_env(self) -> Any:
         config = self.config
-        context = EnvContext(config.env_config, worker_index=self.worker_index, num_workers=self.num_workers)
-        if not config.disable_env_checking:
-            check_multi_agent_env(make_env_creator(config.env, config.env_config)(context))
-        env = make_multi_agent_vector_env(
+        return make_multi_agent_vector_env(
             config.env,
             config.env_config,
             num_envs=self.num_envs,
@@ -70,10 +69,6 @@ class MultiAgentEnvRunner(EnvRunner):
             worker_index=self.worker_index,
             num_workers=self.num_workers,
         )
-        self._callbacks.on_environment_created(
-            env_runner=self, metrics_logger=self.metrics, env=env, env_context=context
-        )
-        return env
 
     def _module_spaces(self, config: Any) -> dict:
         """Per module, its first agent's spaces; observation spaces as the env-to-module pipeline outputs

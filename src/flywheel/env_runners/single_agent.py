@@ -14,7 +14,7 @@ import numpy as np
 from flywheel.columns import Columns
 from flywheel.connectors.module_to_env import GetActions
 from flywheel.env.checks import check_env
-from flywheel.env.make import SUB_ENV_RESTARTED, EnvContext, make_env_creator, make_vector_env
+from flywheel.env.make import SUB_ENV_RESTARTED, make_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.infos import row, unbatch_infos
 from flywheel.episodes import SingleAgentEpisode
@@ -61,12 +61,12 @@ class SingleAgentEnvRunner(EnvRunner):
         act_space = self.config.action_space or self.env.single_action_space
         return obs_space, act_space
 
-    def _make_env(self) -> gym.vector.VectorEnv:
+    def _check_env(self, env: Any) -> None:
+        check_env(env)
+
+    def _make_vector_env(self) -> Any:
         config = self.config
-        context = EnvContext(config.env_config, worker_index=self.worker_index, num_workers=self.num_workers)
-        if not config.disable_env_checking:
-            check_env(make_env_creator(config.env, config.env_config)(context))
-        env = make_vector_env(
+        return make_vector_env(
             config.env,
             config.env_config,
             num_envs=self.num_envs,
@@ -75,10 +75,6 @@ class SingleAgentEnvRunner(EnvRunner):
             num_workers=self.num_workers,
             restart_failed_sub_environments=config.restart_failed_sub_environments,
         )
-        self._callbacks.on_environment_created(
-            env_runner=self, metrics_logger=self.metrics, env=env, env_context=context
-        )
-        return env
 
     def _check_lookback_for_state(self) -> None:
         if self.module.is_stateful() and self.config.episode_lookback_horizon < 1:
