@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import benchlib
 import pytest
 import report
+from offpolicy_watch import ThresholdWatch
 
 
 def chunk(id_: str, rewards: float, done: bool) -> SimpleNamespace:
@@ -101,7 +102,7 @@ def test_report_computes_ratios_from_medians_and_shows_errors(tmp_path, monkeypa
     assert "| RLlib 2.60 | 1/1 | 200.0 | 190.0 | 150,000 | — (0/1) |" in text
 
 
-def test_report_multi_agent_remote_and_offpolicy_sections(tmp_path, monkeypatch):
+def test_report_multi_agent_and_remote_sections(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "RESULTS", tmp_path)
     monkeypatch.setattr(report, "HERE", tmp_path)
     for n, rllib, ours in ((1, [400, 500, 600], [6000]), (8, [2000], [15_000])):
@@ -119,11 +120,6 @@ def test_report_multi_agent_remote_and_offpolicy_sections(tmp_path, monkeypatch)
     write_lines(
         tmp_path / "train_remote_flywheel.jsonl", [*ours, {"num_env_runners": 2, "steps_per_s": 3000.0}]
     )
-    dqn = {"env": "CartPole-v1", "threshold": 450.0, "env_steps_to_threshold": 59_000, "seconds_to_threshold": 80.0,
-           "cpu_seconds_to_threshold": 90.0, "last_mean_return": 452.3, "training_steps_per_s": 180.0}  # fmt: skip
-    write_lines(
-        tmp_path / "learning_offpolicy_flywheel.jsonl", [{"dqn": dqn, "sac": {"error": "EnvError: y"}}]
-    )
     report.main()
     text = (tmp_path / "RESULTS.md").read_text()
     assert "| flywheel | 6,000 (6,000–6,000, n=1) | 15,000 (15,000–15,000, n=1) |" in text
@@ -132,6 +128,106 @@ def test_report_multi_agent_remote_and_offpolicy_sections(tmp_path, monkeypatch)
     assert "| flywheel | 2,000 (1.00×) | 2,500 (1.25×) | 3,000 (1.50×) | 2, 2 |" in text
     assert "| flywheel / RLlib 2.60 | ≥ 5× at 2 runners | 8.00× | not measured | 10.00× (met) |" in text
     assert "- RLlib 2.60: `IndexError: x`" in text
-    assert "| DQN CartPole-v1 → 450 | 1/1 | 80.0 | 90.0 | 59,000 | 452.3 | 180.0 |" in text
-    assert "| SAC | 0/1 | — | — | — | — | — |" in text
-    assert "- flywheel sac: `EnvError: y`" in text
+
+
+class Chunk:
+    """A stand-in RLlib episode chunk: id, return, done flag and its env steps (len)."""
+
+    def __init__(self, id_: str, rewards: float, done: bool, steps: int) -> None:
+        self.id_, self.is_done, self._rewards, self._steps = id_, done, rewards, steps
+
+    def get_return(self) -> float:
+        return self._rewards
+
+    def __len__(self) -> int:
+        return self._steps
+
+
+def test_watch_takes_the_mean_over_full_windows_and_records_the_first_crossing_once():
+    watch = ThresholdWatch({"env": "E-v0", "threshold": 10.0, "window": 3}, max_seconds=60.0)
+    watch.start()
+    for ret, steps in ((30.0, 10), (0.0, 20)):
+        watch.add_finished(ret, steps)
+    assert watch.best is None and not watch.done()  # 2 of 3 episodes: no mean yet
+    watch.add_finished(3.0, 30)  # mean 11 over (30, 0, 3): reached
+    watch.add_finished(0.0, 40)  # mean 1
+    watch.add_finished(60.0, 50)  # mean 21: the best, but the crossing stays the first
+    result = watch.result(55)
+    assert watch.done()
+    assert result["env_steps_to_threshold"] == 30
+    assert result["seconds_to_threshold"] is not None and result["seconds_to_threshold"] <= result["seconds"]
+    assert (result["best_mean_return"], result["env_steps_at_best"]) == (21.0, 50)
+    assert result["last_mean_return"] == 21.0
+    assert (result["env_steps"], result["num_episodes"], result["window"]) == (55, 5, 3)
+
+
+def test_watch_sums_rllib_chunks_per_episode_and_counts_their_env_steps():
+    watch = ThresholdWatch({"env": "E-v0", "threshold": 100.0, "window": 2}, max_seconds=0.0)
+    watch.start()
+    watch.add_chunks([Chunk("a", 10.0, False, 10), Chunk("b", 3.0, True, 3)])
+    watch.add_chunks([Chunk("a", 5.0, True, 5), Chunk("c", 1.0, False, 1)])
+    result = watch.result()
+    assert list(watch.returns) == [3.0, 15.0]
+    assert (result["env_steps"], result["env_steps_at_best"], result["best_mean_return"]) == (19, 19, 9.0)
+    assert result["env_steps_to_threshold"] is None and result["seconds_to_threshold"] is None
+    assert watch.done()  # max_seconds=0: out of time at once
+
+
+def offpolicy_run(seconds_to: float | None, seconds: float | None, best: float | None = None) -> dict:
+    """A per-algorithm off-policy result; a peer's has `seconds`, flywheel's (seconds=None) does not."""
+    run = {
+        "env_steps_to_threshold": 50_000 if seconds_to else None,
+        "seconds_to_threshold": seconds_to,
+        "cpu_seconds_to_threshold": seconds_to and seconds_to + 1,
+        "last_mean_return": 400.0,
+    }
+    if seconds is not None:
+        run.update(seconds=seconds, env_steps_per_s=500.0, best_mean_return=best, env_steps_at_best=40_000)
+    return run
+
+
+def test_report_offpolicy_ratios_are_lower_bounds_when_a_peer_did_not_reach(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    monkeypatch.setattr(report, "HERE", tmp_path)
+    ours = {"dqn": offpolicy_run(100.0, None), "sac": offpolicy_run(20.0, None)}
+    write_lines(tmp_path / "learning_offpolicy_flywheel.jsonl", [ours])
+    rllib = {"dqn": offpolicy_run(None, 600.4, best=336.0), "sac": {"error": "ValueError: z"}}
+    write_lines(tmp_path / "learning_offpolicy_rllib.jsonl", [rllib])
+    sb3 = [
+        {"dqn": offpolicy_run(80.0, 80.0, best=451.0), "sac": offpolicy_run(30.0, 30.0, best=-240.0)},
+        {"dqn": offpolicy_run(90.0, 90.0, best=455.0), "sac": offpolicy_run(None, 600.0, best=-300.0)},
+    ]
+    write_lines(tmp_path / "learning_offpolicy_sb3.jsonl", sb3)
+    report.main()
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "| flywheel | DQN | 1/1 | 100.0 | 101.0 | 50,000 | — (—) | 400.0 | 500 | 100.0 |" in text
+    assert "| RLlib 2.60 | DQN | 0/1 | — | — | — | 336.0 (40,000) | 400.0 | 500 | 600.4 |" in text
+    assert "| RLlib 2.60 | SAC | 0/0 | — | — | — | — (—) | — | — | — |" in text
+    assert (
+        "| Stable-Baselines3 | DQN | 2/2 | 85.0 | 86.0 | 50,000 | 453.0 (40,000) | 400.0 | 500 | 85.0 |"
+        in text
+    )
+    assert (
+        "| RLlib 2.60 ÷ flywheel | ≥ 3× | ≥ 6.00× (peer not reached in 600 s, best mean 336.0) (met) "
+        "| not measured |"
+    ) in text
+    assert (
+        "| Stable-Baselines3 ÷ flywheel | ≥ 1× | 0.85× (NOT met) | ≥ 15.75× (1/2 seeds reached; the others "
+        "count at the seconds they trained) (met) |"
+    ) in text
+    assert "- RLlib 2.60 SAC: `ValueError: z`" in text
+
+
+def test_report_offpolicy_bound_below_the_target_is_not_met(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    monkeypatch.setattr(report, "HERE", tmp_path)
+    write_lines(tmp_path / "learning_offpolicy_flywheel.jsonl", [{"dqn": offpolicy_run(100.0, None)}])
+    write_lines(
+        tmp_path / "learning_offpolicy_rllib.jsonl", [{"dqn": offpolicy_run(None, 250.0, best=300.0)}]
+    )
+    report.main()
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert (
+        "| RLlib 2.60 ÷ flywheel | ≥ 3× | ≥ 2.50× (peer not reached in 250 s, best mean 300.0) (NOT met) |"
+        in text
+    )
