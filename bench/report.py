@@ -167,34 +167,106 @@ def train_remote_section() -> list[str]:
     return lines + ([""] + errors if errors else [])
 
 
+OFFPOLICY_FRAMEWORKS = ("rllib", "sb3", "flywheel")
+OFFPOLICY_TARGETS = (("rllib", 3.0), ("sb3", 1.0))  # peer seconds ÷ flywheel seconds
+
+
+def offpolicy_runs(fw: str, algo: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The error-free per-algorithm results of `fw`'s off-policy lines, and the errors as report lines."""
+    rows = load(f"learning_offpolicy_{fw}.jsonl")
+    runs = [r[algo] for r in rows if algo in r]
+    errors = errors_of(rows, NAMES[fw])
+    errors += [f"- {NAMES[fw]} {algo.upper()}: `{run['error']}`" for run in runs if "error" in run]
+    return [run for run in runs if "error" not in run], errors
+
+
+def run_seconds(run: dict[str, Any]) -> float | None:
+    """Seconds the run trained: flywheel's line has them only as `seconds_to_threshold` (it stops there)."""
+    return run.get("seconds", run["seconds_to_threshold"])
+
+
+def run_steps_per_s(run: dict[str, Any]) -> float | None:
+    """Env steps/s over the run (flywheel's line: up to the threshold, where it stops)."""
+    if run.get("env_steps_per_s") is not None:
+        return run["env_steps_per_s"]
+    seconds = run["seconds_to_threshold"]
+    return run["env_steps_to_threshold"] / seconds if seconds else None
+
+
+def offpolicy_row(fw: str, algo: str, runs: list[dict[str, Any]]) -> str:
+    hit = [run for run in runs if run["env_steps_to_threshold"] is not None]
+
+    def med(key: str, among: list[dict[str, Any]], digits: int = 0) -> str:
+        return fmt(median([run[key] for run in among if run.get(key) is not None]), digits)
+
+    def med_of(values: list[float | None], digits: int = 0) -> str:
+        return fmt(median([v for v in values if v is not None]), digits)
+
+    return (
+        f"| {NAMES[fw]} | {algo.upper()} | {len(hit)}/{len(runs)} | {med('seconds_to_threshold', hit, 1)} "
+        f"| {med('cpu_seconds_to_threshold', hit, 1)} | {med('env_steps_to_threshold', hit)} "
+        f"| {med('best_mean_return', runs, 1)} ({med('env_steps_at_best', runs)}) "
+        f"| {med('last_mean_return', runs, 1)} | {med_of([run_steps_per_s(run) for run in runs])} "
+        f"| {med_of([run_seconds(run) for run in runs], 1)} |"
+    )
+
+
+def offpolicy_ratio(peer: list[dict[str, Any]], ours: list[dict[str, Any]], target: float) -> str:
+    """Peer seconds to threshold ÷ flywheel's (medians). A peer run that did not reach the threshold
+    counts at the seconds it trained, which makes the ratio a lower bound, met only if the bound is."""
+    ours_s = median([run["seconds_to_threshold"] for run in ours if run["seconds_to_threshold"] is not None])
+    if not peer or not ours:
+        return "not measured"
+    if ours_s is None:
+        return "— (flywheel did not reach the threshold)"
+    missed = [run for run in peer if run["seconds_to_threshold"] is None]
+    if not missed:
+        return ratio_cell(median([run["seconds_to_threshold"] for run in peer]) / ours_s, target)
+    bound = median([run["seconds_to_threshold"] or run_seconds(run) for run in peer]) / ours_s
+    met = "met" if bound >= target else "NOT met"
+    if len(missed) == len(peer):
+        best = max(
+            (run["best_mean_return"] for run in peer if run.get("best_mean_return") is not None), default=None
+        )
+        seconds = fmt(median([run_seconds(run) for run in peer]))
+        return f"≥ {bound:,.2f}× (peer not reached in {seconds} s, best mean {fmt(best, 1)}) ({met})"
+    reached = f"{len(peer) - len(missed)}/{len(peer)} seeds reached"
+    return f"≥ {bound:,.2f}× ({reached}; the others count at the seconds they trained) ({met})"
+
+
 def offpolicy_section() -> list[str]:
     lines = [
-        "## Off-policy learning: DQN CartPole-v1 to 450, SAC Pendulum-v1 to -250 (flywheel only)",
+        "## Off-policy learning: DQN CartPole-v1 to 450 (last 100 episodes), SAC Pendulum-v1 to -250 (last 10)",
         "",
-        "`bench/learning_offpolicy.py` with the settings of examples/dqn_cartpole.py and",
-        "examples/sac_pendulum.py; the threshold is checked after each `train()` on the mean return of",
-        "the last 100 (DQN) / 10 (SAC) episodes. **No RLlib or SB3 peer scripts exist yet, so there",
-        "are no peer rows and no ratios.** Medians over seeds that reached the threshold.",
+        "flywheel: `learning_offpolicy.py` (examples/dqn_cartpole.py, examples/sac_pendulum.py; budgets",
+        "of 100k / 20k env steps); SB3: rl-zoo's settings; RLlib: its tuned examples, everything local",
+        "(see bench/README.md). Seconds and CPU seconds count from the start of the training loop.",
+        "Medians over the seeds that reached the threshold; best and last mean, env steps/s and",
+        "seconds trained are medians over all seeds (env steps at the best mean in brackets).",
         "",
-        "| algorithm | reached | s to threshold | CPU s | env steps to threshold | last mean return "
-        "| training steps/s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| framework | algorithm | reached | s to threshold | CPU s | env steps to threshold "
+        "| best mean (env steps) | last mean | env steps/s | s trained |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    rows = [r for r in load("learning_offpolicy_flywheel.jsonl") if "error" not in r]
-    errors = errors_of(load("learning_offpolicy_flywheel.jsonl"), "flywheel")
-    for algo in ("dqn", "sac"):
-        runs = [r[algo] for r in rows if algo in r]
-        errors += [f"- flywheel {algo}: `{run['error']}`" for run in runs if "error" in run]
-        ok = [run for run in runs if "error" not in run]
-        hit = [run for run in ok if run["env_steps_to_threshold"] is not None]
-        name = f"{algo.upper()} {ok[0]['env']} → {ok[0]['threshold']:g}" if ok else algo.upper()
-        lines.append(
-            f"| {name} | {len(hit)}/{len(runs)} | {fmt(median([h['seconds_to_threshold'] for h in hit]), 1)} "
-            f"| {fmt(median([h['cpu_seconds_to_threshold'] for h in hit]), 1)} "
-            f"| {fmt(median([h['env_steps_to_threshold'] for h in hit]))} "
-            f"| {fmt(median([run['last_mean_return'] for run in ok]), 1)} "
-            f"| {fmt(median([run['training_steps_per_s'] for run in ok]), 1)} |"
-        )
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    errors: list[str] = []
+    for fw in OFFPOLICY_FRAMEWORKS:
+        for algo in ("dqn", "sac"):
+            runs[fw, algo], errs = offpolicy_runs(fw, algo)
+            errors += [e for e in errs if e not in errors]
+            lines.append(offpolicy_row(fw, algo, runs[fw, algo]))
+    lines += [
+        "",
+        "Speed-up = peer's seconds to the threshold ÷ flywheel's (above 1: flywheel is faster). A peer",
+        "that did not reach the threshold counts at the seconds it trained: the ratio is then a lower",
+        "bound (≥), met only if the bound itself meets the target.",
+        "",
+        "| speed-up | target | DQN CartPole-v1 → 450 | SAC Pendulum-v1 → -250 |",
+        "|---|---|---:|---:|",
+    ]
+    for peer, target in OFFPOLICY_TARGETS:
+        cells = [offpolicy_ratio(runs[peer, algo], runs["flywheel", algo], target) for algo in ("dqn", "sac")]
+        lines.append(f"| {NAMES[peer]} ÷ flywheel | ≥ {target:g}× | " + " | ".join(cells) + " |")
     return lines + ([""] + errors if errors else [])
 
 

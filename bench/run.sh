@@ -6,7 +6,7 @@
 #   bench/run.sh --frameworks "flywheel"  # re-measure flywheel only; the peers' saved results stay
 #   bench/run.sh --only sampling          # or: --only train, --only ma (multi-agent sampling),
 #                                         #     --only remote (PPO train() with 0/1/2 remote runners),
-#                                         #     --only offpolicy (flywheel DQN/SAC to their thresholds)
+#                                         #     --only offpolicy (DQN CartPole 450 / SAC Pendulum -250: rllib, sb3, flywheel)
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
 #
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
@@ -124,12 +124,23 @@ if [[ $report_only == 0 ]]; then
             done
         done
     fi
-    # Only flywheel has an off-policy script so far; the peers' rows stay empty in the report.
-    if [[ ($only == all || $only == offpolicy) && -f learning_offpolicy.py ]] && has flywheel; then
-        : > results/learning_offpolicy_flywheel.jsonl
+    if [[ $only == all || $only == offpolicy ]]; then
+        for fw in rllib sb3 flywheel; do
+            has "$fw" && : > "results/learning_offpolicy_${fw}.jsonl"
+        done
         for seed in $(seq 0 $((seeds - 1))); do
-            measure results/learning_offpolicy_flywheel.jsonl "learning_offpolicy_flywheel_seed${seed}.log" \
-                $((${max_seconds%.*} * 2 + 300)) learning_offpolicy flywheel learning_offpolicy.py --seed "$seed"
+            for fw in rllib sb3 flywheel; do
+                has "$fw" || continue
+                # flywheel's script stops at its env-step budgets (100k DQN, 20k SAC); the peers' at
+                # --max-seconds of training per algorithm.
+                if [[ $fw == flywheel ]]; then
+                    script=learning_offpolicy.py args=(--seed "$seed")
+                else
+                    script="learning_offpolicy_${fw}.py" args=(--seed "$seed" --max-seconds "$max_seconds")
+                fi
+                measure "results/learning_offpolicy_${fw}.jsonl" "learning_offpolicy_${fw}_seed${seed}.log" \
+                    $((${max_seconds%.*} * 2 + 300)) learning_offpolicy "$fw" "$script" "${args[@]}"
+            done
         done
     fi
 fi
