@@ -132,11 +132,13 @@ if [[ $report_only == 0 ]]; then
             for fw in rllib sb3 flywheel; do
                 has "$fw" || continue
                 # flywheel's script stops at its env-step budgets (100k DQN, 20k SAC); the peers' at
-                # --max-seconds of training per algorithm.
+                # --max-seconds of training per algorithm, with torch's default threads unless
+                # BENCH_PEER_TORCH_THREADS is set (see README.md).
                 if [[ $fw == flywheel ]]; then
                     script=learning_offpolicy.py args=(--seed "$seed")
                 else
-                    script="learning_offpolicy_${fw}.py" args=(--seed "$seed" --max-seconds "$max_seconds")
+                    script="learning_offpolicy_${fw}.py" args=(--seed "$seed" --max-seconds "$max_seconds"
+                        --torch-threads "${BENCH_PEER_TORCH_THREADS:-0}")
                 fi
                 measure "results/learning_offpolicy_${fw}.jsonl" "learning_offpolicy_${fw}_seed${seed}.log" \
                     $((${max_seconds%.*} * 2 + 300)) learning_offpolicy "$fw" "$script" "${args[@]}"
