@@ -14,12 +14,24 @@ _THROUGHPUT = "_throughput"
 _MISSING = object()
 
 
+_PATHS: dict[Key, Path] = {}
+"""Keys seen so far and their paths: the same few dozen keys are logged every step."""
+
+
 def _path(key: Key) -> Path:
     """`"timers/update"` and `("timers", "update")` are the same key; parts never contain "/"."""
+    try:
+        return _PATHS[key]
+    except (KeyError, TypeError):  # new, or not hashable (and then not a valid key)
+        path = None
     if type(key) is str:
-        return tuple(key.split("/"))
-    if isinstance(key, tuple) and all(type(part) is str for part in key):
-        return tuple("/".join(key).split("/"))
+        path = tuple(key.split("/"))
+    elif isinstance(key, tuple) and all(type(part) is str for part in key):
+        path = tuple("/".join(key).split("/"))
+    if path is not None:
+        if len(_PATHS) < 100_000:  # bounded, for programs that build keys from ever-new ids
+            _PATHS[key] = path
+        return path
     raise TypeError(
         f"Metric keys are strings ('timers/update') or tuples of strings (('timers', 'update')); got {key!r}."
     )

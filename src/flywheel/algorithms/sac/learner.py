@@ -15,6 +15,7 @@ from flywheel.algorithms.dqn.learner import OffPolicyTorchLearner
 from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS
 from flywheel.columns import Columns
 from flywheel.core.distributions import DiagGaussian, SquashedGaussian
+from flywheel.core.learner.torch_learner import adam
 from flywheel.errors import ConfigError, LearnerError
 from flywheel.typing import ModuleID, StateDict
 
@@ -64,7 +65,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             self.register_optimizer(
                 module_id=module_id,
                 optimizer_name=name,
-                optimizer=torch.optim.Adam(params),
+                optimizer=adam(params),
                 params=params,
                 lr_or_lr_schedule=lr,
             )

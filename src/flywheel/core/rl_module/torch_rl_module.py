@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -76,7 +77,7 @@ class TorchRLModule(nn.Module, RLModule):
         return {
             name: tensor.detach().cpu().numpy().copy()
             for name, tensor in self.state_dict().items()
-            if (not keep or _under(name, keep)) and not _under(name, drop)
+            if _selected(name, keep, drop)
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -122,6 +123,12 @@ def _prefixes(names: str | list[str] | None) -> tuple[str, ...]:
     if isinstance(names, str):
         names = [names]
     return tuple(names)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _selected(name: str, keep: tuple[str, ...], drop: tuple[str, ...]) -> bool:
+    """Whether `get_state` includes weight `name` (cached: runners get weights after every update)."""
+    return (not keep or _under(name, keep)) and not _under(name, drop)
 
 
 def _under(name: str, prefixes: tuple[str, ...]) -> bool:
