@@ -10,6 +10,7 @@ import pytest
 from flywheel.connectors.env_to_module import MeanStdFilter
 from flywheel.env_runners.group import EnvRunnerGroup, _shares
 from flywheel.env_runners.single_agent import SingleAgentEnvRunner
+from flywheel.errors import ModuleError
 
 from .conftest import counting_config
 
@@ -129,3 +130,21 @@ def test_sync_weights_reaches_every_runner_with_its_seq_no(group):
     assert seen == [(7, True)] * 3
     group.sync_weights({"default_policy": weights}, 6)  # older: ignored
     assert group.foreach_env_runner(lambda runner: runner.weights_seq_no) == [7, 7, 7]
+
+
+@pytest.mark.ray
+def test_a_failed_weight_sync_is_raised_with_the_next_sample(ray_session):
+    config = counting_config(num_env_runners=1, num_cpus_per_env_runner=0).fault_tolerance(
+        restart_failed_env_runners=False
+    )
+    config.freeze()
+    group = EnvRunnerGroup(config=config)
+    try:
+        remote_only = {"default_policy": {"bogus": np.zeros(1)}}
+        group.local_env_runner.set_state = lambda state: None  # only the remote runner sees the weights
+        group.sync_weights(remote_only, 1)  # returns without waiting for the runner
+        with pytest.raises(ModuleError, match=r"got weights this module does not have: \['bogus'\]"):
+            group.sample(num_timesteps=4)
+        assert group.fault_tolerance_metrics()["num_env_runner_failures"] == 1
+    finally:
+        group.stop()

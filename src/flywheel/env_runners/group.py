@@ -56,6 +56,8 @@ class EnvRunnerGroup:
         self._counts = {"restarts": 0, "failures": 0, "timeouts": 0}
         self._metrics_states: list[dict] = []
         self._runner_state: dict[str, Any] = {}  # what a restarted runner receives: weights, connectors
+        # set_state calls sent without waiting, per runner; checked with that runner's next result.
+        self._unconfirmed: dict[int, list] = {}
         if num_remote:
             ensure_ray(config)
             self._remote_config = _config_for_actors(config)
@@ -120,10 +122,12 @@ class EnvRunnerGroup:
         done, pending = ray.wait(list(calls), num_returns=len(calls), timeout=timeout)
         results = []
         for ref in done:
+            index = calls[ref]
             try:
-                results.append((calls[ref], ray.get(ref)))
+                ray.get(self._unconfirmed.pop(index, []))  # ran before `ref` on the same actor
+                results.append((index, ray.get(ref)))
             except ray.exceptions.RayError as error:
-                self._on_failure(calls[ref], error)
+                self._on_failure(index, error)
         for ref in pending:
             self._counts["timeouts"] += 1
             self._on_failure(calls[ref], TimeoutError(_timeout_message(calls[ref], timeout)))
@@ -187,9 +191,11 @@ class EnvRunnerGroup:
             self._broadcast(ray.put(state))
 
     def _broadcast(self, state_ref: Any) -> None:
-        """`set_state(state)` on every healthy remote runner; waits so failures surface here."""
-        calls = {self._actors[i].set_state.remote(state_ref): i for i in self._healthy_indices()}
-        self._gather(calls)
+        """`set_state(state)` on every healthy remote runner, without waiting for it: an actor runs
+        its calls in order, so its next `sample()` sees the state, and `_gather` raises this
+        call's failure together with that result (one round trip per iteration instead of two)."""
+        for i in self._healthy_indices():
+            self._unconfirmed.setdefault(i, []).append(self._actors[i].set_state.remote(state_ref))
 
     # ---------------------------------------------------- fault tolerance
 
@@ -198,6 +204,7 @@ class EnvRunnerGroup:
         import ray
 
         self._counts["failures"] += 1
+        self._unconfirmed.pop(index, None)
         actor, self._actors[index] = self._actors[index], None
         if actor is not None:
             ray.kill(actor, no_restart=True)
