@@ -223,9 +223,16 @@ class EpisodeReplayBuffer:
 
         Holds every stored observation, so checkpoints that include it are as large as the buffer.
         """
-        return {"storage": self._storage.get_state(), "rng": self._rng.bit_generator.state}
+        # The generator's 128-bit integers go as strings: checkpoints store integers of 64 bits.
+        rng = self._rng.bit_generator.state
+        return {"storage": self._storage.get_state(), "rng": {**rng, "state": _strings(rng["state"])}}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores `get_state` output (into a buffer of at least the stored number of steps)."""
         self._storage = StepStorage.from_state(state["storage"], self.capacity)
-        self._rng.bit_generator.state = state["rng"]
+        rng = state["rng"]
+        self._rng.bit_generator.state = {**rng, "state": {k: int(v) for k, v in rng["state"].items()}}
+
+
+def _strings(numbers: dict[str, int]) -> dict[str, str]:
+    return {key: str(value) for key, value in numbers.items()}

@@ -22,6 +22,7 @@ import tree
 
 from flywheel.episodes.lookback_buffer import space_struct, stack_items
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+from flywheel.checkpoints import codec
 from flywheel.errors import CheckpointError, EpisodeError
 from flywheel.replay.column_store import ColumnStore, take
 
@@ -282,7 +283,7 @@ class StepStorage:
         live_slots = np.asarray(live, np.int64)
         return {
             "next_id": self.next_id,
-            "spaces": self.spaces,
+            "spaces": codec.encode(self.spaces, "the replay buffer's spaces"),
             "rows": {
                 "obs": self.obs.read(positions) if self.obs else None,
                 "actions": self.actions.read(positions) if self.actions else None,
@@ -320,7 +321,7 @@ class StepStorage:
             )
         storage = cls(capacity)
         storage.next_id, storage.num_steps = state["next_id"], n
-        storage.spaces = tuple(state["spaces"])
+        storage.spaces = tuple(codec.decode(state["spaces"], "the replay buffer state"))
         positions = np.arange(storage.next_id - n, storage.next_id) % capacity
         storage._restore_episodes(episodes, capacity)
         if n:

@@ -18,7 +18,13 @@ DQN_DEFAULTS = {
     "minibatch_size": None,
     "rollout_fragment_length": 4,
     "min_sample_timesteps_per_iteration": 1000,
-    "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": 50_000, "alpha": 0.6, "beta": 0.4},
+    "replay_buffer_config": {
+        "type": "EpisodeReplayBuffer",
+        "capacity": 50_000,
+        "alpha": 0.6,
+        "beta": 0.4,
+        "store_in_checkpoints": False,
+    },
     "training_intensity": None,
     "num_steps_sampled_before_learning_starts": 1000,
     "target_network_update_freq": 500,
@@ -80,6 +86,7 @@ def test_training_takes_dqn_and_off_policy_keywords():
         "capacity": 1000,
         "alpha": 0.6,
         "beta": 0.4,
+        "store_in_checkpoints": False,
     }
     with pytest.raises(
         TypeError,
@@ -134,6 +141,8 @@ def test_replay_type_and_capacity_problems():
         valid().env_runners(rollout_fragment_length=64).training(replay_buffer_config={"capacity": 40})
     )
     assert "replay_buffer_config['capacity']=40 is smaller than rollout_fragment_length=64" in message
+    message = problems_of(valid().training(replay_buffer_config={"store_in_checkpoints": "yes"}))
+    assert "replay_buffer_config['store_in_checkpoints']='yes' must be True or False." in message
 
 
 def test_multi_agent_is_refused():

@@ -35,6 +35,7 @@ def test_defaults():
         "capacity": 1_000_000,
         "alpha": 0.6,
         "beta": 0.4,
+        "store_in_checkpoints": False,
     }
     SACConfig().environment("Pendulum-v1").validate()
 

@@ -27,8 +27,15 @@ if TYPE_CHECKING:
     from flywheel.core.rl_module.spec import RLModuleSpec
     from flywheel.replay import EpisodeReplayBuffer
 
-DEFAULT_REPLAY_BUFFER_CONFIG = {"type": "EpisodeReplayBuffer", "capacity": 50_000, "alpha": 0.6, "beta": 0.4}
-"""What `replay_buffer_config` keys you leave out fall back to (alpha, beta: prioritized replay only)."""
+DEFAULT_REPLAY_BUFFER_CONFIG = {
+    "type": "EpisodeReplayBuffer",
+    "capacity": 50_000,
+    "alpha": 0.6,
+    "beta": 0.4,
+    "store_in_checkpoints": False,
+}
+"""What `replay_buffer_config` keys you leave out fall back to (alpha, beta: prioritized replay only;
+`store_in_checkpoints`: save the buffer's contents with the algorithm, as large as the buffer)."""
 BUFFER_TYPES = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
 REPLAY_EXAMPLE = "{'type': 'PrioritizedEpisodeReplayBuffer', 'capacity': 50_000, 'alpha': 0.6, 'beta': 0.4}"
 
@@ -184,6 +191,11 @@ class OffPolicyConfig(AlgorithmConfig):
                 problems.append(
                     f"replay_buffer_config[{key!r}]={settings[key]!r} must be a number >= 0. {fix}"
                 )
+        store = settings["store_in_checkpoints"]
+        if not isinstance(store, bool):
+            problems.append(
+                f"replay_buffer_config['store_in_checkpoints']={store!r} must be True or False. {fix}"
+            )
         batch = self.train_batch_size_per_learner
         if _is_int(batch) and capacity < batch:
             problems.append(

@@ -7,9 +7,12 @@ from typing import Any
 import numpy as np
 
 from flywheel.algorithms.algorithm import LEARNERS, TIMERS, Algorithm
+from flywheel.checkpoints.checkpointable import select
 from flywheel.replay import INDICES, PrioritizedEpisodeReplayBuffer
 from flywheel.typing import DEFAULT_MODULE_ID
 
+REPLAY_BUFFER = "replay_buffer"
+"""The key of the buffer's contents in `DQN.get_state()` (with `store_in_checkpoints`)."""
 PRIORITY_EPSILON = 1e-6
 """Added to |TD error| so no transition's priority (and sampling chance) drops to zero."""
 
@@ -27,15 +30,19 @@ class DQN(Algorithm):
             replay_buffer.update_priorities(|td errors|)   # prioritized replay
         sync weights (and epsilon) to the runners
 
-    `replay_buffer` is built from `config.replay_buffer_config`; it is not part of checkpoints,
-    so a restored algorithm refills it (with its lifetime counters intact, it learns right away).
+    `replay_buffer` is built from `config.replay_buffer_config`. Checkpoints leave it out unless
+    `replay_buffer_config["store_in_checkpoints"]` is True (then they are as large as the buffer and
+    a restored algorithm samples exactly as the saved one would); without it, a restored algorithm
+    refills the buffer (with its lifetime counters intact, it learns right away).
     """
 
     def __init__(self, config: Any, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
         self.replay_buffer = self.config.build_replay_buffer()
         self._sample_rounds, self._updates = self.config.sample_and_train_rounds()
-        self._beta = self.config.replay_buffer_settings()["beta"]
+        settings = self.config.replay_buffer_settings()
+        self._beta = settings["beta"]
+        self._store_buffer = settings["store_in_checkpoints"]
         self._n_step = (
             self.config.n_step if isinstance(self.config.n_step, int) else tuple(self.config.n_step)
         )
@@ -74,3 +81,22 @@ class DQN(Algorithm):
         if isinstance(self.replay_buffer, PrioritizedEpisodeReplayBuffer):
             priorities = np.abs(td_errors[DEFAULT_MODULE_ID]) + PRIORITY_EPSILON
             self.replay_buffer.update_priorities(priorities, indices)
+
+    # Checkpoints.
+
+    def get_state(
+        self,
+        components: str | list[str] | None = None,
+        not_components: str | list[str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """`Algorithm.get_state`, plus `replay_buffer` when the config stores it in checkpoints."""
+        state = super().get_state(components, not_components, **kwargs)
+        if self._store_buffer and select(REPLAY_BUFFER, components, not_components)[0]:
+            state[REPLAY_BUFFER] = self.replay_buffer.get_state()
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)
+        if REPLAY_BUFFER in state:
+            self.replay_buffer.set_state(state[REPLAY_BUFFER])
