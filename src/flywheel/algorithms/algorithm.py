@@ -330,8 +330,12 @@ class Algorithm(Checkpointable):
     def restore_from_path(self, path: str | os.PathLike, component: str | None = None) -> None:
         """Loads a checkpoint (or one component of it, e.g. a module into
         `"learner_group/learner/rl_module/p0"`), syncs the runners and calls `on_checkpoint_loaded`."""
-        super().restore_from_path(path, component)
-        if component is not None and component.startswith("learner_group"):
+        head, _, sub = (component or "").partition("/")
+        if head == "learner_group" and not self.learner_group.is_local:
+            self.learner_group.restore_from_path(path, sub or None)  # reaches the remote learners
+        else:
+            super().restore_from_path(path, component)
+        if head == "learner_group":
             self._restore_runner_weights()
         self._callbacks.on_checkpoint_loaded(algorithm=self, metrics_logger=self.metrics)
 

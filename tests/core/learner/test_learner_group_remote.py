@@ -7,6 +7,7 @@ import pytest
 from flywheel.algorithms.ppo.config import PPOConfig
 from flywheel.core.learner.learner_group import LearnerGroup, merge_results, shard_episodes
 from flywheel.episodes import SingleAgentEpisode
+from flywheel.errors import CheckpointError
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACT_SPACE = gym.spaces.Discrete(2)
@@ -77,3 +78,36 @@ def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session
         assert group.foreach_learner(lambda learner: learner.weights_seq_no) == [1, 1]
     finally:
         group.stop()
+
+
+@pytest.mark.ray
+def test_restoring_a_module_checkpoint_reaches_the_remote_learners_and_the_runners(ray_session, tmp_path):
+    def config(num_learners, seed):
+        return (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .rl_module(model_config={"fcnet_hiddens": [8]})
+            .learners(num_learners=num_learners, num_cpus_per_learner=0)
+            .debugging(seed=seed)
+        )
+
+    source = config(0, seed=1).build_algo()
+    path = source.save_to_path(tmp_path / "ckpt")
+    expected = source.learner_group.get_weights(inference_only=False)["default_policy"]
+    source.stop()
+    algo = config(1, seed=2).build_algo()
+    try:
+        component = "learner_group/learner/rl_module/default_policy"
+        algo.restore_from_path(f"{path}/{component}", component=component)
+        (restored,) = algo.learner_group.foreach_learner(
+            lambda learner: learner.get_weights(inference_only=False)
+        )
+        assert sorted(restored["default_policy"]) == sorted(expected)
+        for name, value in expected.items():
+            np.testing.assert_array_equal(restored["default_policy"][name], value, err_msg=name)
+        for name, value in algo.get_module().get_state(inference_only=True).items():
+            np.testing.assert_array_equal(value, expected[name], err_msg=name)
+        with pytest.raises(CheckpointError, match=r"LearnerGroup has no component 'learners/rl_module'"):
+            algo.learner_group.restore_from_path(f"{path}/{component}", component="learners/rl_module")
+    finally:
+        algo.stop()

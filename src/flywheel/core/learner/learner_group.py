@@ -9,12 +9,14 @@ weights once). `update` returns the learners' results merged into one dict.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
 
-from flywheel.checkpoints.checkpointable import Checkpointable, select
+from flywheel.checkpoints.checkpointable import Checkpointable, read_tree_state, select
 from flywheel.core.learner.learner import Learner
+from flywheel.errors import CheckpointError
 from flywheel.typing import ModuleID, StateDict
 
 
@@ -159,6 +161,25 @@ class LearnerGroup(Checkpointable):
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         return (), {"config": self.config, "module_spec": self._module_spec, "spaces": self._spaces}
+
+    def restore_from_path(self, path: str | os.PathLike, component: str | None = None) -> None:
+        """Loads the checkpoint at `path` into every learner, or into the sub-component `component`
+        of every learner (e.g. `"learner/rl_module/p0"`).
+
+        Remote learners get the state read here (so the path need not exist on their node);
+        the local copy `get_checkpointable_components` builds for saving would not reach them.
+        """
+        if self._learner is not None or component is None:
+            super().restore_from_path(path, component)
+            return
+        head, _, sub = component.partition("/")
+        if head != "learner":
+            raise CheckpointError(
+                f"LearnerGroup has no component {component!r}: at the top level the components are "
+                "['learner']. Fix: pass a path of these names."
+            )
+        state = read_tree_state(path)
+        self.foreach_learner(lambda learner: (learner._component(sub) if sub else learner).set_state(state))
 
 
 class _LearnerActor:
