@@ -174,7 +174,7 @@ OFFPOLICY_TARGETS = (("rllib", 3.0), ("sb3", 1.0))  # peer seconds ÷ flywheel s
 def offpolicy_runs(fw: str, algo: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The error-free per-algorithm results of `fw`'s off-policy lines, and the errors as report lines."""
     rows = load(f"learning_offpolicy_{fw}.jsonl")
-    runs = [r[algo] for r in rows if algo in r]
+    runs = [{"torch_threads": r.get("torch_threads"), **r[algo]} for r in rows if algo in r]
     errors = errors_of(rows, NAMES[fw])
     errors += [f"- {NAMES[fw]} {algo.upper()}: `{run['error']}`" for run in runs if "error" in run]
     return [run for run in runs if "error" not in run], errors
@@ -207,7 +207,7 @@ def offpolicy_row(fw: str, algo: str, runs: list[dict[str, Any]]) -> str:
         f"| {med('cpu_seconds_to_threshold', hit, 1)} | {med('env_steps_to_threshold', hit)} "
         f"| {med('best_mean_return', runs, 1)} ({med('env_steps_at_best', runs)}) "
         f"| {med('last_mean_return', runs, 1)} | {med_of([run_steps_per_s(run) for run in runs])} "
-        f"| {med_of([run_seconds(run) for run in runs], 1)} |"
+        f"| {med_of([run_seconds(run) for run in runs], 1)} | {med('torch_threads', runs)} |"
     )
 
 
@@ -243,10 +243,12 @@ def offpolicy_section() -> list[str]:
         "(see bench/README.md). Seconds and CPU seconds count from the start of the training loop.",
         "Medians over the seeds that reached the threshold; best and last mean, env steps/s and",
         "seconds trained are medians over all seeds (env steps at the best mean in brackets).",
+        "flywheel runs its local runner and learner on one torch thread; the peers use what their",
+        "line says (torch's default is one per core; see bench/README.md on why it matters here).",
         "",
         "| framework | algorithm | reached | s to threshold | CPU s | env steps to threshold "
-        "| best mean (env steps) | last mean | env steps/s | s trained |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| best mean (env steps) | last mean | env steps/s | s trained | torch threads |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     errors: list[str] = []

@@ -191,12 +191,17 @@ def test_report_offpolicy_ratios_are_lower_bounds_when_a_peer_did_not_reach(tmp_
     monkeypatch.setattr(report, "HERE", tmp_path)
     ours = {"dqn": offpolicy_run(100.0, None), "sac": offpolicy_run(20.0, None)}
     write_lines(tmp_path / "learning_offpolicy_flywheel.jsonl", [ours])
-    rllib = {"dqn": offpolicy_run(None, 600.4, best=336.0), "sac": {"error": "ValueError: z"}}
+    rllib = {
+        "dqn": offpolicy_run(None, 600.4, best=336.0),
+        "sac": {"error": "ValueError: z"},
+        "torch_threads": 2,
+    }
     write_lines(tmp_path / "learning_offpolicy_rllib.jsonl", [rllib])
     sb3 = [
         {"dqn": offpolicy_run(80.0, 80.0, best=451.0), "sac": offpolicy_run(30.0, 30.0, best=-240.0)},
         {"dqn": offpolicy_run(90.0, 90.0, best=455.0), "sac": offpolicy_run(None, 600.0, best=-300.0)},
     ]
+    sb3 = [{**line, "torch_threads": 1} for line in sb3]
     write_lines(tmp_path / "learning_offpolicy_sb3.jsonl", sb3)
     report.main()
     text = (tmp_path / "RESULTS.md").read_text()
