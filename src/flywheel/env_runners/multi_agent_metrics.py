@@ -18,19 +18,29 @@ class FinishedEpisode(NamedTuple):
 
 
 class EpisodeStats:
-    """Sums an ongoing episode's rewards per agent (chunks are cut away, so the runner keeps them)."""
+    """An ongoing episode's returns per agent over the chunks cut from it so far (the runner keeps them,
+    since the chunks leave with `sample()`); the newest chunk's rewards are summed once, when it ends.
+
+    Summing each agent's recorded rewards, instead of every reward as it comes, costs nothing per
+    step; every reward is counted once either way, since an agent's rewards are all recorded by the
+    time its episode ends. Agents without a completed step have no return.
+    """
 
     __slots__ = ("agent_returns",)
 
     def __init__(self) -> None:
         self.agent_returns: dict[AgentID, float] = {}
 
-    def add(self, rewards: dict[AgentID, float]) -> None:
+    def add_chunk(self, chunk: Any) -> None:
+        """Adds the rewards of a chunk (before `to_numpy`, so they sum at the env's precision)."""
         returns = self.agent_returns
-        for agent_id, reward in rewards.items():
-            returns[agent_id] = returns.get(agent_id, 0.0) + reward
+        for agent_id, agent_episode in chunk.agent_episodes.items():
+            if len(agent_episode):
+                returns[agent_id] = sum(agent_episode.get_rewards(), returns.get(agent_id, 0.0))
 
     def finish(self, episode: Any) -> FinishedEpisode:
+        """The whole episode's numbers, given its last chunk."""
+        self.add_chunk(episode)
         module_returns: dict[ModuleID, float] = {}
         for agent_id, ret in self.agent_returns.items():
             module_id = episode.module_for(agent_id)

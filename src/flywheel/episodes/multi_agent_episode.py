@@ -153,37 +153,44 @@ class MultiAgentEpisode(MultiAgentGetters):
             step[2] += reward
         self.env_t += 1
         terminateds, truncateds, infos = terminateds or {}, truncateds or {}, infos or {}
-        all_terminated = terminateds.get("__all__", False)
-        all_truncated = truncateds.get("__all__", False)
+        # Most steps end no agent: then no per-agent flag lookups are needed.
+        any_done = any(terminateds.values()) or any(truncateds.values())
+        agent_episodes, env_t_to_agent_t = self.agent_episodes, self.env_t_to_agent_t
         to_act = set()
         for agent_id, observation in observations.items():
-            terminated = all_terminated or terminateds.get(agent_id, False)
-            truncated = all_truncated or truncateds.get(agent_id, False)
+            terminated = truncated = False
+            if any_done:
+                terminated, truncated = self._done_flags(agent_id, terminateds, truncateds)
             step = in_flight.pop(agent_id, None)
             if step is None:
                 sa_episode = self._join(agent_id, observation, infos.get(agent_id))
                 sa_episode.is_terminated, sa_episode.is_truncated = terminated, truncated
             else:
-                sa_episode = self.agent_episodes[agent_id]
+                sa_episode = agent_episodes[agent_id]
                 sa_episode.add_env_step(
-                    observation,
-                    step[0],
-                    step[2],
-                    infos.get(agent_id),
-                    terminated=terminated,
-                    truncated=truncated,
-                    extra_model_outputs=step[1],
-                )
-                self.env_t_to_agent_t[agent_id].data.append(sa_episode.t)
+                    observation, step[0], step[2], infos.get(agent_id),
+                    terminated=terminated, truncated=truncated, extra_model_outputs=step[1],
+                )  # fmt: skip
+                env_t_to_agent_t[agent_id].data.append(sa_episode.t)
             if not (terminated or truncated):
                 to_act.add(agent_id)
-        for agent_id, mapping in self.env_t_to_agent_t.items():
-            if agent_id not in observations:
-                mapping.data.append(NOT_OBSERVED)
+        if len(observations) < len(env_t_to_agent_t):  # (joined agents are in both)
+            for agent_id, mapping in env_t_to_agent_t.items():
+                if agent_id not in observations:
+                    mapping.data.append(NOT_OBSERVED)
         self._agents_that_stepped = set(observations)
         self._agents_to_act = to_act
-        if all_terminated or all_truncated or any(terminateds.values()) or any(truncateds.values()):
-            self._finish_agents(terminateds, truncateds, bool(all_terminated), bool(all_truncated))
+        if any_done:
+            self._finish_agents(
+                terminateds, truncateds, bool(terminateds.get("__all__")), bool(truncateds.get("__all__"))
+            )
+
+    @staticmethod
+    def _done_flags(agent_id: AgentID, terminateds: dict, truncateds: dict) -> tuple[bool, bool]:
+        """(terminated, truncated) of one agent: its own flags, or ``"__all__"``'s."""
+        terminated = terminateds.get("__all__", False) or terminateds.get(agent_id, False)
+        truncated = truncateds.get("__all__", False) or truncateds.get(agent_id, False)
+        return terminated, truncated
 
     def _join(self, agent_id: AgentID, observation: Any, info: dict | None) -> SingleAgentEpisode:
         """Starts the agent episode of an agent's first observation (its timestep 0)."""
