@@ -12,14 +12,22 @@ import dataclasses
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
+import tree
 
 from flywheel.columns import Columns
+from flywheel.connectors.env_to_module import (
+    AddObservationsFromEpisodesToBatch,
+    AddStatesFromEpisodesToBatch,
+    BatchIndividualItems,
+    NumpyToTensor,
+)
 from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+from flywheel.env.make import SUB_ENV_RESTARTED
 from flywheel.env.multi_agent_checks import check_multi_agent_env
 from flywheel.env.multi_agent_vector_env import FINAL_INFOS, FINAL_OBS, make_multi_agent_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
-from flywheel.env_runners.infos import row
 from flywheel.env_runners.multi_agent_metrics import EpisodeStats, log_sample_metrics
 from flywheel.env_runners.multi_agent_modules import (
     mapping_fn,
@@ -32,6 +40,12 @@ from flywheel.episodes import MultiAgentEpisode
 from flywheel.errors import ConfigError
 
 _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
+_BATCHING_PIECES = (
+    AddObservationsFromEpisodesToBatch,
+    AddStatesFromEpisodesToBatch,
+    BatchIndividualItems,
+    NumpyToTensor,
+)
 
 
 class MultiAgentEnvRunner(EnvRunner):
@@ -53,6 +67,10 @@ class MultiAgentEnvRunner(EnvRunner):
         self._count_agent_steps = config.count_steps_by == "agent_steps"
         self._stats = [EpisodeStats() for _ in range(self.num_envs)]
         self._rows: dict[str, Any] = {}
+        self._checked_modules: set[str] = set()  # module ids the mapping returned that the module has
+        self._restart_sub_envs = config.restart_failed_sub_environments
+        self._num_sub_env_restarts = 0  # since the last sample() logged them
+        self._chunk_steps = [0] * self.num_envs  # steps counted per sub-env's chunk (restarts only)
 
     # ------------------------------------------------------------------ setup
 
@@ -68,6 +86,7 @@ class MultiAgentEnvRunner(EnvRunner):
             vectorize_mode=config.gym_env_vectorize_mode,
             worker_index=self.worker_index,
             num_workers=self.num_workers,
+            restart_failed_sub_environments=config.restart_failed_sub_environments,
         )
 
     def _module_spaces(self, config: Any) -> dict:
@@ -97,6 +116,11 @@ class MultiAgentEnvRunner(EnvRunner):
 
     def _log_sample_metrics(self, episodes: list[MultiAgentEpisode], stats: list) -> None:
         log_sample_metrics(self.metrics, self.config, episodes, stats, self.weights_seq_no)
+        if self._restart_sub_envs:
+            m = self.metrics
+            m.log_value("num_sub_env_restarts", self._num_sub_env_restarts, reduce="sum")
+            m.log_value("num_sub_env_restarts_lifetime", self._num_sub_env_restarts, reduce="lifetime_sum")
+            self._num_sub_env_restarts = 0
 
     def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool):
         complete = self.config.batch_mode == "complete_episodes"
@@ -125,6 +149,8 @@ class MultiAgentEnvRunner(EnvRunner):
             if len(episode) == 0:
                 continue
             self._episodes[i] = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
+            self._stats[i].add_chunk(episode)
+            self._chunk_steps[i] = 0
             chunks.append(episode.to_numpy())
         return chunks
 
@@ -132,49 +158,81 @@ class MultiAgentEnvRunner(EnvRunner):
         """One vector step. Returns (env or agent steps taken, finished episodes)."""
         actions, to_env, extras = self._random_actions() if random_actions else self._compute_actions(explore)
         obs, rewards, terminateds, truncateds, infos = self.env.step(to_env)
-        stepped, finished = 0, []
+        stepped = sum(map(len, actions)) if self._count_agent_steps else len(actions)
+        restarted = self._count_chunk_steps(actions, infos) if self._restart_sub_envs else ()
+        finished, starting = [], []
         for i, episode in enumerate(self._episodes):
             info = infos[i]
             final_obs = info.get(FINAL_OBS)
             if final_obs is not None:
                 next_obs, next_infos = final_obs, info[FINAL_INFOS]
+            elif i in restarted:
+                # Sub-env i failed mid-episode and was rebuilt: its episode is dropped (with the
+                # steps it recorded in this sample) and a new one starts from the fresh reset.
+                stepped -= self._chunk_steps[i]
+                self._new_episode(i, obs[i], info)
+                starting.append(i)
+                continue
             else:
                 next_obs, next_infos = obs[i], info
             episode.add_env_step(
                 next_obs, actions[i], rewards[i], next_infos,
                 terminateds=terminateds[i], truncateds=truncateds[i], extra_model_outputs=extras[i],
             )  # fmt: skip
-            self._stats[i].add(rewards[i])
-            stepped += len(actions[i]) if self._count_agent_steps else 1
             if self._on_episode_step:
                 self._episode_callback("on_episode_step", episode, i)
-            if episode.is_done:
+            if episode.is_terminated or episode.is_truncated:
                 finished.append((i, episode))
                 stats.append(self._stats[i].finish(episode))
-        self._end_and_start_episodes(finished, obs, infos, explore)
+        self._end_and_start_episodes(finished, starting, obs, infos, explore)
         return stepped, [episode for _, episode in finished]
 
-    def _end_and_start_episodes(self, finished: list, obs: list, infos: list, explore: bool) -> None:
+    def _count_chunk_steps(self, actions: list[dict], infos: list[dict]) -> list[int]:
+        """Counts each sub-env's steps since its chunk started (what dropping its episode takes back
+        from the sample's count); returns the sub-envs rebuilt in this step."""
+        counts = self._chunk_steps
+        for i, agent_actions in enumerate(actions):
+            counts[i] += len(agent_actions) if self._count_agent_steps else 1
+        return self._pop_restarts(infos)
+
+    def _pop_restarts(self, infos: list[dict]) -> list[int]:
+        """Indices of the sub-envs rebuilt in the last call (their flag is removed and counted)."""
+        restarted = [i for i, info in enumerate(infos) if info.pop(SUB_ENV_RESTARTED, False)]
+        self._num_sub_env_restarts += len(restarted)
+        return restarted
+
+    def _end_and_start_episodes(
+        self, finished: list, starting: list[int], obs: list, infos: list, explore: bool
+    ) -> None:
         """Ends finished episodes, starts their successors, prepares the next forward pass (callbacks
         in RLlib's order: step, end, created, start)."""
         if finished:
-            self._call_env_to_module([episode for _, episode in finished], explore)
+            if self._pipeline_writes_episodes():
+                self._call_env_to_module([episode for _, episode in finished], explore)
             for i, episode in finished:
                 self._episode_callback("on_episode_end", episode, i)
                 episode.to_numpy()
                 reset_infos = {k: v for k, v in infos[i].items() if k not in (FINAL_OBS, FINAL_INFOS)}
                 self._new_episode(i, obs[i], reset_infos)
+                starting.append(i)
         self._prepare_forward(explore)
-        for i, _ in finished:
+        for i in starting:
             self._episode_callback("on_episode_start", self._episodes[i], i)
+
+    def _pipeline_writes_episodes(self) -> bool:
+        """Whether the env-to-module pipeline has pieces besides the defaults, which only read episodes
+        into the batch: only then can a call on finished episodes change what their callbacks see."""
+        return any(type(piece) not in _BATCHING_PIECES for piece in self._env_to_module.connectors)
 
     def _prepare_forward(self, explore: bool) -> None:
         shared_data: dict[str, Any] = {}
         self._rows = agent_rows(self._episodes, shared_data)
         for module_id, rows in self._rows.items():
-            if module_id not in self.module:
-                index, agent_id = rows.keys[0]
-                raise_unknown_module(agent_id, module_id, self.module.keys())
+            if module_id not in self._checked_modules:
+                if module_id not in self.module:
+                    index, agent_id = rows.keys[0]
+                    raise_unknown_module(agent_id, module_id, self.module.keys())
+                self._checked_modules.add(module_id)
         self._to_module = self._call_env_to_module(self._episodes, explore, shared_data)
 
     def _random_actions(self) -> tuple[list[dict], list[dict], list[dict]]:
@@ -202,12 +260,14 @@ class MultiAgentEnvRunner(EnvRunner):
         actions, for_env, extras = [{} for _ in range(n)], [{} for _ in range(n)], [{} for _ in range(n)]
         seq_no = self.weights_seq_no
         for module_id, columns in to_env.items():
-            module_actions, module_for_env = columns[Columns.ACTIONS], columns[Columns.ACTIONS_FOR_ENV]
-            extra_keys = [k for k in columns if k not in _NOT_EXTRA]
-            for r, (i, agent_id) in enumerate(self._rows[module_id].keys):
-                actions[i][agent_id] = row(module_actions, r)
-                for_env[i][agent_id] = row(module_for_env, r)
-                extra = {k: row(columns[k], r) for k in extra_keys}
+            keys = self._rows[module_id].keys
+            module_actions = _unstack(columns[Columns.ACTIONS], len(keys))
+            module_for_env = _unstack(columns[Columns.ACTIONS_FOR_ENV], len(keys))
+            extra_columns = [(k, _unstack(v, len(keys))) for k, v in columns.items() if k not in _NOT_EXTRA]
+            for r, (i, agent_id) in enumerate(keys):
+                actions[i][agent_id] = module_actions[r]
+                for_env[i][agent_id] = module_for_env[r]
+                extra = {k: values[r] for k, values in extra_columns}
                 extra[Columns.WEIGHTS_SEQ_NO] = seq_no
                 extras[i][agent_id] = extra
         return actions, for_env, extras
@@ -228,6 +288,8 @@ class MultiAgentEnvRunner(EnvRunner):
                 self.env.get_action_space(agent_id).seed(seed + i)
         self._seeded = True
         obs, infos = self.env.reset(seed=seed)
+        if self._restart_sub_envs:
+            self._pop_restarts(infos)
         self._episodes = [None] * self.num_envs
         for i in range(self.num_envs):
             self._new_episode(i, obs[i], infos[i])
@@ -245,6 +307,7 @@ class MultiAgentEnvRunner(EnvRunner):
         )
         self._episodes[index] = episode
         self._stats[index] = EpisodeStats()
+        self._chunk_steps[index] = 0
         self._episode_callback("on_episode_created", episode, index)
         episode.add_env_reset(observations=observations, infos=infos)
 
@@ -267,8 +330,16 @@ class MultiAgentEnvRunner(EnvRunner):
         self._use_config(config)
         self.module_spec.rl_module_specs.pop(module_id, None)
         self.module.remove_module(module_id)
+        self._checked_modules.discard(module_id)
         self._episodes = None
 
     def _use_config(self, config: Any) -> None:
         self.config = config
         self._mapping_fn = mapping_fn(config)
+
+
+def _unstack(batched: Any, n: int) -> list:
+    """The `n` rows of a batched array (of every leaf, for nested columns), as a list."""
+    if isinstance(batched, np.ndarray):
+        return list(batched)
+    return [tree.map_structure(lambda leaf, r=r: leaf[r], batched) for r in range(n)]
