@@ -35,12 +35,14 @@ def run(task: dict[str, Any], seed: int) -> dict[str, Any]:
     steps_per_training_step *= config.sample_and_train_rounds()[0]
     algo = config.build_algo()
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    reached, ret, steps = None, float("nan"), 0
+    reached, ret, steps, best, best_steps = None, float("nan"), 0, float("-inf"), 0
     try:
         while steps < task["budget"]:
             result = algo.train()
             steps = result["num_env_steps_sampled_lifetime"]
             ret = result["env_runners"].get("episode_return_mean", float("nan"))
+            if ret > best:
+                best, best_steps = ret, steps
             if ret >= task["threshold"]:
                 reached = steps
                 break
@@ -56,6 +58,11 @@ def run(task: dict[str, Any], seed: int) -> dict[str, Any]:
         "cpu_seconds_to_threshold": round(cpu, 1) if reached else None,
         "env_steps": steps,
         "last_mean_return": round(ret, 1),
+        "best_mean_return": round(best, 1),
+        "env_steps_at_best": best_steps,
+        "seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
+        "env_steps_per_s": round(steps / wall, 1),
         "training_steps_per_s": round(steps / steps_per_training_step / wall, 1),
     }
 
