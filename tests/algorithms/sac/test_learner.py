@@ -205,6 +205,7 @@ def test_learning_rates_and_target_entropy_settings():
     rates = {k: v for k, v in results["default_policy"].items() if k.endswith("learning_rate")}
     assert rates == {"critic_learning_rate": 1e-3, "actor_learning_rate": 1e-3, "alpha_learning_rate": 5e-4}
     assert learner.target_entropies == {"default_policy": -1.0}  # -(action dimensions)
+    assert learner.discrete == {"default_policy": False}
 
 
 def test_log_alpha_is_part_of_the_state():
@@ -244,7 +245,8 @@ def test_what_sac_refuses_at_build():
 
     with pytest.raises(
         LearnerError,
-        match=r"SAC's actor loss needs a tanh-squashed Gaussian policy, but module 'default_policy' uses DiagGaussian",
+        match=r"SAC's actor loss needs a tanh-squashed Gaussian \(Box\) or a Categorical \(Discrete\) policy, but "
+        r"module 'default_policy' uses DiagGaussian. Fix: return distribution_for_space\(box, squashed=True\)",
     ):
         build(Unsquashed)
 

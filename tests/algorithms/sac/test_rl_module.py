@@ -1,4 +1,5 @@
-"""DefaultSACTorchRLModule: squashed policy in [-1, 1], twin critics, target copies, bad spaces."""
+"""DefaultSACTorchRLModule: squashed policy in [-1, 1] (Box) or Categorical (Discrete), twin critics,
+target copies, bad spaces."""
 
 import math
 
@@ -9,7 +10,7 @@ import torch
 
 from flywheel import Columns, RLModule
 from flywheel.algorithms.sac.rl_module import LOG_STD_MAX, QF_PREDS, QF_TWIN_PREDS, DefaultSACTorchRLModule
-from flywheel.core.distributions import SquashedGaussian
+from flywheel.core.distributions import Categorical, SquashedGaussian
 from flywheel.errors import ModuleError
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -80,14 +81,59 @@ def test_restored_from_a_checkpoint_with_its_target_critics(tmp_path):
     )
 
 
+def test_discrete_policy_is_a_categorical_over_logits():
+    module = DefaultSACTorchRLModule(OBS, gym.spaces.Discrete(4), inference_only=True, model_config={})
+    assert module.discrete
+    assert module.get_exploration_action_dist_cls() is Categorical
+    assert module.get_inference_action_dist_cls() is Categorical is module.get_train_action_dist_cls()
+    with torch.no_grad():
+        module.pi.bias.copy_(torch.tensor([0.0, 3.0, 1.0, -50.0]))
+        module.pi.weight.zero_()
+    logits = module.forward_exploration({Columns.OBS: torch.zeros(5, 3)})[Columns.ACTION_DIST_INPUTS]
+    assert logits.shape == (5, 4) and logits[0].tolist() == [0.0, 3.0, 1.0, -50.0]  # no clamping
+    assert Categorical.from_logits(logits).deterministic_sample().tolist() == [1] * 5  # greedy: argmax
+    assert not hasattr(module, "qf")
+
+
+def test_discrete_critics_give_one_q_value_per_action():
+    module = DefaultSACTorchRLModule(OBS, gym.spaces.Discrete(4), model_config={"fcnet_hiddens": [8]})
+    batch = {Columns.OBS: torch.randn(5, 3)}  # no ACTIONS: the critics value every action
+    q = module.compute_q_values(batch)
+    assert sorted(q) == [QF_PREDS, QF_TWIN_PREDS] and q[QF_PREDS].shape == q[QF_TWIN_PREDS].shape == (5, 4)
+    assert not torch.allclose(q[QF_PREDS], q[QF_TWIN_PREDS])
+    torch.testing.assert_close(module.forward_target(batch)[QF_PREDS], q[QF_PREDS])
+    # Critic encoders read the observations alone: 3 inputs, not 3 + action.
+    assert module.qf_encoder[0].in_features == 3 and module.qf.out_features == 4
+    assert len(module.critic_parameters()) == 8 and len(module.policy_parameters()) == 4
+    assert len(module.get_target_network_pairs()) == 4
+
+    single = DefaultSACTorchRLModule(OBS, gym.spaces.Discrete(4), model_config={"twin_q": False})
+    assert list(single.compute_q_values(batch)) == [QF_PREDS]
+
+
+def test_discrete_actions_take_any_observation_the_default_encoders_read():
+    module = DefaultSACTorchRLModule(gym.spaces.Discrete(5), gym.spaces.Discrete(3), model_config={})
+    obs = {Columns.OBS: torch.tensor([0, 4])}
+    assert module.compute_q_values(obs)[QF_PREDS].shape == (2, 3)
+    assert module.forward_train(obs)[Columns.ACTION_DIST_INPUTS].shape == (2, 3)
+
+
 @pytest.mark.parametrize(
     ("obs", "act", "model_config", "message"),
     [
         (
             OBS,
-            gym.spaces.Discrete(3),
+            gym.spaces.MultiDiscrete([2, 3]),
             {},
-            r"SAC here supports continuous actions only: the default SAC module needs a 1-D Box action space, got Discrete\(3\). Fix: use DQN",
+            r"The default SAC module needs a 1-D Box or a Discrete action space, got MultiDiscrete\(\[2 3\]\). "
+            r"Fix: turn the actions into one Discrete",
+        ),
+        (OBS, gym.spaces.Box(-1.0, 1.0, (2, 2)), {}, r"needs a 1-D Box or a Discrete action space, got Box"),
+        (
+            OBS,
+            gym.spaces.Discrete(3),
+            {"use_lstm": True},
+            r"DefaultSACTorchRLModule has no recurrent version",
         ),
         (
             gym.spaces.Box(0, 1, (4, 4, 1)),

@@ -1,10 +1,13 @@
 """SACConfig: defaults, keywords, problems, and the twin_q setting reaching the module."""
 
+import gymnasium as gym
 import pytest
+import torch
 
-from flywheel import SACConfig
+from flywheel import Columns, SACConfig
 from flywheel.algorithms.dqn import OffPolicyConfig
 from flywheel.algorithms.sac import SACConfig as SACConfigFromPackage
+from flywheel.algorithms.sac.rl_module import QF_PREDS
 from flywheel.errors import ConfigError
 
 SAC_DEFAULTS = {
@@ -38,6 +41,7 @@ def test_defaults():
         "store_in_checkpoints": False,
     }
     SACConfig().environment("Pendulum-v1").validate()
+    SACConfig().environment("CartPole-v1").validate()  # Discrete actions too
 
 
 def test_training_takes_sac_keywords():
@@ -59,6 +63,9 @@ def test_training_takes_sac_keywords():
     spec = config.environment("Pendulum-v1").get_rl_module_spec()
     assert spec.module_class.__name__ == "DefaultSACTorchRLModule"
     assert spec.model_config == {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu", "twin_q": False}
+    discrete = SACConfig().get_rl_module_spec(spaces=(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2)))
+    assert discrete.module_class is spec.module_class  # one module class for both kinds of actions
+    assert discrete.build().compute_q_values({Columns.OBS: torch.zeros(3, 4)})[QF_PREDS].shape == (3, 2)
 
 
 def test_problems():
@@ -73,7 +80,10 @@ def test_problems():
         config.validate()
     message = str(info.value)
     assert message.startswith("Invalid SACConfig (5 problems):\n")
-    assert "- target_entropy='high' must be 'auto' or a number (e.g. -1.0 per action dimension)." in message
+    assert (
+        "- target_entropy='high' must be 'auto' or a number (e.g. -1.0 per action dimension, or 0.5 * log(n)"
+        in message
+    )
     assert "- initial_alpha=0.0 must be a number > 0." in message
     assert "- alpha_lr=-1.0 must be a number > 0." in message
     assert "- twin_q='yes' must be True or False." in message

@@ -1,6 +1,7 @@
 """`SACConfig`: soft actor-critic settings (twin Q, entropy temperature, learning rates).
 
 config = SACConfig().environment("Pendulum-v1").training(actor_lr=1e-3, critic_lr=1e-3, tau=0.005)
+config = SACConfig().environment("CartPole-v1")   # Discrete actions: a Categorical policy
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
 class SACConfig(OffPolicyConfig):
-    """Settings of SAC (Haarnoja et al., 2018, with automatic entropy tuning); `training()` also takes
-    the keywords below and those of `OffPolicyConfig` (replay, `training_intensity`, `tau`, ...).
+    """Settings of SAC (Haarnoja et al., 2018, with automatic entropy tuning) for 1-D Box actions, and
+    for Discrete ones (Christodoulou, 2019); `training()` also takes the keywords below and those of
+    `OffPolicyConfig` (replay, `training_intensity`, `tau`, ...).
 
     SAC has three optimizers, so `lr` is not used: set `actor_lr`, `critic_lr` and `alpha_lr`.
     """
@@ -42,7 +44,8 @@ class SACConfig(OffPolicyConfig):
     initial_alpha: float = setting("training", 1.0)
     """Initial entropy temperature alpha (the weight of the entropy bonus); then tuned automatically."""
     target_entropy: float | str = setting("training", "auto")
-    """Entropy the temperature tuning aims at; "auto" = -(number of action dimensions)."""
+    """Entropy the temperature tuning aims at; "auto" = -(number of action dimensions) for Box actions,
+    0.98 * log(n) for Discrete(n) (98% of the uniform policy's entropy, as in Christodoulou, 2019)."""
     actor_lr: float | Schedule = setting("training", 3e-4)
     """Learning rate of the policy, or a schedule over sampled env steps."""
     critic_lr: float | Schedule = setting("training", 3e-4)
@@ -63,7 +66,7 @@ class SACConfig(OffPolicyConfig):
         return SACTorchLearner
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
-        """DefaultSACTorchRLModule: policy and critics with [256, 256] relu layers."""
+        """DefaultSACTorchRLModule (Box or Discrete actions): policy and critics with [256, 256] relu layers."""
         from flywheel.algorithms.sac.rl_module import DefaultSACTorchRLModule
         from flywheel.core.rl_module.spec import RLModuleSpec
 
@@ -92,7 +95,8 @@ class SACConfig(OffPolicyConfig):
         target = self.target_entropy
         if target != "auto" and not (isinstance(target, int | float) and not isinstance(target, bool)):
             problems.append(
-                f"target_entropy={target!r} must be 'auto' or a number (e.g. -1.0 per action dimension). "
+                f"target_entropy={target!r} must be 'auto' or a number (e.g. -1.0 per action dimension, "
+                "or 0.5 * log(n) for n discrete actions). "
                 "Fix: pass it to config.training(target_entropy=...)."
             )
         return super().validation_problems() + [problem for problem in problems if problem]

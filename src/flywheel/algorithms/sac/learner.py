@@ -1,4 +1,5 @@
-"""`SACTorchLearner`: the SAC losses (twin-Q critics, squashed-Gaussian actor, entropy temperature)."""
+"""`SACTorchLearner`: the SAC losses (twin-Q critics, entropy temperature) for squashed-Gaussian
+(Box) and Categorical (Discrete) policies."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -14,30 +16,45 @@ import torch.nn.functional as F
 from flywheel.algorithms.dqn.learner import OffPolicyTorchLearner
 from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS
 from flywheel.columns import Columns
-from flywheel.core.distributions import DiagGaussian, SquashedGaussian
+from flywheel.core.distributions import Categorical, DiagGaussian, SquashedGaussian
 from flywheel.core.learner.torch_learner import adam
 from flywheel.errors import ConfigError, LearnerError
 from flywheel.typing import ModuleID, StateDict
 
 _LOG_2 = math.log(2.0)
 _MODULE_METHODS = ("compute_q_values", "forward_target", "policy_parameters", "critic_parameters")
+DISCRETE_TARGET_ENTROPY_RATIO = 0.98
+"""`target_entropy="auto"` with n discrete actions: 0.98 * log(n), 98% of the uniform policy's
+entropy (Christodoulou, 2019). Nearly uniform while the critics know nothing; alpha then falls
+as the policy sharpens where the Q-values differ, and stays small once they do."""
 
 
 class SACTorchLearner(OffPolicyTorchLearner):
     """Soft actor-critic (Haarnoja et al., 2018) on replayed n-step transitions.
 
-    With `a' ~ pi(s')`, `alpha = exp(log_alpha)` and the buffer's discounted reward sum `R`::
+    Box actions (squashed-Gaussian policy), with `a' ~ pi(s')`, `alpha = exp(log_alpha)` and the
+    buffer's discounted reward sum `R`::
 
         y           = R + gamma**n * (1 - terminated) * (min_i Q_target_i(s', a') - alpha * log pi(a'|s'))
         critic_loss = sum_i mean(weights * (Q_i(s, a) - y)**2)
         actor_loss  = mean(alpha * log pi(a~|s) - min_i Q_i(s, a~)),    a~ ~ pi(s) (reparameterized)
         alpha_loss  = -mean(log_alpha * (log pi(a~|s) + target_entropy))
 
+    Discrete actions (Categorical policy, critics with one Q-value per action; Christodoulou,
+    2019) take exact expectations over the actions instead of samples::
+
+        V(s')       = sum_a pi(a|s') * (min_i Q_target_i(s', a) - alpha * log pi(a|s'))
+        y           = R + gamma**n * (1 - terminated) * V(s')
+        critic_loss = sum_i mean(weights * (Q_i(s, a_taken) - y)**2)
+        actor_loss  = mean(sum_a pi(a|s) * (alpha * log pi(a|s) - min_i Q_i(s, a)))
+        alpha_loss  = -mean(log_alpha * (sum_a pi(a|s) * log pi(a|s) + target_entropy))
+
     Three optimizers ("critic", "actor", "alpha" with `critic_lr`, `actor_lr`, `alpha_lr`) step
-    on one backward pass over the sum: the actor's Q-values are computed with the critics'
-    weights frozen and the alpha loss sees detached log-probs, so each loss reaches only its own
-    parameters. Log-probabilities are computed from the pre-tanh sample (exact even where tanh
-    saturates). The critics' TD errors (mean over twins) go to `td_errors` for prioritized replay.
+    on one backward pass over the sum: the actor's Q-values reach it without gradient to the
+    critics (frozen weights for Box, detached for Discrete) and the alpha loss sees detached
+    log-probs, so each loss reaches only its own parameters. Box log-probabilities are computed
+    from the pre-tanh sample (exact even where tanh saturates). The critics' TD errors (mean over
+    twins) go to `td_errors` for prioritized replay.
     """
 
     def __init__(self, *, config: Any, module_spec: Any = None, spaces: tuple | None = None) -> None:
@@ -45,17 +62,15 @@ class SACTorchLearner(OffPolicyTorchLearner):
         self.log_alphas: dict[ModuleID, torch.nn.Parameter] = {}
         self.target_entropies: dict[ModuleID, float] = {}
         self.critic_params: dict[ModuleID, list[torch.nn.Parameter]] = {}
+        self.discrete: dict[ModuleID, bool] = {}
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config: Any) -> None:
         """Critic, actor and alpha optimizers (Adam) with their own learning rates."""
         module = self.module[module_id]
-        self._check_module(module_id, module)
+        self.discrete[module_id] = self._check_module(module_id, module)
         log_alpha = torch.nn.Parameter(torch.tensor(math.log(config.initial_alpha), device=self.device))
         self.log_alphas[module_id] = log_alpha
-        target = config.target_entropy
-        self.target_entropies[module_id] = (
-            -float(np.prod(module.action_space.shape)) if target == "auto" else float(target)
-        )
+        self.target_entropies[module_id] = self._target_entropy(module, config.target_entropy)
         self.critic_params[module_id] = module.critic_parameters()
         for name, params, lr in (
             ("critic", self.critic_params[module_id], config.critic_lr),
@@ -70,18 +85,32 @@ class SACTorchLearner(OffPolicyTorchLearner):
                 lr_or_lr_schedule=lr,
             )
 
-    def _check_module(self, module_id: ModuleID, module: Any) -> None:
+    @staticmethod
+    def _target_entropy(module: Any, target: float | str) -> float:
+        """The number as given, or "auto": -(action dimensions) for Box, 0.98 * log(n) for Discrete."""
+        if target != "auto":
+            return float(target)
+        space = module.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return DISCRETE_TARGET_ENTROPY_RATIO * math.log(int(space.n))
+        return -float(np.prod(space.shape))
+
+    def _check_module(self, module_id: ModuleID, module: Any) -> bool:
+        """Refuses modules SAC cannot train; returns whether the policy is discrete (Categorical)."""
         missing = [name for name in _MODULE_METHODS if not hasattr(module, name)]
         if missing:
             raise LearnerError(
                 f"SAC needs critics and a policy, but module {module_id!r} ({type(module).__name__}) lacks "
                 f"{missing}. Fix: subclass flywheel.algorithms.sac.DefaultSACTorchRLModule or implement them."
             )
-        if not issubclass(module.get_train_action_dist_cls(), SquashedGaussian):
+        dist_cls = module.get_train_action_dist_cls()
+        if issubclass(dist_cls, Categorical):
+            return True
+        if not issubclass(dist_cls, SquashedGaussian):
             raise LearnerError(
-                f"SAC's actor loss needs a tanh-squashed Gaussian policy, but module {module_id!r} uses "
-                f"{module.get_train_action_dist_cls().__name__}. Fix: return a "
-                "distribution_for_space(box, squashed=True) class from get_train_action_dist_cls()."
+                f"SAC's actor loss needs a tanh-squashed Gaussian (Box) or a Categorical (Discrete) policy, but "
+                f"module {module_id!r} uses {dist_cls.__name__}. Fix: return distribution_for_space(box, "
+                "squashed=True) or Categorical from get_train_action_dist_cls()."
             )
         space = module.action_space
         unit = bool(np.all(space.low == -1.0) and np.all(space.high == 1.0))
@@ -90,35 +119,18 @@ class SACTorchLearner(OffPolicyTorchLearner):
                 f"SAC's policy acts in [-1, 1], but normalize_actions=False would send those actions to the "
                 f"env unscaled, while its action space is {space}. Fix: config.environment(normalize_actions=True)."
             )
+        return False
 
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
-        module = self.module[module_id]
         log_alpha = self.log_alphas[module_id]
         alpha = log_alpha.detach().exp()
-        dist_cls = module.get_train_action_dist_cls()
-
-        with torch.no_grad():
-            next_obs = batch[Columns.NEXT_OBS]
-            next_inputs = module.forward_train({Columns.OBS: next_obs})[Columns.ACTION_DIST_INPUTS]
-            next_actions, next_logp = sample_with_logp(dist_cls.from_logits(next_inputs))
-            target_q = _min_q(module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_actions}))
-            not_done = 1.0 - batch[Columns.TERMINATEDS].float()
-            discount = config.gamma ** batch[Columns.N_STEP].float()
-            targets = batch[Columns.REWARDS].float() + discount * not_done * (target_q - alpha * next_logp)
-
-        q = module.compute_q_values(batch)
-        td_errors = [q[key] - targets for key in (QF_PREDS, QF_TWIN_PREDS) if key in q]
+        terms = self._discrete_terms if self.discrete[module_id] else self._continuous_terms
+        q_taken, targets, actor_loss, logp = terms(module_id, config, batch, fwd_out, alpha)
+        td_errors = [q_taken[key] - targets for key in (QF_PREDS, QF_TWIN_PREDS) if key in q_taken]
         critic_loss = sum(torch.mean(batch[Columns.WEIGHTS] * td**2) for td in td_errors)
-
-        actions, logp = sample_with_logp(dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]))
-        with _frozen(self.critic_params[module_id]):
-            q_policy = _min_q(
-                module.compute_q_values({Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: actions})
-            )
-        actor_loss = torch.mean(alpha * logp - q_policy)
-        alpha_loss = -torch.mean(log_alpha * (logp.detach() + self.target_entropies[module_id]))
+        alpha_loss = -torch.mean(log_alpha * (logp + self.target_entropies[module_id]))
 
         td_error = torch.stack(td_errors).abs().mean(0).detach()
         self.td_errors[module_id] = td_error.cpu().numpy()
@@ -128,13 +140,57 @@ class SACTorchLearner(OffPolicyTorchLearner):
                 "policy_loss": actor_loss.detach(),
                 "alpha_loss": alpha_loss.detach(),
                 "alpha_value": alpha,
-                "entropy": -logp.detach().mean(),
-                "qf_mean": q[QF_PREDS].detach().mean(),
+                "entropy": -logp.mean(),
+                "qf_mean": q_taken[QF_PREDS].detach().mean(),
                 "td_error_mean": td_error.mean(),
             },
             key=module_id,
         )
         return critic_loss + actor_loss + alpha_loss
+
+    def _continuous_terms(
+        self, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict, alpha: torch.Tensor
+    ) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(critics' Q of the taken actions, targets y, actor loss, detached log pi of the actor's samples)."""
+        module = self.module[module_id]
+        dist_cls = module.get_train_action_dist_cls()
+        with torch.no_grad():
+            next_obs = batch[Columns.NEXT_OBS]
+            next_inputs = module.forward_train({Columns.OBS: next_obs})[Columns.ACTION_DIST_INPUTS]
+            next_actions, next_logp = sample_with_logp(dist_cls.from_logits(next_inputs))
+            target_q = _min_q(module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_actions}))
+            targets = _targets(batch, config, target_q - alpha * next_logp)
+
+        q = module.compute_q_values(batch)
+        actions, logp = sample_with_logp(dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]))
+        with _frozen(self.critic_params[module_id]):
+            q_policy = _min_q(
+                module.compute_q_values({Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: actions})
+            )
+        actor_loss = torch.mean(alpha * logp - q_policy)
+        return q, targets, actor_loss, logp.detach()
+
+    def _discrete_terms(
+        self, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict, alpha: torch.Tensor
+    ) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(critics' Q of the taken actions, targets y, actor loss, detached sum_a pi log pi per row)."""
+        module = self.module[module_id]
+        dist_cls = module.get_train_action_dist_cls()
+        with torch.no_grad():
+            next_batch = {Columns.OBS: batch[Columns.NEXT_OBS]}
+            next_inputs = module.forward_train(next_batch)[Columns.ACTION_DIST_INPUTS]
+            next_logp = dist_cls.from_logits(next_inputs).log_probs
+            target_q = _min_q(module.forward_target(next_batch))
+            next_value = (next_logp.exp() * (target_q - alpha * next_logp)).sum(-1)
+            targets = _targets(batch, config, next_value)
+
+        q = module.compute_q_values(batch)
+        taken = batch[Columns.ACTIONS].long().unsqueeze(-1)
+        q_taken = {key: values.gather(-1, taken).squeeze(-1) for key, values in q.items()}
+        logp = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]).log_probs
+        probs = logp.exp()
+        actor_loss = torch.mean((probs * (alpha * logp - _min_q(q).detach())).sum(-1))
+        return q_taken, targets, actor_loss, (probs * logp).sum(-1).detach()
 
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
@@ -164,6 +220,13 @@ def sample_with_logp(dist: SquashedGaussian) -> tuple[torch.Tensor, torch.Tensor
     action = low + (torch.tanh(u) + 1.0) * half_range
     log_det = (2.0 * (_LOG_2 - u - F.softplus(-2.0 * u)) + half_range.log()).sum(-1)
     return action, DiagGaussian.logp(dist, u) - log_det
+
+
+def _targets(batch: dict, config: Any, next_value: torch.Tensor) -> torch.Tensor:
+    """`y = R + gamma**n * (1 - terminated) * next_value`."""
+    not_done = 1.0 - batch[Columns.TERMINATEDS].float()
+    discount = config.gamma ** batch[Columns.N_STEP].float()
+    return batch[Columns.REWARDS].float() + discount * not_done * next_value
 
 
 def _min_q(q: dict) -> torch.Tensor:

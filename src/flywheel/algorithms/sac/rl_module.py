@@ -1,9 +1,11 @@
-"""`DefaultSACTorchRLModule`: SAC's squashed-Gaussian policy and (twin) critics with target copies.
+"""`DefaultSACTorchRLModule`: SAC's policy and (twin) critics with target copies, for Box or Discrete actions.
 
 Layout (see `flywheel.core.models` for the parts)::
 
-    obs ─ pi_encoder ─ pi → ACTION_DIST_INPUTS = [mean, log_std]  → tanh-squashed Gaussian in [-1, 1]
-    [obs, action] ─ qf_encoder ─ qf → Q          (and qf_twin_encoder ─ qf_twin with twin_q)
+    Box:       obs ─ pi_encoder ─ pi → ACTION_DIST_INPUTS = [mean, log_std] → squashed Gaussian in [-1, 1]
+               [obs, action] ─ qf_encoder ─ qf → Q [B]      (and qf_twin_encoder ─ qf_twin with twin_q)
+    Discrete:  obs ─ pi_encoder ─ pi → ACTION_DIST_INPUTS = logits [B, n]  → Categorical
+               obs ─ qf_encoder ─ qf → Q [B, n], one per action   (and the twin)
 
 Runners build it with `inference_only=True`: the policy only. Learners also hold frozen
 `target_*` copies of the critics, which the learner moves towards the critics (Polyak, tau).
@@ -19,16 +21,17 @@ import torch
 from torch import nn
 
 from flywheel.columns import Columns
-from flywheel.core.distributions import Distribution, distribution_for_space
+from flywheel.core.distributions import Categorical, Distribution, distribution_for_space
 from flywheel.core.models import MLPEncoder, build_encoder, mlp, resolve_model_config
 from flywheel.core.rl_module.apis import TargetNetworkAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.errors import ModuleError
 
 QF_PREDS = "qf_preds"
-"""Output key of `compute_q_values` / `forward_target`: Q-values `[B]` of `(OBS, ACTIONS)`."""
+"""Output key of `compute_q_values` / `forward_target`: Q-values `[B]` of `(OBS, ACTIONS)` (Box),
+or `[B, n]` of `OBS` and every action (Discrete)."""
 QF_TWIN_PREDS = "qf_twin_preds"
-"""The twin critic's Q-values `[B]` (twin_q only)."""
+"""The twin critic's Q-values, shaped as `QF_PREDS` (twin_q only)."""
 
 # Keeps the policy's standard deviation in a sane range: exp(-20) is deterministic, exp(2) ~ 7.4
 # already squashes to +-1 almost surely.
@@ -37,13 +40,19 @@ _CRITICS = ("qf_encoder", "qf", "qf_twin_encoder", "qf_twin")
 
 
 class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
-    """Policy and critics for SAC with 1-D Box actions, acting in the normalized range [-1, 1].
+    """Policy and critics for SAC with 1-D Box or Discrete actions (chosen by the action space).
 
-    The policy's actions are tanh-squashed into [-1, 1]; runners map them to the env's bounds
+    Box: the policy's actions are tanh-squashed into [-1, 1]; runners map them to the env's bounds
     (`normalize_actions=True`, the default), and the critics learn on the stored [-1, 1] actions.
+    Observations must be 1-D (the critics read `[obs, action]`).
+
+    Discrete (Christodoulou, 2019): the policy gives the logits of a Categorical (runners sample it
+    when exploring, take the argmax otherwise) and each critic maps obs to one Q-value per action,
+    so the learner takes exact expectations over the actions; observations may be anything the
+    default encoders read (1-D, images, Discrete).
+
     `model_config`: the default-model keys (`fcnet_hiddens` for every network, `head_fcnet_hiddens`
-    for the policy head) plus `twin_q` (set from `SACConfig.twin_q`). Observations must be 1-D
-    (the critics read `[obs, action]`).
+    for the heads) plus `twin_q` (set from `SACConfig.twin_q`).
 
     The target critics are made in `setup()` of every non-inference module (so a module restored
     with `RLModule.from_checkpoint` accepts their weights); `make_target_networks()` then has
@@ -54,33 +63,48 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         self._check_spaces()
         self.model_config = resolve_model_config(self.model_config)
         cfg = self.model_config
-        size = int(self.action_space.shape[0])
-        unit_box = gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
-        self._dist_cls = distribution_for_space(unit_box, squashed=True)
-        self.pi_encoder = build_encoder(self.observation_space, {**cfg, "use_lstm": False})
+        self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
+        self._dist_cls, pi_outputs, q_outputs = self._output_layout()
+        self.pi_encoder = build_encoder(self.observation_space, cfg)
         self.pi = mlp(
-            self.pi_encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], 2 * size
+            self.pi_encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], pi_outputs
         )
         if self.inference_only:
             return
-        critic_input = int(self.observation_space.shape[0]) + size
-        twin = cfg.get("twin_q", True)
-        for prefix in ("qf", "qf_twin") if twin else ("qf",):
-            encoder = MLPEncoder(critic_input, cfg["fcnet_hiddens"], cfg["fcnet_activation"])
+        for prefix in ("qf", "qf_twin") if cfg.get("twin_q", True) else ("qf",):
+            encoder = self._critic_encoder(cfg)
             setattr(self, f"{prefix}_encoder", encoder)
             setattr(
                 self,
                 prefix,
-                mlp(encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], 1),
+                mlp(encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], q_outputs),
             )
         self.make_target_networks()
 
+    def _output_layout(self) -> tuple[type[Distribution], int, int]:
+        """(distribution class, policy outputs, outputs per critic)."""
+        if self.discrete:
+            return Categorical, int(self.action_space.n), int(self.action_space.n)
+        size = int(self.action_space.shape[0])
+        unit_box = gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
+        return distribution_for_space(unit_box, squashed=True), 2 * size, 1
+
+    def _critic_encoder(self, cfg: dict) -> nn.Module:
+        """Discrete: an encoder of the observations; Box: an MLP over `[obs, action]`."""
+        if self.discrete:
+            return build_encoder(self.observation_space, cfg)
+        critic_input = int(self.observation_space.shape[0]) + int(self.action_space.shape[0])
+        return MLPEncoder(critic_input, cfg["fcnet_hiddens"], cfg["fcnet_activation"])
+
     def _check_spaces(self) -> None:
         space = self.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return self._check_no_lstm()
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
             raise ModuleError(
-                f"SAC here supports continuous actions only: the default SAC module needs a 1-D Box action "
-                f"space, got {space}. Fix: use DQN (flywheel.DQNConfig) for discrete actions."
+                f"The default SAC module needs a 1-D Box or a Discrete action space, got {space}. Fix: turn "
+                "the actions into one Discrete (e.g. one index per combination) or a 1-D Box with a gymnasium "
+                "ActionWrapper, or use PPO (flywheel.PPOConfig)."
             )
         obs = self.observation_space
         if not (isinstance(obs, gym.spaces.Box) and len(obs.shape) == 1):
@@ -89,6 +113,9 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
                 f"1-D Box, got {obs}. Fix: add flywheel.connectors.env_to_module.FlattenObservations via "
                 "config.env_runners(env_to_module_connector=lambda env, spaces, device: FlattenObservations())."
             )
+        self._check_no_lstm()
+
+    def _check_no_lstm(self) -> None:
         if self.model_config.get("use_lstm"):
             raise ModuleError(
                 "DefaultSACTorchRLModule has no recurrent version (model_config['use_lstm']=True). Fix: set "
@@ -107,25 +134,33 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         return self._dist_cls
 
     def _forward(self, batch: dict, **kwargs) -> dict:
-        mean, log_std = self.pi(self.pi_encoder(batch[Columns.OBS])).chunk(2, dim=-1)
+        inputs = self.pi(self.pi_encoder(batch[Columns.OBS]))
+        if self.discrete:
+            return {Columns.ACTION_DIST_INPUTS: inputs}
+        mean, log_std = inputs.chunk(2, dim=-1)
         log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
         return {Columns.ACTION_DIST_INPUTS: torch.cat([mean, log_std], dim=-1)}
 
     def compute_q_values(self, batch: dict) -> dict:
-        """`{QF_PREDS: Q(OBS, ACTIONS) [B]}` (and `QF_TWIN_PREDS` with twin critics)."""
+        """`{QF_PREDS: Q(OBS, ACTIONS) [B]}` (Box) or `{QF_PREDS: Q(OBS, every action) [B, n]}`
+        (Discrete; ACTIONS not read), and `QF_TWIN_PREDS` likewise with twin critics."""
         return self._critics(batch, "")
 
     def forward_target(self, batch: dict) -> dict:
-        """The target critics' `{QF_PREDS: [B]}` (and `QF_TWIN_PREDS`) for `(OBS, ACTIONS)`."""
+        """The target critics' Q-values, keyed and shaped as in `compute_q_values`."""
         return self._critics(batch, "target_")
 
     def _critics(self, batch: dict, prefix: str) -> dict:
-        obs_and_action = torch.cat([batch[Columns.OBS].float(), batch[Columns.ACTIONS].float()], dim=-1)
+        if self.discrete:
+            inputs = batch[Columns.OBS]
+        else:
+            inputs = torch.cat([batch[Columns.OBS].float(), batch[Columns.ACTIONS].float()], dim=-1)
         out = {}
         for key, name in ((QF_PREDS, "qf"), (QF_TWIN_PREDS, "qf_twin")):
             encoder = getattr(self, f"{prefix}{name}_encoder", None)
             if encoder is not None:
-                out[key] = getattr(self, f"{prefix}{name}")(encoder(obs_and_action)).squeeze(-1)
+                q = getattr(self, f"{prefix}{name}")(encoder(inputs))
+                out[key] = q if self.discrete else q.squeeze(-1)
         return out
 
     def policy_parameters(self) -> list[nn.Parameter]:
