@@ -112,6 +112,58 @@ def test_loss_terms_match_a_manual_computation(mask):
     assert (logged["vf_loss"] < logged["vf_loss_unclipped"]) == (mask is None)
 
 
+def test_zero_entropy_and_kl_coefficients_leave_their_terms_out_of_the_loss_but_still_log_them():
+    learner = build(entropy_coeff=0.0, use_kl_loss=False)
+    batch = tiny_batch()
+    module = learner.module["default_policy"]
+    loss = learner.compute_loss_for_module(
+        module_id="default_policy", config=learner.config, batch=batch, fwd_out=module.forward_train(batch)
+    )
+    expected = manual_terms(slice(None))
+    assert float(loss.detach()) == pytest.approx(
+        expected["policy_loss"] + 0.5 * expected["vf_loss"], rel=1e-6
+    )
+    logged = learner.metrics.reduce()["default_policy"]
+    assert logged["entropy"] == pytest.approx(expected["entropy"], rel=1e-6)
+    assert logged["mean_kl_loss"] == 0.0
+    # The entropy is not part of the graph (backward is most of a minibatch's cost): a tiny nonzero
+    # coefficient adds its nodes.
+    with_entropy = build(entropy_coeff=1e-12, use_kl_loss=False)
+    loss_with_entropy = with_entropy.compute_loss_for_module(
+        module_id="default_policy",
+        config=with_entropy.config,
+        batch=batch,
+        fwd_out=with_entropy.module["default_policy"].forward_train(batch),
+    )
+    assert graph_size(loss_with_entropy) - graph_size(loss) == 7
+
+
+def graph_size(tensor):
+    """The number of autograd nodes `tensor.backward()` would visit."""
+    seen, stack = set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            stack.extend(next_node for next_node, _ in node.next_functions)
+    return len(seen)
+
+
+def test_explained_variance_is_zero_for_constant_targets_and_floored_at_minus_one():
+    learner = build()
+    batch = tiny_batch()
+    module = learner.module["default_policy"]
+    for targets in ([1.0, 1.0, 1.0], [0.0, 0.1, -0.1]):
+        batch[Columns.VALUE_TARGETS] = torch.tensor(targets)
+        learner.compute_loss_for_module(
+            module_id="default_policy",
+            config=learner.config,
+            batch=batch,
+            fwd_out=module.forward_train(batch),
+        )
+        assert learner.metrics.reduce()["default_policy"]["vf_explained_var"] == (0.0 if targets[0] else -1.0)
+
+
 def test_explained_variance_is_logged():
     learner = build()
     batch = tiny_batch()
