@@ -139,7 +139,7 @@ def test_discrete_checkpoint_round_trip(tmp_path):
         np.testing.assert_array_equal(restored_state["rl_module"]["default_policy"][name], weights)
     torch.testing.assert_close(restored_logits, logits, rtol=0, atol=0)
     assert module.discrete and learner.discrete == {"default_policy": True}
-    assert learner.target_entropies == {"default_policy": pytest.approx(0.98 * math.log(2))}
+    assert learner.target_entropies == {"default_policy": pytest.approx(0.5 * math.log(2))}
 
 
 class MultiDiscreteEnv(CountingEnv):

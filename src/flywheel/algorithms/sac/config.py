@@ -45,7 +45,9 @@ class SACConfig(OffPolicyConfig):
     """Initial entropy temperature alpha (the weight of the entropy bonus); then tuned automatically."""
     target_entropy: float | str = setting("training", "auto")
     """Entropy the temperature tuning aims at; "auto" = -(number of action dimensions) for Box actions,
-    0.98 * log(n) for Discrete(n) (98% of the uniform policy's entropy, as in Christodoulou, 2019)."""
+    0.5 * log(n) for Discrete(n), half the uniform policy's entropy (the paper's 0.98 * log(n) lets
+    alpha grow without bound where no good policy is that random: see `DISCRETE_TARGET_ENTROPY_RATIO`
+    in `flywheel.algorithms.sac.learner`)."""
     actor_lr: float | Schedule = setting("training", 3e-4)
     """Learning rate of the policy, or a schedule over sampled env steps."""
     critic_lr: float | Schedule = setting("training", 3e-4)

@@ -7,5 +7,6 @@ from flywheel.algorithms.dqn.dqn import DQN
 
 class SAC(DQN):
     """Off-policy like DQN, with the same loop (sample into the replay buffer, update on replayed
-    batches, sync weights); the losses and the squashed-Gaussian policy are SAC's
-    (`SACTorchLearner`, `DefaultSACTorchRLModule`). Exploration is the policy's own sampling."""
+    batches, sync weights); the losses and the policy (squashed Gaussian for Box actions,
+    Categorical for Discrete ones) are SAC's (`SACTorchLearner`, `DefaultSACTorchRLModule`).
+    Exploration is the policy's own sampling."""
