@@ -97,9 +97,17 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         return MLPEncoder(critic_input, cfg["fcnet_hiddens"], cfg["fcnet_activation"])
 
     def _check_spaces(self) -> None:
+        if not isinstance(self.action_space, gym.spaces.Discrete):
+            self._check_box_spaces()
+        if self.model_config.get("use_lstm"):
+            raise ModuleError(
+                "DefaultSACTorchRLModule has no recurrent version (model_config['use_lstm']=True). Fix: set "
+                "use_lstm=False, or stack frames with flywheel.connectors.env_to_module.FrameStacking."
+            )
+
+    def _check_box_spaces(self) -> None:
+        """Box actions: the critics read `[obs, action]`, so both must be 1-D."""
         space = self.action_space
-        if isinstance(space, gym.spaces.Discrete):
-            return self._check_no_lstm()
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
             raise ModuleError(
                 f"The default SAC module needs a 1-D Box or a Discrete action space, got {space}. Fix: turn "
@@ -112,14 +120,6 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
                 f"The default SAC module's critics read [observation, action], so observations must be a "
                 f"1-D Box, got {obs}. Fix: add flywheel.connectors.env_to_module.FlattenObservations via "
                 "config.env_runners(env_to_module_connector=lambda env, spaces, device: FlattenObservations())."
-            )
-        self._check_no_lstm()
-
-    def _check_no_lstm(self) -> None:
-        if self.model_config.get("use_lstm"):
-            raise ModuleError(
-                "DefaultSACTorchRLModule has no recurrent version (model_config['use_lstm']=True). Fix: set "
-                "use_lstm=False, or stack frames with flywheel.connectors.env_to_module.FrameStacking."
             )
 
     # Acting and training.
