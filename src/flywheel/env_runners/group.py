@@ -259,8 +259,8 @@ class EnvRunnerGroup:
         actor = actor_class.remote(
             self._runner_class, self._remote_config, index, self.config.num_env_runners
         )
-        if self._runner_state:
-            actor.set_state.remote(self._runner_state)  # runs before any later call on the actor
+        if self._runner_state:  # runs before any later call on the actor, checked with its result
+            self._unconfirmed[index] = [actor.set_state.remote(self._runner_state)]
         return actor
 
     def probe_health(self) -> int:
