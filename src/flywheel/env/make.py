@@ -168,7 +168,7 @@ def make_vector_env(
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
     thunks = [_SubEnvThunk(creator, context.copy_with_overrides(vector_index=i)) for i in range(num_envs)]
     if restart_failed_sub_environments:
-        thunks = [_RestartingThunk(thunk) for thunk in thunks]
+        thunks = [RestartingThunk(thunk, _RestartingEnv) for thunk in thunks]
     vector_cls = gym.vector.SyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
     return vector_cls(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
@@ -223,23 +223,33 @@ class _SubEnvThunk:
         return env
 
 
-class _RestartingThunk:
-    """Builds one sub-env wrapped in :class:`_RestartingEnv`; picklable whenever the creator is."""
+class RestartingThunk:
+    """Builds one sub-env from ``thunk`` wrapped in ``wrapper`` (a `RestartOnFailure` class, e.g.
+    :class:`_RestartingEnv`); picklable whenever the thunk is."""
 
-    def __init__(self, thunk: _SubEnvThunk) -> None:
+    def __init__(self, thunk: Callable[[], Any], wrapper: type[RestartOnFailure]) -> None:
         self.thunk = thunk
+        self.wrapper = wrapper
 
-    def __call__(self) -> gym.Env:
-        return _RestartingEnv(self.thunk)
+    def __call__(self) -> Any:
+        return self.wrapper(self.thunk)
 
 
-class _RestartingEnv(gym.Wrapper):
-    """Rebuilds its env from the creator when ``reset``/``step`` raises, so one broken sub-env does
-    not take its runner (and the other sub-envs' episodes) down with it."""
+class RestartOnFailure:
+    """Rebuilds ``self.env`` from its thunk when ``reset``/``step`` raises, so one broken sub-env
+    does not take its runner (and the other sub-envs' episodes) down with it.
 
-    def __init__(self, thunk: _SubEnvThunk) -> None:
-        super().__init__(thunk())
-        self._thunk = thunk
+    The failing call returns the fresh env's reset observation with ``SUB_ENV_RESTARTED: True`` in
+    its info; a failed ``step`` reports `failed_step_outcome()` as its reward and done flags.
+    Subclasses set ``self.env`` and ``self._thunk`` (single-agent and multi-agent sub-envs).
+    """
+
+    env: Any
+    _thunk: Callable[[], Any]
+
+    def failed_step_outcome(self) -> tuple[Any, Any, Any]:
+        """(reward, terminated, truncated) of a step whose env failed and was rebuilt."""
+        raise NotImplementedError
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
         try:
@@ -247,12 +257,12 @@ class _RestartingEnv(gym.Wrapper):
         except Exception:
             return self._restart(**kwargs)
 
-    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict]:
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict]:
         try:
             return self.env.step(action)
         except Exception:
             obs, info = self._restart()
-            return obs, 0.0, False, False, info
+            return (obs, *self.failed_step_outcome(), info)
 
     def _restart(self, **reset_kwargs: Any) -> tuple[Any, dict]:
         with contextlib.suppress(Exception):  # the env is replaced because it broke; closing may fail too
@@ -260,6 +270,17 @@ class _RestartingEnv(gym.Wrapper):
         self.env = self._thunk()
         obs, info = self.env.reset(**reset_kwargs)
         return obs, {**info, SUB_ENV_RESTARTED: True}
+
+
+class _RestartingEnv(RestartOnFailure, gym.Wrapper):
+    """A gymnasium sub-env that restarts on failure; a failed step gives reward 0, not done."""
+
+    def __init__(self, thunk: _SubEnvThunk) -> None:
+        gym.Wrapper.__init__(self, thunk())
+        self._thunk = thunk
+
+    def failed_step_outcome(self) -> tuple[float, bool, bool]:
+        return 0.0, False, False
 
 
 def _mode_name(vectorize_mode: str | gym.VectorizeMode) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from flywheel.env.make import SUB_ENV_RESTARTED, EnvContext, make_env_creator
+from flywheel.env.make import EnvContext, RestartingThunk, RestartOnFailure, make_env_creator
 from flywheel.env.multi_agent_env import MultiAgentEnv, agent_space
 from flywheel.errors import EnvError
 from flywheel.typing import AgentID
@@ -310,14 +310,10 @@ class _MultiAgentThunk:
         return env
 
 
-class _RestartingEnv:
-    """A multi-agent sub-env rebuilt from its thunk when ``reset``/``step`` raises, so one broken sub-env
-    does not take its runner (and the other sub-envs' episodes) down with it.
-
-    The call that failed returns the fresh env's reset observations and infos, with
-    ``infos[SUB_ENV_RESTARTED] = True``; a failed ``step`` also returns no rewards and no done flags.
-    Everything else (spaces, agents, custom methods) reads through to the current env.
-    """
+class _RestartingEnv(RestartOnFailure):
+    """A multi-agent sub-env that restarts on failure (`RestartOnFailure`); a failed ``step`` returns
+    no rewards and no done flags. Everything else (spaces, agents, custom methods) reads through
+    to the current env."""
 
     def __init__(self, thunk: _MultiAgentThunk) -> None:
         self._thunk = thunk
@@ -328,38 +324,11 @@ class _RestartingEnv:
             raise AttributeError(name)
         return getattr(self.env, name)
 
-    def reset(self, **kwargs: Any) -> tuple[dict, dict]:
-        try:
-            return self.env.reset(**kwargs)
-        except Exception:
-            return self._restart(**kwargs)
-
-    def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:
-        try:
-            return self.env.step(action_dict)
-        except Exception:
-            obs, infos = self._restart()
-            return obs, {}, {"__all__": False}, {"__all__": False}, infos
-
-    def _restart(self, **reset_kwargs: Any) -> tuple[dict, dict]:
-        with contextlib.suppress(Exception):  # the env is replaced because it broke; closing may fail too
-            self.env.close()
-        self.env = self._thunk()
-        obs, infos = self.env.reset(**reset_kwargs)
-        return obs, {**infos, SUB_ENV_RESTARTED: True}
+    def failed_step_outcome(self) -> tuple[dict, dict, dict]:
+        return {}, {"__all__": False}, {"__all__": False}
 
     def close(self) -> None:
         self.env.close()
-
-
-class _RestartingThunk:
-    """Builds one sub-env wrapped in `_RestartingEnv`; picklable whenever the creator is."""
-
-    def __init__(self, thunk: _MultiAgentThunk) -> None:
-        self.thunk = thunk
-
-    def __call__(self) -> _RestartingEnv:
-        return _RestartingEnv(self.thunk)
 
 
 def make_multi_agent_vector_env(
@@ -393,7 +362,7 @@ def make_multi_agent_vector_env(
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
     thunks = [_MultiAgentThunk(creator, context.copy_with_overrides(vector_index=i)) for i in range(num_envs)]
     if restart_failed_sub_environments:
-        thunks = [_RestartingThunk(thunk) for thunk in thunks]
+        thunks = [RestartingThunk(thunk, _RestartingEnv) for thunk in thunks]
     if mode == "sync":
         return MultiAgentSyncVectorEnv(thunks)
     return MultiAgentAsyncVectorEnv(thunks)
