@@ -233,7 +233,7 @@ class Learner(Checkpointable, abc.ABC):
     def _iter_minibatches(
         self, batch: dict, num_epochs: int, minibatch_size: int | None, shuffle: bool
     ) -> Iterator[dict]:
-        """Epochs × minibatches of row indices; each epoch covers every row of every module once.
+        """Epochs × minibatches of rows; each epoch covers every row of every module once.
 
         A module's rows are split into `ceil(rows / minibatch_rows)` near-equal parts
         (`np.array_split`), so minibatches hold `minibatch_size` rows or slightly fewer, never a
@@ -246,14 +246,17 @@ class Learner(Checkpointable, abc.ABC):
             for mid, columns in batch.items()
         }
         counts = self._minibatch_counts({mid: max(1, -(-n // per_minibatch[mid])) for mid, n in rows.items()})
+        bounds = {mid: _split_bounds(n, counts[mid]) for mid, n in rows.items()}
         rng = self._shuffle_rng()
         for _ in range(num_epochs):
-            parts = {}
-            for mid, n in rows.items():
-                order = rng.permutation(n) if shuffle else np.arange(n)
-                parts[mid] = np.array_split(order, counts[mid])
-            for i in range(max((len(p) for p in parts.values()), default=0)):
-                yield {mid: self._take_rows(batch[mid], p[i]) for mid, p in parts.items() if i < len(p)}
+            # One gather per column and epoch; each minibatch is then a slice (a view, no copy).
+            epoch = (
+                {mid: self._take_rows(batch[mid], rng.permutation(n)) for mid, n in rows.items()}
+                if shuffle
+                else batch
+            )
+            for i in range(max(counts.values(), default=0)):
+                yield {mid: _slice(epoch[mid], *bounds[mid][i]) for mid in epoch if i < len(bounds[mid])}
 
     def _minibatch_counts(self, counts: dict[ModuleID, int]) -> dict[ModuleID, int]:
         """Minibatches per epoch for each module; distributed learners override this so that every
@@ -365,6 +368,21 @@ def _num_rows(columns: dict) -> int:
     while isinstance(data, dict):
         data = next(iter(data.values()))
     return len(data)
+
+
+def _split_bounds(n: int, parts: int) -> list[tuple[int, int]]:
+    """`(start, stop)` of `parts` near-equal consecutive parts of `n` rows (the larger ones first,
+    as `np.array_split` splits)."""
+    size, extra = divmod(n, parts)
+    stops = np.cumsum([size + (i < extra) for i in range(parts)]).tolist()
+    return list(zip([0, *stops[:-1]], stops, strict=True))
+
+
+def _slice(data: Any, start: int, stop: int) -> Any:
+    """Rows `start:stop` of every column (leaf-wise for nested columns)."""
+    if isinstance(data, dict):
+        return {key: _slice(value, start, stop) for key, value in data.items()}
+    return data[start:stop]
 
 
 def _row_len(columns: dict) -> int:

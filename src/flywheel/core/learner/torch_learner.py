@@ -65,8 +65,9 @@ class TorchLearner(Learner):
             slots = list(self._optimizer_slots.values())
         else:
             slots = [slot for module_id in losses for slot in self.optimizers_of(module_id)]
-        for slot in slots:
-            slot.optimizer.zero_grad(set_to_none=True)
+        for slot in slots:  # what zero_grad(set_to_none=True) does, without its per-call overhead
+            for param in slot.params:
+                param.grad = None
         sum(losses.values()).backward()
         if distributed:
             _average_gradients([param for slot in slots for param in slot.params])
@@ -94,7 +95,8 @@ class TorchLearner(Learner):
         grads = [p.grad for p in slot.params if p.grad is not None]
         if not grads:
             return torch.zeros((), device=self._device)
-        norm = torch.nn.utils.get_total_norm(grads)
+        # torch.nn.utils.get_total_norm's math; its device/dtype grouping costs more than the norms here.
+        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
         self.metrics.log_value((slot.module_id, f"gradients_{slot.name}_global_norm"), norm)
         clip = self.config.grad_clip
         if clip is None:
