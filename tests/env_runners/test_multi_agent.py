@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from flywheel import Columns, MultiAgentEnvRunner, MultiAgentEpisode, PPOConfig
 from flywheel.testing.multi_agent_envs import JoinLeaveEnv, MultiCartPole, TurnBasedEnv
@@ -157,3 +158,31 @@ def test_callbacks_see_multi_agent_episodes_in_order(make_runner):
     assert calls[:2] == [("created", 0, 0), ("start", 0, 0)]
     assert [c for c in calls if c[0] == "step"] == [("step", 0, t) for t in range(1, 7)]
     assert calls[8:10] == [("end", 0, 6), ("created", 0, 0)]
+
+
+def test_batch_read_from_env_output_equals_the_pipelines_batch_as_agents_join_and_leave(make_runner):
+    # With only the default env-to-module pieces, the runner batches the observations the env just
+    # returned instead of reading them back from the episodes; both must give the same batch.
+    runner = make_runner(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared, num_envs=2))
+    seen = []
+    for _ in range(7):  # past the episodes' end (t=5): new episodes start in both sub-envs
+        runner.sample(num_timesteps=2)
+        from_episodes = runner._call_env_to_module(runner._episodes, True)
+        obs = runner._to_module["shared"][Columns.OBS]
+        assert torch.equal(obs, from_episodes["shared"][Columns.OBS]) and obs.dtype == torch.float32
+        seen.append(obs.ravel().tolist())
+    assert seen[:3] == [[1.0, 11.0, 1.0, 11.0], [2.0, 2.0], [3.0, 23.0, 3.0, 23.0]]
+    assert seen[5] == [1.0, 11.0, 1.0, 11.0]
+
+
+def test_observations_an_episode_step_callback_rewrites_are_what_the_module_sees(make_runner):
+    def rewrite(*, episode, **kw):
+        for agent_episode in episode.agent_episodes.values():
+            if not agent_episode.is_done:
+                agent_episode.set_observations(new_data=np.array([-7.0], np.float32), at_indices=-1)
+
+    runner = make_runner(
+        ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared).callbacks(on_episode_step=rewrite)
+    )
+    runner.sample(num_timesteps=3)  # t=3: "a" and "c" act next
+    assert runner._to_module["shared"][Columns.OBS].ravel().tolist() == [-7.0, -7.0]

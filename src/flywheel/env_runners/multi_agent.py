@@ -9,6 +9,7 @@ runner maps the module-to-env output back to one `{agent_id: action}` dict per s
 from __future__ import annotations
 
 import dataclasses
+from itertools import repeat
 from typing import Any
 
 import gymnasium as gym
@@ -67,7 +68,8 @@ class MultiAgentEnvRunner(EnvRunner):
         self._count_agent_steps = config.count_steps_by == "agent_steps"
         self._stats = [EpisodeStats() for _ in range(self.num_envs)]
         self._rows: dict[str, Any] = {}
-        self._checked_modules: set[str] = set()  # module ids the mapping returned that the module has
+        # Module ids the mapping returned that the module has -> whether that module is stateful.
+        self._checked_modules: dict[str, bool] = {}
         self._restart_sub_envs = config.restart_failed_sub_environments
         self._num_sub_env_restarts = 0  # since the last sample() logged them
         self._chunk_steps = [0] * self.num_envs  # steps counted per sub-env's chunk (restarts only)
@@ -215,7 +217,7 @@ class MultiAgentEnvRunner(EnvRunner):
                 reset_infos = {k: v for k, v in infos[i].items() if k not in (FINAL_OBS, FINAL_INFOS)}
                 self._new_episode(i, obs[i], reset_infos)
                 starting.append(i)
-        self._prepare_forward(explore)
+        self._prepare_forward(explore, obs)
         for i in starting:
             self._episode_callback("on_episode_start", self._episodes[i], i)
 
@@ -224,16 +226,36 @@ class MultiAgentEnvRunner(EnvRunner):
         into the batch: only then can a call on finished episodes change what their callbacks see."""
         return any(type(piece) not in _BATCHING_PIECES for piece in self._env_to_module.connectors)
 
-    def _prepare_forward(self, explore: bool) -> None:
+    def _prepare_forward(self, explore: bool, obs: list[dict]) -> None:
+        """Lays out the rows of the next forward pass and builds its batch from `obs` (what the env
+        just returned for each sub-env, the newest observation of every agent to act)."""
         shared_data: dict[str, Any] = {}
         self._rows = agent_rows(self._episodes, shared_data)
+        stateful = False
         for module_id, rows in self._rows.items():
             if module_id not in self._checked_modules:
                 if module_id not in self.module:
                     index, agent_id = rows.keys[0]
                     raise_unknown_module(agent_id, module_id, self.module.keys())
-                self._checked_modules.add(module_id)
-        self._to_module = self._call_env_to_module(self._episodes, explore, shared_data)
+                self._checked_modules[module_id] = self.module[module_id].is_stateful()
+            stateful = stateful or self._checked_modules[module_id]
+        pieces = self._env_to_module.connectors
+        if stateful or self._on_episode_step or tuple(map(type, pieces)) != _BATCHING_PIECES:
+            self._to_module = self._call_env_to_module(self._episodes, explore, shared_data)
+            return
+        # Only the default pieces run and nothing changed the episodes since the env step, so the
+        # observations the reading pieces would take from the episodes are the env's own: read
+        # them from `obs` (one lookup per row) and let the batching pieces stack and convert.
+        batch = {
+            module_id: {Columns.OBS: [obs[i][agent_id] for i, agent_id in rows.keys]}
+            for module_id, rows in self._rows.items()
+        }
+        for piece in pieces[2:]:
+            batch = piece(
+                rl_module=self.module, batch=batch, episodes=self._episodes, explore=explore,
+                shared_data=shared_data, metrics=self.metrics,
+            )  # fmt: skip
+        self._to_module = batch
 
     def _random_actions(self) -> tuple[list[dict], list[dict], list[dict]]:
         actions = []
@@ -261,15 +283,21 @@ class MultiAgentEnvRunner(EnvRunner):
         seq_no = self.weights_seq_no
         for module_id, columns in to_env.items():
             keys = self._rows[module_id].keys
-            module_actions = _unstack(columns[Columns.ACTIONS], len(keys))
-            module_for_env = _unstack(columns[Columns.ACTIONS_FOR_ENV], len(keys))
-            extra_columns = [(k, _unstack(v, len(keys))) for k, v in columns.items() if k not in _NOT_EXTRA]
-            for r, (i, agent_id) in enumerate(keys):
-                actions[i][agent_id] = module_actions[r]
-                for_env[i][agent_id] = module_for_env[r]
-                extra = {k: values[r] for k, values in extra_columns}
-                extra[Columns.WEIGHTS_SEQ_NO] = seq_no
-                extras[i][agent_id] = extra
+            n_rows = len(keys)
+            extra_keys = [k for k in columns if k not in _NOT_EXTRA]
+            # One tuple of extra values per row (plus the weights' number), zipped with the keys.
+            extra_rows = zip(*[_unstack(columns[k], n_rows) for k in extra_keys], repeat(seq_no))
+            extra_keys.append(Columns.WEIGHTS_SEQ_NO)
+            rows = zip(
+                keys,
+                _unstack(columns[Columns.ACTIONS], n_rows),
+                _unstack(columns[Columns.ACTIONS_FOR_ENV], n_rows),
+                extra_rows,
+            )
+            for (i, agent_id), action, action_for_env, extra_values in rows:
+                actions[i][agent_id] = action
+                for_env[i][agent_id] = action_for_env
+                extras[i][agent_id] = dict(zip(extra_keys, extra_values))
         return actions, for_env, extras
 
     def _call_env_to_module(
@@ -293,7 +321,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._episodes = [None] * self.num_envs
         for i in range(self.num_envs):
             self._new_episode(i, obs[i], infos[i])
-        self._prepare_forward(explore)
+        self._prepare_forward(explore, obs)
         for i, episode in enumerate(self._episodes):
             self._episode_callback("on_episode_start", episode, i)
 
@@ -320,6 +348,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._use_config(config)
         spec = module_spec(config, module_id, self._module_spaces(config).get(module_id), own=spec)
         self.module_spec.rl_module_specs[module_id] = spec
+        self._checked_modules.pop(module_id, None)  # a replaced module may differ in being stateful
         self.module.add_module(
             module_id, dataclasses.replace(spec, inference_only=True).build(), override=True
         )
@@ -330,7 +359,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._use_config(config)
         self.module_spec.rl_module_specs.pop(module_id, None)
         self.module.remove_module(module_id)
-        self._checked_modules.discard(module_id)
+        self._checked_modules.pop(module_id, None)
         self._episodes = None
 
     def _use_config(self, config: Any) -> None:

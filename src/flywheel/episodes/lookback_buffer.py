@@ -46,16 +46,24 @@ def stack_items(items: list, struct: Any = None) -> Any:
     list still gets the right trailing shape; without one numpy infers both.
     """
     if struct is None:
-        if items and tree.is_nested(items[0]):
+        if items and _is_nested(items[0]):
             return tree.map_structure(lambda *leaves: np.asarray(leaves), *items, check_types=False)
         return np.asarray(items)
     if not items:
         return tree.map_structure(lambda sp: np.zeros((0, *(sp.shape or ())), sp.dtype), struct)
-    if tree.is_nested(struct):
+    if isinstance(struct, dict | tuple):  # `space_struct` output: nested exactly when a dict/tuple
         return tree.map_structure(
             lambda sp, *leaves: np.asarray(leaves, dtype=sp.dtype), struct, *items, check_types=False
         )
     return np.asarray(items, dtype=struct.dtype)
+
+
+def _is_nested(item: Any) -> bool:
+    """`tree.is_nested`, answered without a call into dm-tree for the common flat items (to_numpy
+    asks once per column of every finished episode)."""
+    if isinstance(item, np.ndarray | np.generic | float | int):
+        return False
+    return tree.is_nested(item)
 
 
 def _map(fn, data: Any, *rest: Any) -> Any:

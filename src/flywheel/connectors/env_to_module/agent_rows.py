@@ -48,7 +48,8 @@ def agent_rows(episodes: list[Any], shared_data: dict | None = None) -> dict[Mod
     rows: dict[ModuleID, ModuleRows] = {}
     for index, episode in enumerate(episodes):
         agent_episodes = episode.agent_episodes
-        for agent_id in sorted(episode.get_agents_to_act(), key=str):
+        to_act = episode.get_agents_to_act()
+        for agent_id in sorted(to_act, key=str) if len(to_act) > 1 else to_act:
             module_id = episode.module_for(agent_id)
             module_rows = rows.get(module_id)
             if module_rows is None:
