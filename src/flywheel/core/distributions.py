@@ -92,10 +92,10 @@ class Categorical(Distribution):
         # Gumbel-max: argmax(logits - log(Exp(1) noise)) is an exact categorical sample and,
         # unlike torch.multinomial, needs neither a softmax nor a reshape for extra leading
         # dims (about 3x cheaper for small batches). The clamp keeps a zero draw from turning
-        # into +inf, which would pick even an action masked with a -inf logit.
-        with torch.no_grad():
-            noise = torch.empty_like(self.logits).exponential_().clamp_(min=_MIN_EXP_NOISE).log_()
-            return torch.argmax(self.logits - noise, dim=-1)
+        # into +inf, which would pick even an action masked with a -inf logit. (No `no_grad`
+        # needed: argmax's integer output never carries gradients.)
+        noise = torch.empty_like(self.logits).exponential_().clamp_(min=_MIN_EXP_NOISE).log_()
+        return torch.argmax(self.logits - noise, dim=-1)
 
     def deterministic_sample(self) -> torch.Tensor:
         return torch.argmax(self.logits, dim=-1)

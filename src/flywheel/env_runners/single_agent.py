@@ -12,6 +12,12 @@ import gymnasium as gym
 import numpy as np
 
 from flywheel.columns import Columns
+from flywheel.connectors.env_to_module import (
+    AddObservationsFromEpisodesToBatch,
+    AddStatesFromEpisodesToBatch,
+    BatchIndividualItems,
+    NumpyToTensor,
+)
 from flywheel.connectors.module_to_env import GetActions
 from flywheel.env.checks import check_env
 from flywheel.env.make import SUB_ENV_RESTARTED, make_vector_env
@@ -40,6 +46,7 @@ class SingleAgentEnvRunner(EnvRunner):
         spec.inference_only = True
         self.module = spec.build()
         self._check_lookback_for_state()
+        self._to_tensor = _observations_to_tensor(self._env_to_module, self.module)
         # Custom pieces may rewrite the stored observations (normalized floats, flattened dicts), so
         # episodes then take their dtypes from the data instead of casting to the env's space.
         self._episode_obs_space = (
@@ -185,16 +192,17 @@ class SingleAgentEnvRunner(EnvRunner):
         if self._next_step_autoreset:
             # Finished episodes stay in place until their sub-env resets next step, so this call
             # processes their final observations along with everyone else's.
-            self._to_module = self._call_env_to_module(self._episodes, explore)
+            self._to_module = self._module_input(obs, explore)
             self._end_episodes(finished)
         else:
             if finished:
-                self._call_env_to_module([episode for _, episode in finished], explore)
+                if self._to_tensor is None:
+                    self._call_env_to_module([episode for _, episode in finished], explore)
                 self._end_episodes(finished)
                 for i, _ in finished:
                     self._new_episode(i, row(obs, i), infos[i])
                     starting.append(i)
-            self._to_module = self._call_env_to_module(self._episodes, explore)
+            self._to_module = self._module_input(obs, explore)
         for i in starting:
             self._episode_callback("on_episode_start", self._episodes[i], i)
 
@@ -238,6 +246,17 @@ class SingleAgentEnvRunner(EnvRunner):
             )
         self._unchecked_forwards.discard(explore)
 
+    def _module_input(self, obs: Any, explore: bool) -> dict[str, Any]:
+        """The next forward pass's batch. When the env-to-module pipeline only batches the latest
+        observations, that batch is the env's observations as they came (the episodes' last
+        observations, row by row), converted by the pipeline's own `NumpyToTensor`."""
+        if self._to_tensor is None:
+            return self._call_env_to_module(self._episodes, explore)
+        return self._to_tensor(
+            rl_module=self.module, batch={Columns.OBS: obs}, episodes=self._episodes, explore=explore,
+            shared_data={}, metrics=self.metrics,
+        )  # fmt: skip
+
     def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
         return self._env_to_module(
             rl_module=self.module, batch={}, episodes=episodes, explore=explore, shared_data={},
@@ -259,7 +278,7 @@ class SingleAgentEnvRunner(EnvRunner):
         self._reset_pending[:] = False
         for i in range(self.num_envs):
             self._new_episode(i, row(obs, i), per_env_infos[i])
-        self._to_module = self._call_env_to_module(self._episodes, explore)
+        self._to_module = self._module_input(obs, explore)
         for i, episode in enumerate(self._episodes):
             self._episode_callback("on_episode_start", episode, i)
 
@@ -291,6 +310,16 @@ class SingleAgentEnvRunner(EnvRunner):
             m.log_value("num_sub_env_restarts", self._num_sub_env_restarts, reduce="sum")
             m.log_value("num_sub_env_restarts_lifetime", self._num_sub_env_restarts, reduce="lifetime_sum")
             self._num_sub_env_restarts = 0
+
+
+def _observations_to_tensor(pipeline: Any, module: Any) -> NumpyToTensor | None:
+    """The pipeline's `NumpyToTensor` if its pieces are only the defaults that read the latest
+    observations into the batch (no states: the module is stateless), else None."""
+    pieces = pipeline.connectors
+    readers = (AddObservationsFromEpisodesToBatch, AddStatesFromEpisodesToBatch, BatchIndividualItems)
+    if module.is_stateful() or not pieces or type(pieces[-1]) is not NumpyToTensor:
+        return None
+    return pieces[-1] if all(type(piece) in readers for piece in pieces[:-1]) else None
 
 
 def _reward_clipper(clip: bool | float | None):
