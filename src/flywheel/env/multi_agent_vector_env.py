@@ -133,9 +133,15 @@ class MultiAgentSyncVectorEnv(_MultiAgentVectorEnv):
     def step(
         self, actions: Sequence[dict]
     ) -> tuple[list[dict], list[dict], list[dict], list[dict], list[dict]]:
-        results = [_step_and_autoreset(env, a, i) for i, (env, a) in enumerate(zip(self.envs, actions))]
-        obs, rewards, terminateds, truncateds, infos = zip(*results)
-        return list(obs), list(rewards), list(terminateds), list(truncateds), list(infos)
+        obs, rewards, terminateds, truncateds, infos = [], [], [], [], []
+        for i, (env, agent_actions) in enumerate(zip(self.envs, actions)):
+            o, r, te, tr, info = _step_and_autoreset(env, agent_actions, i)
+            obs.append(o)
+            rewards.append(r)
+            terminateds.append(te)
+            truncateds.append(tr)
+            infos.append(info)
+        return obs, rewards, terminateds, truncateds, infos
 
     def get_attr(self, name: str) -> list:
         return [getattr(env, name) for env in self.envs]

@@ -9,6 +9,7 @@ runner maps the module-to-env output back to one `{agent_id: action}` dict per s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
 
@@ -280,24 +281,12 @@ class MultiAgentEnvRunner(EnvRunner):
         )  # fmt: skip
         n = self.num_envs
         actions, for_env, extras = [{} for _ in range(n)], [{} for _ in range(n)], [{} for _ in range(n)]
-        seq_no = self.weights_seq_no
         for module_id, columns in to_env.items():
-            keys = self._rows[module_id].keys
-            n_rows = len(keys)
-            extra_keys = [k for k in columns if k not in _NOT_EXTRA]
-            # One tuple of extra values per row (plus the weights' number), zipped with the keys.
-            extra_rows = zip(*[_unstack(columns[k], n_rows) for k in extra_keys], repeat(seq_no))
-            extra_keys.append(Columns.WEIGHTS_SEQ_NO)
-            rows = zip(
-                keys,
-                _unstack(columns[Columns.ACTIONS], n_rows),
-                _unstack(columns[Columns.ACTIONS_FOR_ENV], n_rows),
-                extra_rows,
-            )
-            for (i, agent_id), action, action_for_env, extra_values in rows:
+            rows = _per_agent(columns, self._rows[module_id].keys, self.weights_seq_no)
+            for (i, agent_id), action, action_for_env, extra in rows:
                 actions[i][agent_id] = action
                 for_env[i][agent_id] = action_for_env
-                extras[i][agent_id] = dict(zip(extra_keys, extra_values))
+                extras[i][agent_id] = extra
         return actions, for_env, extras
 
     def _call_env_to_module(
@@ -365,6 +354,20 @@ class MultiAgentEnvRunner(EnvRunner):
     def _use_config(self, config: Any) -> None:
         self.config = config
         self._mapping_fn = mapping_fn(config)
+
+
+def _per_agent(columns: dict[str, Any], keys: list, weights_seq_no: int) -> Iterator[tuple]:
+    """Per row of one module's module-to-env output: (key, action, action for the env, extras dict)."""
+    n = len(keys)
+    extra_keys = [k for k in columns if k not in _NOT_EXTRA]
+    extra_values = zip(*[_unstack(columns[k], n) for k in extra_keys], repeat(weights_seq_no))
+    extra_keys.append(Columns.WEIGHTS_SEQ_NO)
+    actions, for_env = columns[Columns.ACTIONS], columns[Columns.ACTIONS_FOR_ENV]
+    row_actions = _unstack(actions, n)
+    # Unchanged actions (no normalizing or clipping) are the same array: unstacked once.
+    row_for_env = row_actions if for_env is actions else _unstack(for_env, n)
+    for key, action, action_for_env, values in zip(keys, row_actions, row_for_env, extra_values):
+        yield key, action, action_for_env, dict(zip(extra_keys, values))
 
 
 def _unstack(batched: Any, n: int) -> list:

@@ -156,11 +156,14 @@ class MultiAgentEpisode(MultiAgentGetters):
         # Most steps end no agent: then no per-agent flag lookups are needed.
         any_done = any(terminateds.values()) or any(truncateds.values())
         agent_episodes, env_t_to_agent_t = self.agent_episodes, self.env_t_to_agent_t
-        to_act = set()
+        stepped = set(observations)
+        to_act = set() if any_done else stepped  # (only _finish_agents, after a done, adds to stepped)
+        terminated = truncated = False
         for agent_id, observation in observations.items():
-            terminated = truncated = False
             if any_done:
                 terminated, truncated = self._done_flags(agent_id, terminateds, truncateds)
+                if not (terminated or truncated):
+                    to_act.add(agent_id)
             step = in_flight.pop(agent_id, None)
             if step is None:
                 sa_episode = self._join(agent_id, observation, infos.get(agent_id))
@@ -172,13 +175,11 @@ class MultiAgentEpisode(MultiAgentGetters):
                     terminated=terminated, truncated=truncated, extra_model_outputs=step[1],
                 )  # fmt: skip
                 env_t_to_agent_t[agent_id].data.append(sa_episode.t)
-            if not (terminated or truncated):
-                to_act.add(agent_id)
         if len(observations) < len(env_t_to_agent_t):  # (joined agents are in both)
             for agent_id, mapping in env_t_to_agent_t.items():
                 if agent_id not in observations:
                     mapping.data.append(NOT_OBSERVED)
-        self._agents_that_stepped = set(observations)
+        self._agents_that_stepped = stepped
         self._agents_to_act = to_act
         if any_done:
             self._finish_agents(
