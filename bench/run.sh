@@ -116,11 +116,13 @@ if [[ $report_only == 0 ]]; then
         for fw in rllib flywheel; do
             has "$fw" && : > "results/train_remote_${fw}.jsonl"
         done
-        for runners in 0 1 2; do
-            for fw in rllib flywheel; do
-                has "$fw" || continue
-                measure "results/train_remote_${fw}.jsonl" "train_remote_${fw}_${runners}runners.log" 900 \
-                    train_remote "$fw" "train_${fw}_remote.py" --num-env-runners "$runners"
+        for r in $(seq 1 "$repeats"); do
+            for runners in 0 1 2; do
+                for fw in rllib flywheel; do
+                    has "$fw" || continue
+                    measure "results/train_remote_${fw}.jsonl" "train_remote_${fw}_${runners}runners_r${r}.log" 900 \
+                        train_remote "$fw" "train_${fw}_remote.py" --num-env-runners "$runners"
+                done
             done
         done
     fi

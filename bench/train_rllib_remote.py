@@ -2,14 +2,12 @@
 
 RLlib's own CartPole example settings (lr 3e-4, 6 epochs, vf_loss_coeff 0.01, a linear 32-unit
 network with shared value layers, train batch 4000, minibatch 128, one sub-env per runner), the
-same as `train_flywheel_remote.py`. One warm-up iteration, then `--iters` timed ones. Prints one
-JSON line.
+same as `train_flywheel_remote.py`. One warm-up iteration, then timed ones until at least `--iters`
+calls and `--min-seconds` passed. Prints one JSON line.
 """
 
-import time
-
 from benchlib import run_guarded, since_start
-from train_flywheel_remote import remote_args
+from train_flywheel_remote import remote_args, timed_train
 
 
 def main() -> None:
@@ -37,15 +35,15 @@ def main() -> None:
         algo = config.build_algo()
         startup_s = since_start()
         first = algo.train()["env_runners"]["num_env_steps_sampled_lifetime"]
-        start = time.perf_counter()
-        for _ in range(args.iters):
-            last = algo.train()["env_runners"]["num_env_steps_sampled_lifetime"]
-        elapsed = time.perf_counter() - start
+        last, iters, elapsed = timed_train(
+            lambda: algo.train()["env_runners"]["num_env_steps_sampled_lifetime"], args
+        )
         algo.stop()
         return {
             "steps_per_s": round((last - first) / elapsed, 1),
             "timed_env_steps": int(last - first),
             "timed_s": round(elapsed, 2),
+            "timed_iters": iters,
             "startup_s": round(startup_s, 1),
         }
 
