@@ -104,12 +104,42 @@ def test_loss_terms_match_a_manual_computation(mask):
         module_id="default_policy", config=learner.config, batch=batch, fwd_out=module.forward_train(batch)
     )
     expected = manual_terms(rows)
+    learner.log_loss_terms()
     logged = learner.metrics.reduce()["default_policy"]
     assert float(loss.detach()) == pytest.approx(expected.pop("total"), rel=1e-6)
     for key, value in expected.items():
         assert logged[key] == pytest.approx(value, rel=1e-6), key
     # The clipped value loss really clipped: row 3's squared error is 16.
     assert (logged["vf_loss"] < logged["vf_loss_unclipped"]) == (mask is None)
+
+
+def test_logged_terms_are_means_over_minibatches_of_unequal_sizes():
+    # Minibatches of 3, 2 and 3 rows: each logged term is the mean of the three per-minibatch terms
+    # (the two 3-row minibatches are reduced together, the 2-row one on its own).
+    learner = build()
+    module = learner.module["default_policy"]
+    for rows in (slice(None), slice(0, 2), slice(None)):
+        batch = {column: value[rows] for column, value in tiny_batch().items()}
+        learner.compute_loss_for_module(
+            module_id="default_policy",
+            config=learner.config,
+            batch=batch,
+            fwd_out=module.forward_train(batch),
+        )
+    learner.log_loss_terms()
+    logged = learner.metrics.reduce()["default_policy"]
+    full, first_two = manual_terms(slice(None)), manual_terms(slice(0, 2))
+    for key in ("policy_loss", "vf_loss", "vf_loss_unclipped", "entropy", "mean_kl_loss"):
+        assert logged[key] == pytest.approx((2 * full[key] + first_two[key]) / 3, rel=1e-6), key
+    targets = np.array([0.5, 3.0, 2.0])
+    values = 2 * np.array([1.0, 2.0, -1.0])
+
+    def explained(rows):
+        return max(-1.0, 1 - np.var(targets[rows] - values[rows]) / np.var(targets[rows]))
+
+    assert logged["vf_explained_var"] == pytest.approx(
+        (2 * explained(slice(None)) + explained(slice(0, 2))) / 3
+    )
 
 
 def test_zero_entropy_and_kl_coefficients_leave_their_terms_out_of_the_loss_but_still_log_them():
@@ -123,6 +153,7 @@ def test_zero_entropy_and_kl_coefficients_leave_their_terms_out_of_the_loss_but_
     assert float(loss.detach()) == pytest.approx(
         expected["policy_loss"] + 0.5 * expected["vf_loss"], rel=1e-6
     )
+    learner.log_loss_terms()
     logged = learner.metrics.reduce()["default_policy"]
     assert logged["entropy"] == pytest.approx(expected["entropy"], rel=1e-6)
     assert logged["mean_kl_loss"] == 0.0
@@ -161,6 +192,7 @@ def test_explained_variance_is_zero_for_constant_targets_and_floored_at_minus_on
             batch=batch,
             fwd_out=module.forward_train(batch),
         )
+        learner.log_loss_terms()
         assert learner.metrics.reduce()["default_policy"]["vf_explained_var"] == (0.0 if targets[0] else -1.0)
 
 
@@ -174,6 +206,7 @@ def test_explained_variance_is_logged():
     )
     targets = np.array([2.1, 3.9, -2.0])
     expected = 1 - np.var(targets - [2.0, 4.0, -2.0]) / np.var(targets)
+    learner.log_loss_terms()
     assert learner.metrics.reduce()["default_policy"]["vf_explained_var"] == pytest.approx(expected, rel=1e-5)
 
 

@@ -6,13 +6,12 @@ from typing import Any
 
 import torch
 
+from flywheel.algorithms.ppo.loss_stats import LossStats
 from flywheel.columns import Columns
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.core.learner.torch_learner import TorchLearner
 from flywheel.errors import LearnerError
 from flywheel.typing import ModuleID, StateDict
-
-_LOGGED_TERMS = ("policy_loss", "vf_loss", "vf_loss_unclipped", "vf_explained_var", "entropy", "mean_kl_loss")
 
 
 class PPOTorchLearner(TorchLearner):
@@ -27,6 +26,7 @@ class PPOTorchLearner(TorchLearner):
 
     def build(self) -> None:
         super().build()
+        self._loss_stats = LossStats()
         self.entropy_coeff_schedulers: dict[ModuleID, Scheduler] = {}
         self.curr_entropy_coeffs: dict[ModuleID, float] = {}
         self.curr_kl_coeffs: dict[ModuleID, float] = {}
@@ -85,18 +85,17 @@ class PPOTorchLearner(TorchLearner):
             mean_kl = mean(old_dist.kl(dist))
             total_loss = total_loss + self.curr_kl_coeffs[module_id] * mean_kl
 
-        with torch.no_grad():  # the logged terms: one tensor, one conversion to floats
-            terms = torch.stack(
-                [
-                    policy_loss,
-                    vf_loss,
-                    mean(vf_loss_unclipped),
-                    _explained_variance(batch[Columns.VALUE_TARGETS], values, mask),
-                    mean(dist.entropy()) if entropy is None else entropy,
-                    torch.zeros_like(policy_loss) if mean_kl is None else mean_kl,
-                ]
-            ).tolist()
-        self.metrics.log_dict(dict(zip(_LOGGED_TERMS, terms, strict=True)), key=module_id)
+        valid = (lambda x: x) if mask is None else (lambda x: x[mask])
+        self._loss_stats.add(
+            module_id,
+            policy_loss=policy_loss,
+            vf_loss=vf_loss,
+            mean_kl=mean_kl,
+            vf_loss_unclipped=valid(vf_loss_unclipped),
+            targets=valid(batch[Columns.VALUE_TARGETS]),
+            values=valid(values),
+            action_dist_inputs=valid(fwd_out[Columns.ACTION_DIST_INPUTS]),
+        )
         return total_loss
 
     def before_gradient_based_update(self, *, timesteps: dict | None) -> None:
@@ -106,8 +105,16 @@ class PPOTorchLearner(TorchLearner):
             self.curr_entropy_coeffs[module_id] = scheduler.value(self._timestep)
             self.metrics.log_value((module_id, "curr_entropy_coeff"), self.curr_entropy_coeffs[module_id])
 
+    def log_loss_terms(self) -> None:
+        """Logs the loss terms of the minibatches since the last call, each the mean over them (what
+        logging every minibatch would give); `update()` calls it once, at its end."""
+        stats = self._loss_stats.reduce(lambda mid: self.module[mid].get_train_action_dist_cls())
+        for module_id, terms in stats.items():
+            self.metrics.log_dict(terms, key=module_id)
+
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
-        """Adapts each trained module's KL coefficient to this update's mean KL."""
+        """Logs the loss terms, then adapts each trained module's KL coefficient to this update's mean KL."""
+        self.log_loss_terms()
         for module_id in self.module:
             if self.config.use_kl_loss and self.should_module_be_updated(module_id):
                 kl = self.metrics.peek((module_id, "mean_kl_loss"))
@@ -130,15 +137,3 @@ class PPOTorchLearner(TorchLearner):
     def set_state(self, state: StateDict) -> None:
         super().set_state(state)
         self.curr_kl_coeffs.update(state.get("curr_kl_coeffs", {}))
-
-
-def _explained_variance(
-    targets: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None
-) -> torch.Tensor:
-    """1 - Var(targets - values) / Var(targets), floored at -1 (1 = perfect, 0 = as good as the
-    mean, and 0 when the targets do not vary); a tensor, so logging needs no extra conversion."""
-    if mask is not None:
-        targets, values = targets[mask], values[mask]
-    var = torch.var(targets, unbiased=False)
-    explained = 1.0 - torch.var(targets - values, unbiased=False) / var
-    return torch.where(var == 0, 0.0, explained.clamp(min=-1.0))
