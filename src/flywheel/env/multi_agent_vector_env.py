@@ -56,7 +56,11 @@ def _all_done(flags: Mapping[AgentID, bool], index: int, which: str) -> bool:
 def _step_and_autoreset(env: MultiAgentEnv, actions: dict, index: int) -> tuple[dict, ...]:
     """One sub-env step; an ended episode is reset at once, its last obs/infos go into the new infos."""
     obs, rewards, terminateds, truncateds, infos = env.step(actions)
-    if _all_done(terminateds, index, "terminateds") or _all_done(truncateds, index, "truncateds"):
+    try:
+        done = terminateds["__all__"] or truncateds["__all__"]
+    except KeyError:  # no "__all__": _all_done raises the explanation
+        done = _all_done(terminateds, index, "terminateds") or _all_done(truncateds, index, "truncateds")
+    if done:
         final_obs, final_infos = obs, infos
         obs, infos = env.reset()
         infos = {**infos, FINAL_OBS: final_obs, FINAL_INFOS: final_infos}

@@ -373,5 +373,7 @@ def _per_agent(columns: dict[str, Any], keys: list, weights_seq_no: int) -> Iter
 def _unstack(batched: Any, n: int) -> list:
     """The `n` rows of a batched array (of every leaf, for nested columns), as a list."""
     if isinstance(batched, np.ndarray):
-        return list(batched)
+        # Indexing, not list(batched): iterating an array ends on a raised IndexError, which
+        # costs more than the indexing of a few rows.
+        return [batched[r] for r in range(n)]
     return [tree.map_structure(lambda leaf, r=r: leaf[r], batched) for r in range(n)]

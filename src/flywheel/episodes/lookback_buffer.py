@@ -24,14 +24,19 @@ from flywheel.errors import EpisodeError
 Indices = int | slice | list[int] | None
 
 
+_FLAT_SPACES = frozenset(
+    (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+)
+
+
 def space_struct(space: gym.Space | None) -> Any:
     """Returns ``space`` as plain nested dicts/tuples of leaf spaces (``None`` stays ``None``).
 
     dm-tree cannot rebuild gymnasium's ``Dict``/``Tuple`` spaces, so stacking and fill items
     work on this plain mirror of the space instead.
     """
-    if space is None:
-        return None
+    if space is None or type(space) in _FLAT_SPACES:  # (the common spaces, without ABC checks)
+        return space
     if isinstance(space, gym.spaces.Dict):
         return {key: space_struct(sub) for key, sub in space.spaces.items()}
     if isinstance(space, gym.spaces.Tuple):
