@@ -44,12 +44,11 @@ class LossStats:
         action_dist_inputs: torch.Tensor,
     ) -> None:
         """Keeps one minibatch's terms (all rows already masked to the valid ones)."""
-        zero = torch.zeros((), device=policy_loss.device)
         self._minibatches[module_id].append(
             _Minibatch(
                 policy_loss.detach(),
                 vf_loss.detach(),
-                zero if mean_kl is None else mean_kl.detach(),
+                torch.zeros((), device=policy_loss.device) if mean_kl is None else mean_kl.detach(),
                 vf_loss_unclipped.detach(),
                 targets.detach(),
                 values.detach(),
