@@ -18,6 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from flywheel.env.sync_vector_env import FastSyncVectorEnv
 from flywheel.errors import EnvError
 
 __all__ = [
@@ -169,7 +170,7 @@ def make_vector_env(
     thunks = [_SubEnvThunk(creator, context.copy_with_overrides(vector_index=i)) for i in range(num_envs)]
     if restart_failed_sub_environments:
         thunks = [RestartingThunk(thunk, _RestartingEnv) for thunk in thunks]
-    vector_cls = gym.vector.SyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
+    vector_cls = FastSyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
     return vector_cls(thunks, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
