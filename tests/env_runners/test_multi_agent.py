@@ -186,3 +186,15 @@ def test_observations_an_episode_step_callback_rewrites_are_what_the_module_sees
     )
     runner.sample(num_timesteps=3)  # t=3: "a" and "c" act next
     assert runner._to_module["shared"][Columns.OBS].ravel().tolist() == [-7.0, -7.0]
+
+
+def test_stateful_module_gets_each_agents_last_state_out_as_state_in(make_runner):
+    config = ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared)
+    runner = make_runner(config.rl_module(model_config={"use_lstm": True, "lstm_cell_size": 4}))
+    (chunk,) = runner.sample(num_timesteps=2)  # "b" is done at t=2: only "a" acts next
+    state_out = chunk.agent_episodes["a"].get_extra_model_outputs(Columns.STATE_OUT, -1)
+    state_in = runner._to_module["shared"][Columns.STATE_IN]
+    assert runner._rows["shared"].keys == [(0, "a")] and sorted(state_in) == ["c", "h"]
+    for key in ("h", "c"):
+        assert state_in[key].shape == (1, 4) and np.array_equal(state_in[key][0].numpy(), state_out[key])
+        assert not np.allclose(state_out[key], 0.0)
