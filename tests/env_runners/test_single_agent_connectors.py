@@ -229,7 +229,7 @@ def test_default_pipeline_input_is_the_envs_observations_as_the_pipeline_would_b
         .debugging(seed=0)
     )
     runner = make_runner(config)
-    assert isinstance(runner._to_tensor, NumpyToTensor)
+    assert isinstance(runner._direct_to_tensor(), NumpyToTensor)
     ends = 0
     for _ in range(60):
         ends += sum(e.is_done for e in runner.sample(num_timesteps=1, random_actions=True))
@@ -243,6 +243,24 @@ def test_default_pipeline_input_is_the_envs_observations_as_the_pipeline_would_b
 def test_custom_env_to_module_pieces_keep_the_pipeline_path(make_runner):
     config = counting_config(env_to_module_connector=lambda env, spaces, device: [AddTen()])
     runner = make_runner(config)
-    assert runner._to_tensor is None
     (episode,) = runner.sample(num_timesteps=3)
+    assert runner._direct_to_tensor() is None
     assert obs_of(episode) == [10.0, 11.0, 12.0, 13.0]
+
+
+def test_a_piece_added_after_the_runner_was_built_is_called(make_runner):
+    runner = make_runner(counting_config(episode_len=100))
+    runner.sample(num_timesteps=2)
+    assert runner._to_module[Columns.OBS].ravel().tolist() == [2.0]
+    runner.env_to_module.prepend(AddTen())
+    runner.sample(num_timesteps=1)
+    assert runner._to_module[Columns.OBS].ravel().tolist() == [13.0]
+
+
+def test_observations_an_on_episode_step_callback_rewrites_are_what_the_module_sees(make_runner):
+    def rewrite(episode, **kwargs):
+        episode.set_observations(new_data=np.array([-7.0], np.float32), at_indices=-1)
+
+    runner = make_runner(counting_config(num_envs=2, episode_len=100).callbacks(on_episode_step=rewrite))
+    runner.sample(num_timesteps=4)
+    assert runner._to_module[Columns.OBS].ravel().tolist() == [-7.0, -7.0]

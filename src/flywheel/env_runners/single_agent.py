@@ -46,7 +46,8 @@ class SingleAgentEnvRunner(EnvRunner):
         spec.inference_only = True
         self.module = spec.build()
         self._check_lookback_for_state()
-        self._to_tensor = _observations_to_tensor(self._env_to_module, self.module)
+        self._direct_pieces: list = []  # the pipeline pieces `_to_tensor` was decided for
+        self._to_tensor: NumpyToTensor | None = None
         # Custom pieces may rewrite the stored observations (normalized floats, flattened dicts), so
         # episodes then take their dtypes from the data instead of casting to the env's space.
         self._episode_obs_space = (
@@ -196,7 +197,7 @@ class SingleAgentEnvRunner(EnvRunner):
             self._end_episodes(finished)
         else:
             if finished:
-                if self._to_tensor is None:
+                if self._direct_to_tensor() is None:
                     self._call_env_to_module([episode for _, episode in finished], explore)
                 self._end_episodes(finished)
                 for i, _ in finished:
@@ -248,14 +249,25 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _module_input(self, obs: Any, explore: bool) -> dict[str, Any]:
         """The next forward pass's batch. When the env-to-module pipeline only batches the latest
-        observations, that batch is the env's observations as they came (the episodes' last
-        observations, row by row), converted by the pipeline's own `NumpyToTensor`."""
-        if self._to_tensor is None:
+        observations and no `on_episode_step` callback may have rewritten them, that batch is the
+        env's observations as they came (the episodes' last observations, row by row), converted
+        by the pipeline's own `NumpyToTensor`."""
+        to_tensor = self._direct_to_tensor()
+        if to_tensor is None:
             return self._call_env_to_module(self._episodes, explore)
-        return self._to_tensor(
+        return to_tensor(
             rl_module=self.module, batch={Columns.OBS: obs}, episodes=self._episodes, explore=explore,
             shared_data={}, metrics=self.metrics,
         )  # fmt: skip
+
+    def _direct_to_tensor(self) -> NumpyToTensor | None:
+        """`_observations_to_tensor` of the current pipeline (decided again when its pieces change)."""
+        pieces = self._env_to_module.connectors
+        if pieces != self._direct_pieces:
+            self._direct_pieces = list(pieces)
+            direct = not self._on_episode_step and not self.module.is_stateful()
+            self._to_tensor = _observations_to_tensor(pieces) if direct else None
+        return self._to_tensor
 
     def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
         return self._env_to_module(
@@ -312,12 +324,11 @@ class SingleAgentEnvRunner(EnvRunner):
             self._num_sub_env_restarts = 0
 
 
-def _observations_to_tensor(pipeline: Any, module: Any) -> NumpyToTensor | None:
-    """The pipeline's `NumpyToTensor` if its pieces are only the defaults that read the latest
-    observations into the batch (no states: the module is stateless), else None."""
-    pieces = pipeline.connectors
+def _observations_to_tensor(pieces: list) -> NumpyToTensor | None:
+    """The last piece if the pieces are only the defaults that read the latest observations (and
+    states, none here) into the batch, then convert it; else None."""
     readers = (AddObservationsFromEpisodesToBatch, AddStatesFromEpisodesToBatch, BatchIndividualItems)
-    if module.is_stateful() or not pieces or type(pieces[-1]) is not NumpyToTensor:
+    if not pieces or type(pieces[-1]) is not NumpyToTensor:
         return None
     return pieces[-1] if all(type(piece) in readers for piece in pieces[:-1]) else None
 
