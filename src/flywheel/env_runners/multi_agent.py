@@ -18,12 +18,7 @@ import numpy as np
 import tree
 
 from flywheel.columns import Columns
-from flywheel.connectors.env_to_module import (
-    AddObservationsFromEpisodesToBatch,
-    AddStatesFromEpisodesToBatch,
-    BatchIndividualItems,
-    NumpyToTensor,
-)
+from flywheel.connectors.env_to_module import DEFAULT_PIECE_TYPES, only_default_pieces
 from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.env.make import SUB_ENV_RESTARTED
@@ -42,12 +37,6 @@ from flywheel.episodes import MultiAgentEpisode
 from flywheel.errors import ConfigError
 
 _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
-_BATCHING_PIECES = (
-    AddObservationsFromEpisodesToBatch,
-    AddStatesFromEpisodesToBatch,
-    BatchIndividualItems,
-    NumpyToTensor,
-)
 
 
 class MultiAgentEnvRunner(EnvRunner):
@@ -225,7 +214,7 @@ class MultiAgentEnvRunner(EnvRunner):
     def _pipeline_writes_episodes(self) -> bool:
         """Whether the env-to-module pipeline has pieces besides the defaults, which only read episodes
         into the batch: only then can a call on finished episodes change what their callbacks see."""
-        return any(type(piece) not in _BATCHING_PIECES for piece in self._env_to_module.connectors)
+        return any(type(piece) not in DEFAULT_PIECE_TYPES for piece in self._env_to_module.connectors)
 
     def _prepare_forward(self, explore: bool, obs: list[dict]) -> None:
         """Lays out the rows of the next forward pass and builds its batch from `obs` (what the env
@@ -241,7 +230,7 @@ class MultiAgentEnvRunner(EnvRunner):
                 self._checked_modules[module_id] = self.module[module_id].is_stateful()
             stateful = stateful or self._checked_modules[module_id]
         pieces = self._env_to_module.connectors
-        if stateful or self._on_episode_step or tuple(map(type, pieces)) != _BATCHING_PIECES:
+        if stateful or self._on_episode_step or not only_default_pieces(pieces):
             self._to_module = self._call_env_to_module(self._episodes, explore, shared_data)
             return
         # Only the default pieces run and nothing changed the episodes since the env step, so the

@@ -12,12 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from flywheel.columns import Columns
-from flywheel.connectors.env_to_module import (
-    AddObservationsFromEpisodesToBatch,
-    AddStatesFromEpisodesToBatch,
-    BatchIndividualItems,
-    NumpyToTensor,
-)
+from flywheel.connectors.env_to_module import NumpyToTensor, only_default_pieces
 from flywheel.connectors.module_to_env import GetActions
 from flywheel.env.checks import check_env
 from flywheel.env.make import SUB_ENV_RESTARTED, make_vector_env
@@ -261,12 +256,15 @@ class SingleAgentEnvRunner(EnvRunner):
         )  # fmt: skip
 
     def _direct_to_tensor(self) -> NumpyToTensor | None:
-        """`_observations_to_tensor` of the current pipeline (decided again when its pieces change)."""
+        """The pipeline's `NumpyToTensor` when the next forward's batch may be the env's observations
+        (see `_module_input`), else None; decided again when the pipeline's pieces change."""
         pieces = self._env_to_module.connectors
         if pieces != self._direct_pieces:
             self._direct_pieces = list(pieces)
-            direct = not self._on_episode_step and not self.module.is_stateful()
-            self._to_tensor = _observations_to_tensor(pieces) if direct else None
+            direct = (
+                only_default_pieces(pieces) and not self._on_episode_step and not self.module.is_stateful()
+            )
+            self._to_tensor = pieces[-1] if direct else None
         return self._to_tensor
 
     def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
@@ -322,15 +320,6 @@ class SingleAgentEnvRunner(EnvRunner):
             m.log_value("num_sub_env_restarts", self._num_sub_env_restarts, reduce="sum")
             m.log_value("num_sub_env_restarts_lifetime", self._num_sub_env_restarts, reduce="lifetime_sum")
             self._num_sub_env_restarts = 0
-
-
-def _observations_to_tensor(pieces: list) -> NumpyToTensor | None:
-    """The last piece if the pieces are only the defaults that read the latest observations (and
-    states, none here) into the batch, then convert it; else None."""
-    readers = (AddObservationsFromEpisodesToBatch, AddStatesFromEpisodesToBatch, BatchIndividualItems)
-    if not pieces or type(pieces[-1]) is not NumpyToTensor:
-        return None
-    return pieces[-1] if all(type(piece) in readers for piece in pieces[:-1]) else None
 
 
 def _reward_clipper(clip: bool | float | None):
