@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from turns import Turns
+
 THRESHOLDS = (450.0, 475.0)
 WINDOW = 100
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -128,25 +130,50 @@ def run_guarded(meta: dict[str, Any], body: Callable[[], dict[str, Any]]) -> Non
 
 
 def time_sampling(
-    sample: Callable[[int], int], *, num_timesteps: int, calls: int, warmup: int, min_seconds: float
+    sample: Callable[[int], int],
+    *,
+    num_timesteps: int,
+    calls: int,
+    warmup: int,
+    min_seconds: float,
+    turns: Turns | None = None,
 ) -> dict[str, Any]:
     """Time `sample(num_timesteps)` (returning steps taken) over at least `calls` calls after `warmup` calls.
 
     Fast samplers finish a call in tens of milliseconds, where one scheduler hiccup on a
     2-core machine moves the figure by half, so calls go on until `min_seconds` are timed.
+    With `turns`, the timed calls happen in turns alternating with the peers' instead (see turns.py).
     """
     for _ in range(warmup):
         sample(num_timesteps)
     steps, seconds = [], []
-    while len(steps) < calls or sum(seconds) < min_seconds:
+
+    def timed_call() -> float:
         t0 = time.perf_counter()
         steps.append(sample(num_timesteps))
         seconds.append(time.perf_counter() - t0)
+        return seconds[-1]
+
+    extra: dict[str, Any] = {}
+    if turns is None:
+        while len(steps) < calls or sum(seconds) < min_seconds:
+            timed_call()
+    else:
+        turns.ready()
+        per_turn = []
+        for _ in range(turns.rounds):
+            at_least, first_call, took = turns.wait(), len(steps), 0.0
+            while took < at_least or took == 0.0:
+                took += timed_call()
+            turns.pass_on(took)
+            per_turn.append(round(sum(steps[first_call:]) / took, 1))
+        extra = {"turns_with": turns.order, "per_turn_steps_per_s": per_turn}
     return {
         "env_steps_per_s": round(sum(steps) / sum(seconds), 1),
         "env_steps_timed": sum(steps),
         "seconds_timed": round(sum(seconds), 3),
         "per_call_steps_per_s": [round(n / s, 1) for n, s in zip(steps, seconds)],
+        **extra,
     }
 
 
@@ -248,7 +275,20 @@ def sampling_args(description: str) -> argparse.Namespace:
         "--min-seconds", type=float, default=3.0, help="keep calling until this much is timed"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--turns-dir", help="take timed turns with peer processes sharing this directory (see turns.py)"
+    )
+    parser.add_argument("--turn-order", help="comma-separated names of the peers, the lead first")
+    parser.add_argument("--turn-as", help="this process's name in --turn-order")
+    parser.add_argument("--rounds", type=int, default=5, help="timed turns per process")
     return parser.parse_args()
+
+
+def turns_of(args: argparse.Namespace) -> Turns | None:
+    """The `Turns` that the sampling command line asks for, or None to time alone."""
+    if not args.turns_dir:
+        return None
+    return Turns(args.turns_dir, args.turn_order.split(","), args.turn_as, rounds=args.rounds)
 
 
 def training_args(description: str) -> argparse.Namespace:

@@ -95,8 +95,9 @@ def sampling_ma_section() -> list[str]:
     lines = [
         "## Multi-agent sampling: env steps/s, two CartPole-v1 agents, 2 modules, `sample(num_timesteps=4000)`",
         "",
-        "MultiAgentEnvRunner of each framework (see bench/README.md). Median over repeats (min–max in",
-        "brackets). Higher is better.",
+        "MultiAgentEnvRunner of each framework (see bench/README.md), both started side by side and timed",
+        "in alternating turns (bench/turns.py), so that the machine's swings in speed weigh alike on both.",
+        "Median over repeats (min–max in brackets). Higher is better.",
         "",
         "| framework | " + " | ".join(f"{n} env{'s' if n > 1 else ''}" for n in NUM_ENVS) + " |",
         "|---|" + "---:|" * len(NUM_ENVS),

@@ -102,13 +102,23 @@ if [[ $report_only == 0 ]]; then
         for fw in rllib flywheel; do
             has "$fw" && for n in 1 8; do : > "results/sampling_ma_${fw}_${n}envs.jsonl"; done
         done
+        # With both frameworks, they run side by side and take timed turns (bench/turns.py), so the
+        # machine's swings in speed weigh alike on both.
         for r in $(seq 1 "$repeats"); do
             for n in 1 8; do
+                turns_dir=""
+                if has rllib && has flywheel; then turns_dir="$(mktemp -d)"; fi
                 for fw in rllib flywheel; do
                     has "$fw" || continue
+                    args=(--num-envs "$n")
+                    if [[ -n "$turns_dir" ]]; then
+                        args+=(--turns-dir "$turns_dir" --turn-order rllib,flywheel --turn-as "$fw")
+                    fi
                     measure "results/sampling_ma_${fw}_${n}envs.jsonl" "sampling_ma_${fw}_${n}envs_r${r}.log" 900 \
-                        sampling_ma "$fw" "sampling_${fw}_ma.py" --num-envs "$n"
+                        sampling_ma "$fw" "sampling_${fw}_ma.py" "${args[@]}" &
                 done
+                wait
+                if [[ -n "$turns_dir" ]]; then rm -rf "$turns_dir"; fi
             done
         done
     fi

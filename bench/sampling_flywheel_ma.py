@@ -2,11 +2,11 @@
 
 `MultiAgentEnvRunner` on `flywheel.testing.MultiCartPole` (two independent CartPole-v1 envs as one
 `MultiAgentEnv`), one default PPO module per agent (`policies={"p0", "p1"}`), `num_envs_per_env_runner=N`,
-`sample(num_timesteps=4000, explore=True)` timed after a warm-up (API.md sections 6-7). Prints one
-JSON line: env steps per second, or an "error" if it fails.
+`sample(num_timesteps=4000, explore=True)` timed after a warm-up (API.md sections 6-7), alone or in turns with
+the RLlib peer (--turns-dir). Prints one JSON line: env steps per second, or an "error" if it fails.
 """
 
-from benchlib import run_guarded, sampling_args, time_sampling
+from benchlib import run_guarded, sampling_args, time_sampling, turns_of
 
 
 def main() -> None:
@@ -36,6 +36,7 @@ def main() -> None:
             calls=args.calls,
             warmup=args.warmup,
             min_seconds=args.min_seconds,
+            turns=turns_of(args),
         )
         runner.stop()
         return result

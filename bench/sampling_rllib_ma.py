@@ -2,11 +2,11 @@
 
 As in shared/BENCHMARKS.md: RLlib's own `MultiAgentCartPole` (two CartPole-v1 envs, agents 0 and 1),
 one default PPO module per agent, `num_env_runners=0`, `num_envs_per_env_runner=N`,
-`sample(num_timesteps=4000, explore=True)` timed after a warm-up. Prints one JSON line: env steps
-per second.
+`sample(num_timesteps=4000, explore=True)` timed after a warm-up, alone or in turns with the
+flywheel peer (--turns-dir). Prints one JSON line: env steps per second.
 """
 
-from benchlib import run_guarded, sampling_args, time_sampling
+from benchlib import run_guarded, sampling_args, time_sampling, turns_of
 
 
 def main() -> None:
@@ -37,6 +37,7 @@ def main() -> None:
             calls=args.calls,
             warmup=args.warmup,
             min_seconds=args.min_seconds,
+            turns=turns_of(args),
         )
         algo.stop()
         return result

@@ -1,12 +1,15 @@
 """Tests of the harness's own logic (no framework needed): `.venv/bin/pytest bench/test_bench.py`."""
 
 import json
+import threading
+import time
 from types import SimpleNamespace
 
 import benchlib
 import pytest
 import report
 from offpolicy_watch import ThresholdWatch
+from turns import Turns
 
 
 def chunk(id_: str, rewards: float, done: bool) -> SimpleNamespace:
@@ -64,6 +67,56 @@ def test_time_sampling_keeps_calling_until_min_calls_and_counts_returned_steps()
     assert calls == [10] * 6
     assert result["env_steps_timed"] == 44
     assert len(result["per_call_steps_per_s"]) == 4
+
+
+def test_turns_alternate_strictly_and_followers_last_as_long_as_the_lead(tmp_path):
+    """Two samplers in threads: the timed calls interleave turn by turn, and the follower keeps
+    calling until its turn is as long as the lead's last one."""
+    calls, results = [], {}  # calls: (name, seconds) in the order they ran
+
+    def sampler(name: str, seconds_per_call: float):
+        def sample(n: int) -> int:
+            t0 = time.perf_counter()
+            time.sleep(seconds_per_call)
+            calls.append((name, time.perf_counter() - t0))
+            return n
+
+        turns = Turns(tmp_path, ["slow", "fast"], name, rounds=3, lead_seconds=0.05, timeout_s=10)
+        results[name] = benchlib.time_sampling(
+            sample, num_timesteps=10, calls=1, warmup=0, min_seconds=0.0, turns=turns
+        )
+
+    threads = [
+        threading.Thread(target=sampler, args=("slow", 0.06)),
+        threading.Thread(target=sampler, args=("fast", 0.01)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    runs: list[list] = []  # consecutive calls of one sampler: [name, seconds, number of calls]
+    for name, seconds in calls:
+        if runs and runs[-1][0] == name:
+            runs[-1][1] += seconds
+            runs[-1][2] += 1
+        else:
+            runs.append([name, seconds, 1])
+    assert [run[0] for run in runs] == ["slow", "fast"] * 3
+    for lead, follower in zip(runs[::2], runs[1::2]):
+        assert lead[2] == 1  # one 0.06 s call already outlasts the lead's minimum of 0.05 s
+        assert follower[1] >= lead[1] > follower[1] - 0.05  # as long as the lead's turn, plus < 1 call
+        assert follower[2] >= 2
+    assert results["fast"]["turns_with"] == ["slow", "fast"]
+    assert len(results["fast"]["per_turn_steps_per_s"]) == 3
+    assert results["slow"]["env_steps_timed"] == 30
+
+
+def test_turns_give_up_naming_the_partner_that_never_passed(tmp_path):
+    turns = Turns(tmp_path, ["rllib", "flywheel"], "flywheel", timeout_s=0.05)
+    with pytest.raises(TimeoutError, match="flywheel: no turn from 'rllib' within 0 s"):
+        turns.wait()
+    with pytest.raises(ValueError, match="expected 'x' among two or more distinct names"):
+        Turns(tmp_path, ["rllib", "flywheel"], "x")
 
 
 def test_run_guarded_turns_an_exception_into_an_error_line(capsys):
