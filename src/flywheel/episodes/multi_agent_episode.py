@@ -22,13 +22,13 @@ completes the step. ``env_t_to_agent_t`` ties the two timelines together (see
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
 
 from flywheel.episodes import multi_agent_chunks
+from flywheel.episodes.episode_id import new_episode_id
 from flywheel.episodes.lookback_buffer import LookbackBuffer
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED, MultiAgentGetters
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
@@ -75,7 +75,7 @@ class MultiAgentEpisode(MultiAgentGetters):
         env_t_started: int | None = None,
         len_lookback_buffer: int | str = "auto",
     ):
-        self.id_ = uuid.uuid4().hex if id_ is None else id_
+        self.id_ = new_episode_id() if id_ is None else id_
         self.observation_space = _space_dict(observation_space)
         self.action_space = _space_dict(action_space)
         self.agent_to_module_mapping_fn = agent_to_module_mapping_fn

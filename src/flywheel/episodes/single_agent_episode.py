@@ -19,13 +19,13 @@ does all index arithmetic.
 from __future__ import annotations
 
 import copy
-import uuid
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from flywheel.episodes import chunks
+from flywheel.episodes.episode_id import new_episode_id
 from flywheel.episodes.lookback_buffer import Indices, LookbackBuffer
 from flywheel.errors import EpisodeError
 
@@ -72,7 +72,7 @@ class SingleAgentEpisode:
         module_id: str | None = None,
         multi_agent_episode_id: str | None = None,
     ):
-        self.id_ = uuid.uuid4().hex if id_ is None else id_
+        self.id_ = new_episode_id() if id_ is None else id_
         self.agent_id = agent_id
         self.module_id = module_id
         self.multi_agent_episode_id = multi_agent_episode_id
