@@ -92,3 +92,28 @@ def test_state_per_module_id_round_trip():
     for mid in ("p0", "p1"):
         for name, value in state[mid].items():
             assert np.array_equal(target.get_state()[mid][name], value)
+
+
+def test_acting_passes_run_every_module_without_grad_and_pass_kwargs():
+    seen = []
+
+    class Recorder(TorchRLModule):
+        def _forward(self, batch, **kwargs):
+            seen.append((batch["x"], torch.is_grad_enabled(), self.training, kwargs))
+            return {"x": batch["x"]}
+
+    multi = MultiRLModule({"p0": Recorder(OBS, ACT), "p1": Recorder(OBS, ACT)})
+    out = multi.forward_exploration({"p1": {"x": 1}, "p0": {"x": 0}}, phase="mine")
+    assert out == {"p1": {"x": 1}, "p0": {"x": 0}}
+    multi.forward_inference({"p0": {"x": 2}})
+    assert seen == [
+        (1, False, False, {"phase": "mine"}),
+        (0, False, False, {"phase": "mine"}),
+        (2, False, False, {}),
+    ]
+    assert torch.is_grad_enabled()
+    with pytest.raises(
+        KeyError, match=r"No module with id 'p9' in this MultiRLModule; it has \['p0', 'p1'\]"
+    ):
+        multi.forward_exploration({"p9": {"x": 0}})
+    assert torch.is_grad_enabled()

@@ -154,3 +154,20 @@ def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/rl_modules.md: its code blocks continue one another, so they run in one namespace."""
     namespace = run_doc_blocks("docs/concepts/rl_modules.md", blocks=6)
     assert sorted(namespace["multi"].keys()) == ["p0", "p2"]
+
+
+def test_acting_phases_restore_the_grad_mode_they_found():
+    class Failing(TorchRLModule):
+        def _forward(self, batch, **kwargs):
+            raise RuntimeError("boom")
+
+    module = PhaseModule(OBS, ACT)
+    module.forward_exploration({})
+    assert torch.is_grad_enabled()
+    with pytest.raises(RuntimeError, match="boom"):
+        Failing(OBS, ACT).forward_inference({})
+    assert torch.is_grad_enabled()
+    with torch.no_grad():
+        module.forward_inference({})
+        assert not torch.is_grad_enabled()
+    assert module.calls == [("exploration", False, False, {}), ("inference", False, False, {})]

@@ -10,6 +10,7 @@ from torch import nn
 
 from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.core.rl_module.rl_module import RLModule
+from flywheel.core.rl_module.torch_rl_module import without_grad
 from flywheel.errors import ModuleError
 from flywheel.typing import ModuleID
 
@@ -95,10 +96,12 @@ class MultiRLModule(nn.Module, Checkpointable):
     # Forward passes.
 
     def forward_inference(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
-        return {mid: self[mid].forward_inference(sub, **kwargs) for mid, sub in batch.items()}
+        """Each module's `forward_inference`, with autograd switched off once for all of them."""
+        return without_grad(self._forward_each, "forward_inference", batch, kwargs)
 
     def forward_exploration(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
-        return {mid: self[mid].forward_exploration(sub, **kwargs) for mid, sub in batch.items()}
+        """Each module's `forward_exploration`, with autograd switched off once for all of them."""
+        return without_grad(self._forward_each, "forward_exploration", batch, kwargs)
 
     def forward_train(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
         return {mid: self[mid].forward_train(sub, **kwargs) for mid, sub in batch.items()}
@@ -106,6 +109,16 @@ class MultiRLModule(nn.Module, Checkpointable):
     def forward(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
         """torch's entry point (used by wrappers such as DDP): the training pass."""
         return {mid: self[mid].forward(sub, **kwargs) for mid, sub in batch.items()}
+
+    def _forward_each(self, phase: str, batch: dict[ModuleID, dict], kwargs: dict) -> dict[ModuleID, dict]:
+        modules = self._rl_modules._modules  # (the ModuleDict's own dict: no __getitem__ frames)
+        out = {}
+        for mid, sub in batch.items():
+            module = modules.get(mid)
+            if module is None:
+                module = self[mid]  # raises the KeyError naming the ids there are
+            out[mid] = getattr(module, phase)(sub, **kwargs)
+        return out
 
     # State.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -38,14 +39,12 @@ class TorchRLModule(nn.Module, RLModule):
     def forward_inference(self, batch: dict, **kwargs) -> dict:
         if self.training:
             self.eval()
-        with torch.no_grad():
-            return self._forward_inference(batch, **kwargs)
+        return without_grad(self._forward_inference, batch, **kwargs)
 
     def forward_exploration(self, batch: dict, **kwargs) -> dict:
         if self.training:
             self.eval()
-        with torch.no_grad():
-            return self._forward_exploration(batch, **kwargs)
+        return without_grad(self._forward_exploration, batch, **kwargs)
 
     def forward_train(self, batch: dict, **kwargs) -> dict:
         if not self.training:
@@ -107,6 +106,22 @@ class TorchRLModule(nn.Module, RLModule):
                         "from a module built with the same spaces and model_config."
                     )
                 target.copy_(_as_tensor(value))
+
+
+def without_grad(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)` with autograd off, as under `torch.no_grad()`.
+
+    Runners call a forward pass every step on small batches, where `no_grad()`'s context manager
+    (~2 us) is a visible share; `set_grad_enabled` called as a function costs half that, and
+    nothing is switched when autograd is already off (e.g. inside a `MultiRLModule`'s pass).
+    """
+    if not torch.is_grad_enabled():
+        return fn(*args, **kwargs)
+    torch.set_grad_enabled(False)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        torch.set_grad_enabled(True)
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
