@@ -9,7 +9,6 @@ runner maps the module-to-env output back to one `{agent_id: action}` dict per s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
 
@@ -268,15 +267,7 @@ class MultiAgentEnvRunner(EnvRunner):
             rl_module=self.module, batch=out, episodes=self._episodes, explore=explore,
             shared_data={AGENT_ROWS: self._rows}, metrics=self.metrics,
         )  # fmt: skip
-        n = self.num_envs
-        actions, for_env, extras = [{} for _ in range(n)], [{} for _ in range(n)], [{} for _ in range(n)]
-        for module_id, columns in to_env.items():
-            rows = _per_agent(columns, self._rows[module_id].keys, self.weights_seq_no)
-            for (i, agent_id), action, action_for_env, extra in rows:
-                actions[i][agent_id] = action
-                for_env[i][agent_id] = action_for_env
-                extras[i][agent_id] = extra
-        return actions, for_env, extras
+        return _per_sub_env(to_env, self._rows, self.num_envs, self.weights_seq_no)
 
     def _call_env_to_module(
         self, episodes: list[MultiAgentEpisode], explore: bool, shared_data: dict | None = None
@@ -345,18 +336,34 @@ class MultiAgentEnvRunner(EnvRunner):
         self._mapping_fn = mapping_fn(config)
 
 
-def _per_agent(columns: dict[str, Any], keys: list, weights_seq_no: int) -> Iterator[tuple]:
-    """Per row of one module's module-to-env output: (key, action, action for the env, extras dict)."""
-    n = len(keys)
-    extra_keys = [k for k in columns if k not in _NOT_EXTRA]
-    extra_values = zip(*[_unstack(columns[k], n) for k in extra_keys], repeat(weights_seq_no))
-    extra_keys.append(Columns.WEIGHTS_SEQ_NO)
-    actions, for_env = columns[Columns.ACTIONS], columns[Columns.ACTIONS_FOR_ENV]
-    row_actions = _unstack(actions, n)
-    # Unchanged actions (no normalizing or clipping) are the same array: unstacked once.
-    row_for_env = row_actions if for_env is actions else _unstack(for_env, n)
-    for key, action, action_for_env, values in zip(keys, row_actions, row_for_env, extra_values):
-        yield key, action, action_for_env, dict(zip(extra_keys, values))
+def _per_sub_env(
+    to_env: dict[str, dict], rows: dict[str, Any], num_envs: int, weights_seq_no: int
+) -> tuple[list[dict], list[dict], list[dict]]:
+    """The module-to-env output (`{module_id: {column: batched}}`, rows laid out by `rows`) as
+    `{agent_id: ...}` per sub-env: actions, actions for the env, and extras (the other columns and
+    `WEIGHTS_SEQ_NO`). One loop over all rows, since it runs every step for every acting agent."""
+    actions, for_env, extras = (
+        [{} for _ in range(num_envs)],
+        [{} for _ in range(num_envs)],
+        [{} for _ in range(num_envs)],
+    )
+    for module_id, columns in to_env.items():
+        keys = rows[module_id].keys
+        n = len(keys)
+        extra_keys = [k for k in columns if k not in _NOT_EXTRA]
+        extra_values = zip(*[_unstack(columns[k], n) for k in extra_keys], repeat(weights_seq_no))
+        extra_keys.append(Columns.WEIGHTS_SEQ_NO)
+        column, column_for_env = columns[Columns.ACTIONS], columns[Columns.ACTIONS_FOR_ENV]
+        row_actions = _unstack(column, n)
+        # Unchanged actions (no normalizing or clipping) are the same array: unstacked once.
+        row_for_env = row_actions if column_for_env is column else _unstack(column_for_env, n)
+        for (i, agent_id), action, action_for_env, values in zip(
+            keys, row_actions, row_for_env, extra_values
+        ):
+            actions[i][agent_id] = action
+            for_env[i][agent_id] = action_for_env
+            extras[i][agent_id] = dict(zip(extra_keys, values))
+    return actions, for_env, extras
 
 
 def _unstack(batched: Any, n: int) -> list:
