@@ -96,6 +96,29 @@ def test_turn_based_episode_exact_contents():
     episode.validate()
 
 
+def test_simultaneous_steps_with_and_without_rewards():
+    """Every agent acts and observes each step; "b" gets no reward at env step 2 (its step still
+    completes, with 0.0). Rewards are summed onto 0.0, so ints become floats and float32 stays."""
+    episode = MultiAgentEpisode()
+    episode.add_env_reset(observations={"b": 0, "a": 0})
+    flags = {"terminateds": {"__all__": False}, "truncateds": {"__all__": False}}
+    for t in (1, 2, 3):  # env step 2: "b" acts without a reward (in flight until it observes)
+        rewards = {"a": t, "b": np.float32(t / 2)} if t != 2 else {"a": t}
+        extras = {"a": {"vf": t}, "b": {"vf": -t}}
+        episode.add_env_step(
+            {"b": t, "a": t}, {"a": 10 + t, "b": 20 + t}, rewards, extra_model_outputs=extras, **flags
+        )
+    a, b = episode.agent_episodes["a"], episode.agent_episodes["b"]
+    assert a.get_rewards() == [1.0, 2.0, 3.0] and [type(r) for r in a.get_rewards()] == [float] * 3
+    assert b.get_rewards() == [0.5, 0.0, 1.5]
+    assert [type(r) for r in b.get_rewards()] == [np.float32, float, np.float32]
+    assert (a.get_actions(), b.get_actions()) == ([11, 12, 13], [21, 22, 23])
+    assert b.get_extra_model_outputs("vf") == [-1, -2, -3] and b.get_observations() == [0, 1, 2, 3]
+    assert episode.env_t_to_agent_t["a"].data == [0, 1, 2, 3] and episode.get_agents_to_act() == {"a", "b"}
+    assert episode.get_agents_that_stepped() == {"a", "b"} and episode.env_t == 3
+    episode.validate()
+
+
 def test_turn_based_agents_to_act_alternate():
     env = TurnBasedEnv()
     episode = new_episode(env)

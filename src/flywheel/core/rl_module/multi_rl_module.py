@@ -35,7 +35,7 @@ class MultiRLModule(nn.Module, Checkpointable):
 
     def __getitem__(self, module_id: ModuleID) -> RLModule:
         try:
-            return self._rl_modules[module_id]
+            return self._rl_modules._modules[module_id]  # (what ModuleDict's __getitem__ reads)
         except KeyError:
             raise KeyError(
                 f"No module with id {module_id!r} in this MultiRLModule; it has {list(self.keys())}."
