@@ -84,7 +84,7 @@ class Policy:
             obs_batch = np.asarray(obs_batch, dtype=space.dtype)
         episodes = []
         for obs in obs_batch:
-            episode = SingleAgentEpisode(id_="inference", len_lookback_buffer=0)  # no uuid per call
+            episode = SingleAgentEpisode(id_="inference", len_lookback_buffer=0)  # no new episode id per call
             episode.add_env_reset(obs)
             episodes.append(episode)
         call = {"rl_module": self.module, "episodes": episodes, "explore": explore, "shared_data": {}}
