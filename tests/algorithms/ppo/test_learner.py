@@ -67,6 +67,16 @@ def tiny_batch():
     }
 
 
+def loss_on(learner, batch):
+    """The learner's PPO loss on `batch` for the default module (its terms kept for logging)."""
+    return learner.compute_loss_for_module(
+        module_id="default_policy",
+        config=learner.config,
+        batch=batch,
+        fwd_out=learner.module["default_policy"].forward_train(batch),
+    )
+
+
 def manual_terms(rows):
     """The PPO terms written out with numpy for the rows of tiny_batch() in `rows`."""
     x = np.array([1.0, 2.0, -1.0])[rows]
@@ -99,10 +109,7 @@ def test_loss_terms_match_a_manual_computation(mask):
     rows = slice(None) if mask is None else np.array(mask)
     if mask is not None:
         batch[Columns.LOSS_MASK] = torch.tensor(mask)
-    module = learner.module["default_policy"]
-    loss = learner.compute_loss_for_module(
-        module_id="default_policy", config=learner.config, batch=batch, fwd_out=module.forward_train(batch)
-    )
+    loss = loss_on(learner, batch)
     expected = manual_terms(rows)
     learner.log_loss_terms()
     logged = learner.metrics.reduce()["default_policy"]
@@ -117,15 +124,9 @@ def test_logged_terms_are_means_over_minibatches_of_unequal_sizes():
     # Minibatches of 3, 2 and 3 rows: each logged term is the mean of the three per-minibatch terms
     # (the two 3-row minibatches are reduced together, the 2-row one on its own).
     learner = build()
-    module = learner.module["default_policy"]
     for rows in (slice(None), slice(0, 2), slice(None)):
         batch = {column: value[rows] for column, value in tiny_batch().items()}
-        learner.compute_loss_for_module(
-            module_id="default_policy",
-            config=learner.config,
-            batch=batch,
-            fwd_out=module.forward_train(batch),
-        )
+        loss_on(learner, batch)
     learner.log_loss_terms()
     logged = learner.metrics.reduce()["default_policy"]
     full, first_two = manual_terms(slice(None)), manual_terms(slice(0, 2))
@@ -145,10 +146,7 @@ def test_logged_terms_are_means_over_minibatches_of_unequal_sizes():
 def test_zero_entropy_and_kl_coefficients_leave_their_terms_out_of_the_loss_but_still_log_them():
     learner = build(entropy_coeff=0.0, use_kl_loss=False)
     batch = tiny_batch()
-    module = learner.module["default_policy"]
-    loss = learner.compute_loss_for_module(
-        module_id="default_policy", config=learner.config, batch=batch, fwd_out=module.forward_train(batch)
-    )
+    loss = loss_on(learner, batch)
     expected = manual_terms(slice(None))
     assert float(loss.detach()) == pytest.approx(
         expected["policy_loss"] + 0.5 * expected["vf_loss"], rel=1e-6
@@ -160,12 +158,7 @@ def test_zero_entropy_and_kl_coefficients_leave_their_terms_out_of_the_loss_but_
     # The entropy is not part of the graph (backward is most of a minibatch's cost): a tiny nonzero
     # coefficient adds its nodes.
     with_entropy = build(entropy_coeff=1e-12, use_kl_loss=False)
-    loss_with_entropy = with_entropy.compute_loss_for_module(
-        module_id="default_policy",
-        config=with_entropy.config,
-        batch=batch,
-        fwd_out=with_entropy.module["default_policy"].forward_train(batch),
-    )
+    loss_with_entropy = loss_on(with_entropy, batch)
     assert graph_size(loss_with_entropy) - graph_size(loss) == 7
 
 
@@ -183,15 +176,9 @@ def graph_size(tensor):
 def test_explained_variance_is_zero_for_constant_targets_and_floored_at_minus_one():
     learner = build()
     batch = tiny_batch()
-    module = learner.module["default_policy"]
     for targets in ([1.0, 1.0, 1.0], [0.0, 0.1, -0.1]):
         batch[Columns.VALUE_TARGETS] = torch.tensor(targets)
-        learner.compute_loss_for_module(
-            module_id="default_policy",
-            config=learner.config,
-            batch=batch,
-            fwd_out=module.forward_train(batch),
-        )
+        loss_on(learner, batch)
         learner.log_loss_terms()
         assert learner.metrics.reduce()["default_policy"]["vf_explained_var"] == (0.0 if targets[0] else -1.0)
 
@@ -200,10 +187,7 @@ def test_explained_variance_is_logged():
     learner = build()
     batch = tiny_batch()
     batch[Columns.VALUE_TARGETS] = torch.tensor([2.0, 4.0, -2.0]) + torch.tensor([0.1, -0.1, 0.0])
-    module = learner.module["default_policy"]
-    learner.compute_loss_for_module(
-        module_id="default_policy", config=learner.config, batch=batch, fwd_out=module.forward_train(batch)
-    )
+    loss_on(learner, batch)
     targets = np.array([2.1, 3.9, -2.0])
     expected = 1 - np.var(targets - [2.0, 4.0, -2.0]) / np.var(targets)
     learner.log_loss_terms()
