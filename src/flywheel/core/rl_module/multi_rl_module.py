@@ -111,14 +111,7 @@ class MultiRLModule(nn.Module, Checkpointable):
         return {mid: self[mid].forward(sub, **kwargs) for mid, sub in batch.items()}
 
     def _forward_each(self, phase: str, batch: dict[ModuleID, dict], kwargs: dict) -> dict[ModuleID, dict]:
-        modules = self._rl_modules._modules  # (the ModuleDict's own dict: no __getitem__ frames)
-        out = {}
-        for mid, sub in batch.items():
-            module = modules.get(mid)
-            if module is None:
-                module = self[mid]  # raises the KeyError naming the ids there are
-            out[mid] = getattr(module, phase)(sub, **kwargs)
-        return out
+        return {mid: getattr(self[mid], phase)(sub, **kwargs) for mid, sub in batch.items()}
 
     # State.
 
