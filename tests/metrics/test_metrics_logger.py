@@ -2,8 +2,6 @@
 
 import json
 import math
-import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import msgpack
@@ -422,9 +420,6 @@ def test_delete_reset_contains_and_peek_default():
     assert logger.reduce() == {}
 
 
-def test_docs_page_examples_run():
-    page = Path(__file__).parents[2] / "docs" / "concepts" / "metrics.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert len(blocks) == 2
-    for block in blocks:
-        exec(compile(block, str(page), "exec"), {})
+def test_docs_page_examples_run(run_doc_blocks):
+    namespace = run_doc_blocks("docs/concepts/metrics.md", blocks=6)
+    assert namespace["result"]["env_runners"]["num_env_steps_sampled_lifetime"] == 256
