@@ -81,14 +81,14 @@ def test_log_dict_defaults_to_mean_and_log_time_to_ema(clock):
     assert logger.reduce() == {"a": 1.5, "b": {"c": 4.0}, "t": pytest.approx(1.02), "tw": 2.0}
 
 
-def test_later_logs_without_settings_never_conflict():
+def test_later_logs_without_settings_never_conflict(clock):
     logger = MetricsLogger()
     logger.log_value("s", 1, reduce="sum")
     logger.log_value("s", 2)  # RLlib's default (None) means "as first logged"
     logger.log_dict({"s": 3})
     with logger.log_time("s"):
-        pass
-    assert logger.peek("s") == pytest.approx(6.0, abs=0.01)
+        clock.now += 0.5
+    assert logger.peek("s") == 6.5
 
 
 # ---------------------------------------------------------------------------- item / series
