@@ -34,3 +34,19 @@ class CheckpointError(FlywheelError, ValueError):
 
 class LearnerError(FlywheelError, RuntimeError):
     """A learner update failed (e.g. a loss that is not finite)."""
+
+
+class ArgumentError(FlywheelError, ValueError):
+    """A helper function (e.g. in `flywheel.utils`) got an argument it cannot use."""
+
+
+class MetricsError(FlywheelError, ValueError):
+    """A metric was logged, read or merged against the `MetricsLogger` contract."""
+
+
+class MetricKeyError(MetricsError, KeyError):
+    """A metric key that does not exist was read or deleted (a `KeyError` too, as RLlib raises)."""
+
+    def __str__(self) -> str:
+        # KeyError's own __str__ would print the message in quotes.
+        return Exception.__str__(self)

@@ -123,7 +123,7 @@ def test_failing_sub_env_is_rebuilt_and_only_its_episode_dropped(make_runner, ve
     assert [(e.env_t_started, len(e)) for e in episodes[:3]] == [(3, 2), (1, 4), (1, 4)]
     metrics = runner.get_metrics()
     assert metrics["num_sub_env_restarts"] == 1
-    assert metrics["num_sub_env_restarts_lifetime"] == 2
+    assert metrics["num_sub_env_restarts_lifetime"] == 1  # a runner's logger hands lifetime sums over
     assert metrics["num_env_steps_sampled"] == 30 == sum(len(e) for e in episodes)
 
 

@@ -2,8 +2,6 @@
 
 import json
 import math
-import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import msgpack
@@ -12,6 +10,7 @@ import pytest
 import torch
 
 from flywheel import MetricsLogger
+from flywheel.errors import MetricKeyError, MetricsError
 from flywheel.metrics import metrics_logger as metrics_logger_module
 
 
@@ -49,7 +48,7 @@ def test_windowed_mean_min_max_keep_values_across_reduces():
 
 def test_unwindowed_mean_covers_values_since_reduce_and_keeps_last():
     logger = MetricsLogger()
-    logger.log_value("ret", 1)
+    logger.log_value("ret", 1, reduce="mean")
     logger.log_value("ret", 2)
     result = logger.reduce()
     assert result == {"ret": 1.5}
@@ -64,7 +63,7 @@ def test_means_mins_maxes_are_floats_even_for_int_values():
     logger = MetricsLogger()
     for v in (3, 1, 2):
         logger.log_value("len_min", v, reduce="min")
-        logger.log_value("len_mean", v)
+        logger.log_value("len_mean", v, reduce="mean")
     result = logger.reduce()
     assert result == {"len_min": 1.0, "len_mean": 2.0}
     assert type(result["len_min"]) is float and type(result["len_mean"]) is float
@@ -82,8 +81,8 @@ def test_sum_clears_on_reduce_and_keeps_int_type():
     assert type(logger.reduce()["x"]) is float
 
 
-def test_lifetime_sum_grows_across_reduces():
-    logger = MetricsLogger()
+def test_lifetime_sum_grows_across_reduces_on_a_root_logger():
+    logger = MetricsLogger(root=True)
     logger.log_value("total", 5, reduce="lifetime_sum")
     assert logger.reduce() == {"total": 5}
     logger.log_value("total", 3, reduce="lifetime_sum")
@@ -105,7 +104,7 @@ def test_ema_with_coeff_and_default():
 
 
 def test_throughput_uses_seconds_since_previous_reduce(clock):
-    logger = MetricsLogger()
+    logger = MetricsLogger(root=True)
     logger.log_value("env_runners/steps", 30, reduce="sum", with_throughput=True)
     logger.log_value("env_runners/steps_lifetime", 30, reduce="lifetime_sum", with_throughput=True)
     clock.now = 102.0
@@ -159,9 +158,9 @@ def test_log_time_logs_elapsed_seconds_only_on_success(clock):
 
 def test_string_and_tuple_keys_are_the_same_and_nest():
     logger = MetricsLogger()
-    logger.log_value("timers/update", 1.0)
+    logger.log_value("timers/update", 1.0, reduce="mean")
     logger.log_value(("timers", "update"), 3.0)
-    logger.log_value(("learners", "default_policy/loss"), 0.5)
+    logger.log_value(["learners", "default_policy/loss"], 0.5)
     assert logger.peek(("timers", "update")) == 2.0
     assert logger.peek("timers") == {"update": 2.0}
     assert logger.peek("learners/default_policy/loss") == 0.5
@@ -172,7 +171,7 @@ def test_numpy_and_torch_values_become_plain_numbers():
     logger = MetricsLogger()
     logger.log_value("n", torch.tensor(3), reduce="sum")
     logger.log_value("n", np.int64(4), reduce="sum")
-    logger.log_value("loss", np.float32(0.5))
+    logger.log_value("loss", np.float32(0.5), reduce="mean")
     logger.log_value("loss", torch.tensor(1.5, requires_grad=True))
     result = logger.reduce()
     assert result == {"n": 7, "loss": 1.0}
@@ -188,34 +187,43 @@ def test_log_dict_logs_every_leaf_under_key():
 
 def test_log_value_errors():
     logger = MetricsLogger()
-    with pytest.raises(ValueError, match=r"Metric 'x': reduce must be one of 'mean', .*'ema'; got 'avg'"):
+    with pytest.raises(MetricsError, match=r"Metric 'x': reduce must be one of 'mean', 'ema', .*; got 'avg'"):
         logger.log_value("x", 1, reduce="avg")
     logger.log_value("x", 1, reduce="sum")
-    with pytest.raises(ValueError, match=r"Metric 'x' was first logged with reduce='sum'; got reduce='mean'"):
-        logger.log_value("x", 1)
+    logger.log_value("x", 2)  # no reduce: the key's own
+    with pytest.raises(
+        MetricsError, match=r"Metric 'x' was first logged with reduce='sum'; got reduce='mean'"
+    ):
+        logger.log_value("x", 1, reduce="mean")
     logger.log_value("w", 1, window=3)
-    with pytest.raises(ValueError, match=r"Metric 'w' was first logged with window=3; got window=4"):
+    with pytest.raises(MetricsError, match=r"Metric 'w' was first logged with window=3; got window=4"):
         logger.log_value("w", 1, window=4)
     logger.log_value("w", 2, window=3)
     logger.log_value("w", 3)  # an omitted window keeps the fixed one
     assert logger.peek("w") == 2.0
-    with pytest.raises(ValueError, match=r"Metric 'x' was first logged without with_throughput"):
+    with pytest.raises(
+        MetricsError,
+        match=r"Metric 'x' was first logged with with_throughput=False; got with_throughput=True",
+    ):
         logger.log_value("x", 1, reduce="sum", with_throughput=True)
-    with pytest.raises(TypeError, match=r"Metric keys are strings .*; got 3\."):
+    with pytest.raises(MetricsError, match=r"Metric keys are strings .*; got 3\."):
         logger.log_value(3, 1)
-    with pytest.raises(ValueError, match=r"Metric key 'a/' has an empty part"):
+    with pytest.raises(MetricsError, match=r"Metric key 'a/' has an empty part"):
         logger.log_value("a/", 1)
-    with pytest.raises(TypeError, match=r"Metric 'v' expects a single number; got a ndarray of shape \(2,\)"):
-        logger.log_value("v", np.ones(2))
+    with pytest.raises(
+        MetricsError, match=r"Metric 'v' expects a single number; got a ndarray of shape \(2,\)"
+    ):
+        logger.log_value("v", np.ones(2), reduce="mean")
+    assert issubclass(MetricsError, ValueError)
 
 
 def test_a_key_cannot_be_both_value_and_group():
     logger = MetricsLogger()
     logger.log_value("a", 1)
-    with pytest.raises(ValueError, match=r"Metric 'a/b' cannot be created: 'a' already exists"):
+    with pytest.raises(MetricsError, match=r"Metric 'a/b' cannot be created: 'a' already exists"):
         logger.log_value("a/b", 1)
     logger.log_value("c/d", 1)
-    with pytest.raises(ValueError, match=r"Metric 'c' cannot be created: 'c/d' already exists"):
+    with pytest.raises(MetricsError, match=r"Metric 'c' cannot be created: 'c/d' already exists"):
         logger.log_value("c", 1)
 
 
@@ -232,7 +240,7 @@ def _runner(returns, steps, lifetime):
 
 def test_aggregate_three_runners_gives_true_mean_and_sums():
     runners = [_runner([1.0, 2.0], 10, 10), _runner([3.0], 20, 20), _runner([4.0, 5.0, 6.0], 30, 30)]
-    algo = MetricsLogger()
+    algo = MetricsLogger(root=True)
     algo.aggregate([r.get_state() for r in runners], key="env_runners")
     assert algo.reduce() == {
         "env_runners": {
@@ -247,7 +255,7 @@ def test_aggregate_three_runners_gives_true_mean_and_sums():
 
 def test_aggregate_each_iteration_counts_every_value_once():
     runner = MetricsLogger()
-    algo = MetricsLogger()
+    algo = MetricsLogger(root=True)
     expected = [(1.5, 2, 2), (2.0, 1, 3), (2.0, 0, 3)]
     batches = [[1.0, 2.0], [3.0], []]
     for batch, (mean, steps, lifetime) in zip(batches, expected, strict=True):
@@ -281,11 +289,11 @@ def test_reduce_to_state_hands_over_only_new_values_then_reduces():
     assert second["stats"]["life"] == {
         "reduce": "lifetime_sum",
         "with_throughput": False,
-        "total": 5,
+        "total": 0,  # a runner (not root) hands its lifetime sums over and keeps no total
         "new": 2,
     }
-    assert runner.peek("ret") == 2.5 and runner.peek("life") == 7
-    algo = MetricsLogger()
+    assert runner.peek("ret") == 2.5 and runner.peek("life") == 0
+    algo = MetricsLogger(root=True)
     algo.aggregate([first])
     algo.aggregate([second])
     assert algo.reduce() == {"ret": 2.5, "life": 7}
@@ -293,7 +301,7 @@ def test_reduce_to_state_hands_over_only_new_values_then_reduces():
 
 def test_aggregated_lifetime_sum_grows_by_increments_with_throughput(clock):
     runners = [MetricsLogger(), MetricsLogger()]
-    algo = MetricsLogger()
+    algo = MetricsLogger(root=True)
     for runner, amount in zip(runners, (10, 5), strict=True):
         runner.log_value("life", amount, reduce="lifetime_sum", with_throughput=True)
     clock.now = 105.0
@@ -323,7 +331,7 @@ def test_aggregate_ema_is_mean_of_emas_since_last_reduce():
 
 def test_aggregate_with_nothing_new_keeps_previous_and_never_logged_is_nan():
     runner = MetricsLogger()
-    runner.log_value("ret", 3.0)
+    runner.log_value("ret", 3.0, reduce="mean")
     algo = MetricsLogger()
     algo.aggregate([runner.reduce_to_state()])
     assert algo.reduce() == {"ret": 3.0}
@@ -340,7 +348,7 @@ def test_aggregate_rejects_a_different_reduce():
     algo = MetricsLogger()
     algo.log_value("x", 1.0)
     with pytest.raises(
-        ValueError, match=r"Metric 'x' is reduced with 'mean' here but the state to aggregate has 'sum'"
+        MetricsError, match=r"Metric 'x' is reduced with 'ema' here but the results to aggregate have 'sum'"
     ):
         algo.aggregate([runner.get_state()])
 
@@ -395,21 +403,23 @@ def test_delete_reset_contains_and_peek_default():
     assert "a" in logger and "a/b" in logger and ("a", "c") in logger and "n_throughput" in logger
     assert "a/z" not in logger and "n_throughput_x" not in logger
     assert logger.peek("missing", default=0.0) == 0.0
-    assert logger.peek("missing") is None
+    assert logger.peek("missing", default=None) is None
+    with pytest.raises(
+        MetricKeyError, match=r"No metric 'missing' to peek; logged keys are \['a/b', 'a/c', 'd', 'n'\]"
+    ):
+        logger.peek("missing")
     logger.delete("a/b")
     assert logger.peek("a") == {"c": 2.0}
     logger.delete("a")
     assert "a" not in logger
     with pytest.raises(KeyError, match=r"No metric 'a' to delete; logged keys are \['d', 'n'\]"):
         logger.delete("a")
+    logger.delete("a", key_error=False)
     logger.log_value("a", 5.0)  # the group is gone, so "a" can be a value now
     logger.reset()
     assert logger.reduce() == {}
 
 
-def test_docs_page_examples_run():
-    page = Path(__file__).parents[2] / "docs" / "concepts" / "metrics.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert len(blocks) == 2
-    for block in blocks:
-        exec(compile(block, str(page), "exec"), {})
+def test_docs_page_examples_run(run_doc_blocks):
+    namespace = run_doc_blocks("docs/concepts/metrics.md", blocks=6)
+    assert namespace["result"]["env_runners"]["num_env_steps_sampled_lifetime"] == 256

@@ -7,14 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from flywheel.metrics.stats import (
-    EmaStats,
-    SeriesStats,
-    SumStats,
-    make_stats,
-    make_stats_like,
-    to_number,
-)
+from flywheel.errors import MetricsError
+from flywheel.metrics.settings import make_stats, make_stats_like
+from flywheel.metrics.stats import EmaStats, SeriesStats, SumStats, to_number
 
 
 @pytest.mark.parametrize(
@@ -41,15 +36,17 @@ def test_to_number_gives_plain_python_numbers(value, expected, kind):
 
 def test_to_number_rejects_arrays_with_more_than_one_element():
     with pytest.raises(
-        TypeError, match=r"Metric 'loss' expects a single number; got a ndarray of shape \(2,\)"
+        MetricsError, match=r"Metric 'loss' expects a single number; got a ndarray of shape \(2,\)"
     ):
         to_number(np.zeros(2), "loss")
-    with pytest.raises(TypeError, match=r"got a Tensor of shape \(3,\)"):
+    with pytest.raises(MetricsError, match=r"got a Tensor of shape \(3,\)"):
         to_number(torch.zeros(3), "loss")
 
 
 def test_to_number_rejects_non_numbers():
-    with pytest.raises(TypeError, match=r"Metric 'x' expects a number .*; got str 'high'\. Log numbers only"):
+    with pytest.raises(
+        MetricsError, match=r"Metric 'x' expects a number .*; got str 'high'\. Log numbers here"
+    ):
         to_number("high", "x")
 
 
@@ -113,8 +110,8 @@ def test_sum_keeps_ints_and_float_keys_stay_float():
     assert floats.peek() == 0.0 and type(floats.peek()) is float
 
 
-def test_lifetime_sum_reports_increment_and_total():
-    stats = SumStats("lifetime_sum", with_throughput=True)
+def test_lifetime_sum_reports_increment_and_total_on_a_root():
+    stats = SumStats("lifetime_sum", with_throughput=True, root=True)
     stats.push(5)
     assert stats.increment == 5
     assert stats.reduce() == 5
@@ -122,6 +119,36 @@ def test_lifetime_sum_reports_increment_and_total():
     assert (stats.increment, stats.peek()) == (3, 8)
     assert stats.reduce() == 8
     assert stats.increment == 0
+
+
+def test_lifetime_sum_off_the_root_hands_over_its_increments():
+    stats = SumStats("lifetime_sum")
+    stats.push(5)
+    assert stats.reduce() == 5
+    stats.push(3)
+    assert (stats.increment, stats.peek()) == (3, 3)
+    assert stats.reduce() == 3
+    assert stats.get_state() == {"reduce": "lifetime_sum", "with_throughput": False, "total": 0, "new": 0}
+
+
+def test_nan_values_are_ignored_by_every_numeric_reduction():
+    nan = float("nan")
+    for mode, expected in (("mean", 2.0), ("min", 1.0), ("max", 3.0)):
+        stats = SeriesStats(mode)
+        for v in (nan, 1.0, nan, 3.0):
+            stats.push(v)
+        assert stats.reduce() == expected
+        stats.push(nan)
+        assert math.isnan(stats.reduce())
+    windowed_sum = SeriesStats("sum", window=3)
+    for v in (5.0, nan, 1.0, 2.0):
+        windowed_sum.push(v)
+    assert windowed_sum.peek() == 3.0  # the window holds nan, 1.0, 2.0
+    total, ema = SumStats("sum"), EmaStats(0.5)
+    for v in (nan, 2, nan, 4):
+        total.push(v)
+        ema.push(v)
+    assert (total.reduce(), ema.reduce()) == (6, 3.0)
 
 
 def test_ema_formula_and_merge_mean():
@@ -144,11 +171,13 @@ def test_ema_formula_and_merge_mean():
     [
         (
             {"mode": "median"},
-            r"Metric 'k': reduce must be one of 'mean', 'min', 'max', 'sum', 'lifetime_sum', 'ema'; got 'median'",
+            r"Metric 'k': reduce must be one of 'mean', 'ema', 'min', 'max', 'sum', 'lifetime_sum', "
+            r"'percentiles', 'item', 'item_series'; got 'median'",
         ),
         (
-            {"mode": "sum", "window": 5},
-            r"window only applies to reduce='mean', 'min' or 'max'; got window=5 with reduce='sum'\. Drop window",
+            {"mode": "ema", "window": 5},
+            r"window does not apply to reduce='ema' \(only to 'mean', 'min', 'max', 'sum', 'percentiles', "
+            r"'item_series'\); got window=5\. Drop window",
         ),
         ({"mode": "mean", "window": 0}, r"window must be a positive int or None; got 0\."),
         ({"mode": "mean", "window": 2.5}, r"window must be a positive int or None; got 2\.5\."),
@@ -156,13 +185,27 @@ def test_ema_formula_and_merge_mean():
         ({"mode": "ema", "ema_coeff": 1.5}, r"ema_coeff must be in \(0, 1\]; got 1\.5\."),
         (
             {"mode": "max", "with_throughput": True},
-            r"with_throughput only applies to reduce='sum' or 'lifetime_sum'",
+            r"with_throughput only applies to reduce='sum' \(without window\) or 'lifetime_sum'; got "
+            r"reduce='max', window=None",
+        ),
+        (
+            {"mode": "sum", "window": 3, "with_throughput": True},
+            r"with_throughput only applies to reduce='sum' \(without window\)",
+        ),
+        (
+            {"mode": "mean", "percentiles": [50]},
+            r"percentiles only apply to reduce='percentiles'; got percentiles=\[50\] with reduce='mean'",
+        ),
+        (
+            {"mode": "percentiles", "percentiles": [50, 101]},
+            r"percentiles must be True \(for \[0, 50, 75, 90, 95, 99, 100\]\) or a list of numbers in "
+            r"\[0, 100\]; got \[50, 101\]\.",
         ),
     ],
 )
 def test_make_stats_rejects_bad_settings(kwargs, match):
     settings = {"window": None, "ema_coeff": None, "with_throughput": False, **kwargs}
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(MetricsError, match=match):
         make_stats("k", settings.pop("mode"), **settings)
 
 

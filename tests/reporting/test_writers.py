@@ -71,17 +71,24 @@ def test_jsonl_one_nested_line_per_result_with_nan_as_null(tmp_path):
     path = tmp_path / "results.jsonl"
     with JSONLWriter(path) as writer:
         writer.write(result(1, math.nan))
-        writer.write(
-            {
-                "x": np.float32(1.5),
-                "n": np.int64(3),
-                "arr": np.array([1.0, np.inf]),
-                "t": (1, -math.inf),
-                "flag": np.bool_(True),
-                "obj": object,
-                7: "int key",
-            }
-        )
+        with pytest.warns(UserWarning) as caught:
+            writer.write(
+                {
+                    "x": np.float32(1.5),
+                    "n": np.int64(3),
+                    "inf": -math.inf,
+                    "arr": np.array([1.0, np.inf]),
+                    "t": (1, -math.inf),
+                    "flag": np.bool_(True),
+                    "obj": object,
+                    "p": {50: 2.0},
+                    7: "int key",
+                }
+            )
+    assert [str(w.message) for w in caught] == [
+        "JSONLWriter skips 'arr', 't', 'obj': this file holds numbers, strings and None only (TensorBoard "
+        "draws images, videos and lists)."
+    ]
     lines = path.read_text().splitlines()
     assert len(lines) == 2
     assert json.loads(lines[0]) == {
@@ -92,18 +99,30 @@ def test_jsonl_one_nested_line_per_result_with_nan_as_null(tmp_path):
     assert json.loads(lines[1]) == {
         "x": 1.5,
         "n": 3,
-        "arr": [1.0, None],
-        "t": [1, None],
+        "inf": None,
         "flag": True,
-        "obj": "<class 'object'>",
+        "p": {"50": 2.0},
         "7": "int key",
     }
     assert "NaN" not in path.read_text()
 
 
+def test_csv_skips_non_scalars_with_one_warning_per_key(tmp_path):
+    path = tmp_path / "results.csv"
+    with CSVWriter(path) as writer:
+        with pytest.warns(
+            UserWarning, match=r"^CSVWriter skips 'env_runners/frames': this file holds numbers"
+        ):
+            writer.write({"a": 1, "env_runners": {"frames": np.zeros((2, 3, 4, 4))}})
+        with pytest.warns(UserWarning) as caught:
+            writer.write({"a": 2, "env_runners": {"frames": np.zeros((2, 3, 4, 4))}, "actions": [0, 1]})
+        assert [str(w.message).split(":")[0] for w in caught] == ["CSVWriter skips 'actions'"]
+    assert path.read_text().splitlines() == ["a", "1", "2"]
+
+
 def test_tensorboard_scalars_tagged_by_flattened_key_stepped_by_iteration(tmp_path):
     with TensorBoardWriter(tmp_path) as writer:
-        writer.write(result(1, 10.0, note="text is skipped", hist=[1, 2]))
+        writer.write(result(1, 10.0, note="text is skipped", nothing=None))
         writer.write(result(2, math.nan))
     events = EventAccumulator(str(tmp_path))
     events.Reload()

@@ -31,15 +31,20 @@ from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.core.learner.learner_group import LearnerGroup
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
-from flywheel.metrics import MetricsLogger
+from flywheel.metrics import MetricsLogger, keys
+from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
 
-ENV_RUNNERS = "env_runners"
-LEARNERS = "learners"
-EVALUATION = "evaluation"
-TIMERS = "timers"
-FAULT_TOLERANCE = "fault_tolerance"
-EPISODE_KEYS = ("episode_return_mean", "episode_return_min", "episode_return_max", "episode_len_mean")
+EPISODE_KEYS = (
+    keys.EPISODE_RETURN_MEAN,
+    keys.EPISODE_RETURN_MIN,
+    keys.EPISODE_RETURN_MAX,
+    keys.EPISODE_LEN_MEAN,
+    keys.EPISODE_LEN_MIN,
+    keys.EPISODE_LEN_MAX,
+)
+# How the learners' per-update counters add up over an iteration (anything else: "sum").
+_COUNTER_REDUCE = {keys.WEIGHTS_SEQ_NO: "max", keys.NUM_TARGET_UPDATES: "lifetime_sum"}
 
 
 class Algorithm(Checkpointable):
@@ -53,7 +58,7 @@ class Algorithm(Checkpointable):
             config.validate()
             config.freeze()
         self.config = config
-        self.metrics = MetricsLogger()
+        self.metrics = MetricsLogger(root=True)
         self.iteration = 0
         self._time_total_s = 0.0
         self._callbacks = config.build_callbacks()
@@ -120,49 +125,54 @@ class Algorithm(Checkpointable):
             evaluation = self.evaluate()
         result = self.metrics.reduce()
         for key in EPISODE_KEYS:  # present (NaN) before the first episode ends, as API.md §2 lists them
-            result.setdefault(ENV_RUNNERS, {}).setdefault(key, float("nan"))
+            result.setdefault(ENV_RUNNER_RESULTS, {}).setdefault(key, float("nan"))
         time_this_iter = time.perf_counter() - start
         self._time_total_s += time_this_iter
         if evaluation is not None:
-            result[EVALUATION] = evaluation
+            result[keys.EVALUATION_RESULTS] = evaluation
         result.update(
             training_iteration=self.iteration,
             time_this_iter_s=time_this_iter,
             time_total_s=self._time_total_s,
-            num_env_steps_sampled_lifetime=self._lifetime_env_steps(),
+            **{keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()},
         )
         self._callbacks.on_train_result(algorithm=self, metrics_logger=self.metrics, result=result)
         return result
 
     def _lifetime_env_steps(self) -> int:
-        return int(self.metrics.peek((ENV_RUNNERS, "num_env_steps_sampled_lifetime"), default=0))
+        return int(self.metrics.peek((ENV_RUNNER_RESULTS, keys.NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0))
 
     def _sample(self, **kwargs: Any) -> list:
         """Samples from the runner group and merges the runners' metrics (exactly) into `self.metrics`."""
-        with self.metrics.log_time((TIMERS, "env_runner_sampling_timer")):
+        with self.metrics.log_time((TIMERS, keys.ENV_RUNNER_SAMPLING_TIMER), reduce="mean"):
             episodes = self.env_runner_group.sample(**kwargs)
-        self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNERS)
+        self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
         if self.env_runner_group.num_remote_env_runners:
             counts = self.env_runner_group.fault_tolerance_metrics()
-            self.metrics.log_dict(counts, key=FAULT_TOLERANCE, window=1)
+            self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
         return episodes
 
     def _update(self, episodes: list) -> dict[str, Any]:
         """One learner-group update on `episodes`; logs its results under `learners`."""
-        timesteps = {"num_env_steps_sampled_lifetime": self._lifetime_env_steps()}
-        with self.metrics.log_time((TIMERS, "learner_update_timer")):
+        timesteps = {keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()}
+        with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
             results = self.learner_group.update(episodes=episodes, timesteps=timesteps)
-        counters = results.pop(ALL_MODULES, {})
-        self.metrics.log_dict(results, key=LEARNERS)
-        for name, value in counters.items():  # counts add up over an iteration's updates
-            reduce = "max" if name == "weights_seq_no" else "sum"
-            self.metrics.log_value((LEARNERS, ALL_MODULES, name), value, reduce=reduce)
+        self._log_learner_results(results)
         num_trained = sum(len(e) for e in episodes)
-        self.metrics.log_value("num_env_steps_trained_lifetime", num_trained, reduce="lifetime_sum")
+        self.metrics.log_value(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum")
         return results
 
+    def _log_learner_results(self, results: dict[str, Any]) -> None:
+        """Logs one update's results under `learners`: module metrics average over the iteration's
+        updates, the `__all_modules__` counters add up (`weights_seq_no`: the newest)."""
+        counters = results.pop(ALL_MODULES, {})
+        self.metrics.log_dict(results, key=LEARNER_RESULTS)
+        for name, value in counters.items():
+            reduce = _COUNTER_REDUCE.get(name, "sum")
+            self.metrics.log_value((LEARNER_RESULTS, ALL_MODULES, name), value, reduce=reduce)
+
     def _sync_weights(self, force: bool = False) -> None:
-        with self.metrics.log_time((TIMERS, "synch_weights")):
+        with self.metrics.log_time((TIMERS, keys.SYNCH_WORKER_WEIGHTS_TIMER), reduce="mean"):
             seq_no = 0 if force else self.learner_group.weights_seq_no
             self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True), seq_no)
 
@@ -185,7 +195,7 @@ class Algorithm(Checkpointable):
         else:
             group.sample(num_timesteps=duration)
         logger = MetricsLogger()
-        logger.aggregate(group.get_metrics_states(), key=ENV_RUNNERS)
+        logger.aggregate(group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
         evaluation = logger.reduce()
         self._callbacks.on_evaluate_end(
             algorithm=self, metrics_logger=self.metrics, evaluation_metrics=evaluation

@@ -20,7 +20,7 @@ import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.env.make import EnvContext, make_env_creator
-from flywheel.metrics import MetricsLogger
+from flywheel.metrics import MetricsLogger, keys
 
 
 class EnvRunner(Checkpointable, abc.ABC):
@@ -93,7 +93,7 @@ class EnvRunner(Checkpointable, abc.ABC):
             num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
         if force_reset or num_episodes is not None or self._episodes is None:
             self._reset_envs(explore)
-        with self.metrics.log_time("timers/sample"):
+        with self.metrics.log_time((keys.TIMERS, keys.SAMPLE_TIMER), reduce="mean"):
             if num_episodes is not None:
                 episodes, stats = self._sample_episodes(num_episodes, explore, random_actions)
             else:

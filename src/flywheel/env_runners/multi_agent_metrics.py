@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from flywheel.metrics import MetricsLogger
+from flywheel.metrics import MetricsLogger, keys
 from flywheel.typing import AgentID, ModuleID
 
 
@@ -58,14 +58,16 @@ def log_sample_metrics(
     window = config.metrics_num_episodes_for_smoothing
     for finished in stats:
         ret = finished.episode_return
-        m.log_value("episode_return_mean", ret, window=window)
-        m.log_value("episode_return_min", ret, reduce="min", window=window)
-        m.log_value("episode_return_max", ret, reduce="max", window=window)
-        m.log_value("episode_len_mean", finished.length, window=window)
+        m.log_value(keys.EPISODE_RETURN_MEAN, ret, window=window)
+        m.log_value(keys.EPISODE_RETURN_MIN, ret, reduce="min", window=window)
+        m.log_value(keys.EPISODE_RETURN_MAX, ret, reduce="max", window=window)
+        m.log_value(keys.EPISODE_LEN_MEAN, finished.length, window=window)
+        m.log_value(keys.EPISODE_LEN_MIN, finished.length, reduce="min", window=window)
+        m.log_value(keys.EPISODE_LEN_MAX, finished.length, reduce="max", window=window)
         for agent_id, agent_ret in finished.agent_returns.items():
-            m.log_value(("agent_episode_returns_mean", str(agent_id)), agent_ret, window=window)
+            m.log_value((keys.EPISODE_AGENT_RETURN_MEAN, str(agent_id)), agent_ret, window=window)
         for module_id, module_ret in finished.module_returns.items():
-            m.log_value(("module_episode_returns_mean", module_id), module_ret, window=window)
+            m.log_value((keys.EPISODE_MODULE_RETURN_MEAN, module_id), module_ret, window=window)
     env_steps = sum(len(e) for e in episodes)
     agent_steps = 0
     for episode in episodes:
@@ -74,12 +76,12 @@ def log_sample_metrics(
             agent_steps += steps
             if steps:
                 module_id = episode.module_for(agent_id)
-                m.log_value(("num_module_steps_sampled", module_id), steps, reduce="sum")
-                m.log_value(("num_module_steps_sampled_lifetime", module_id), steps, reduce="lifetime_sum")
-    m.log_value("num_episodes", len(stats), reduce="sum")
-    m.log_value("num_episodes_lifetime", len(stats), reduce="lifetime_sum")
-    m.log_value("num_env_steps_sampled", env_steps, reduce="sum")
-    m.log_value("num_env_steps_sampled_lifetime", env_steps, reduce="lifetime_sum", with_throughput=True)
-    m.log_value("num_agent_steps_sampled", agent_steps, reduce="sum")
-    m.log_value("num_agent_steps_sampled_lifetime", agent_steps, reduce="lifetime_sum")
-    m.log_value("weights_seq_no", weights_seq_no, reduce="max", window=1)
+                m.log_value((keys.NUM_MODULE_STEPS_SAMPLED, module_id), steps, reduce="sum")
+                m.log_value((keys.NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), steps, reduce="lifetime_sum")
+    m.log_value(keys.NUM_EPISODES, len(stats), reduce="sum")
+    m.log_value(keys.NUM_EPISODES_LIFETIME, len(stats), reduce="lifetime_sum")
+    m.log_value(keys.NUM_ENV_STEPS_SAMPLED, env_steps, reduce="sum")
+    m.log_value(keys.NUM_ENV_STEPS_SAMPLED_LIFETIME, env_steps, reduce="lifetime_sum", with_throughput=True)
+    m.log_value(keys.NUM_AGENT_STEPS_SAMPLED, agent_steps, reduce="sum")
+    m.log_value(keys.NUM_AGENT_STEPS_SAMPLED_LIFETIME, agent_steps, reduce="lifetime_sum")
+    m.log_value(keys.WEIGHTS_SEQ_NO, weights_seq_no, reduce="max", window=1)

@@ -20,6 +20,7 @@ from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.infos import row, unbatch_infos
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import ConfigError, ModuleError
+from flywheel.metrics import keys
 
 _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
 
@@ -306,16 +307,20 @@ class SingleAgentEnvRunner(EnvRunner):
     def _log_sample_metrics(self, episodes: list[SingleAgentEpisode], stats: list[tuple[float, int]]) -> None:
         m, window = self.metrics, self.config.metrics_num_episodes_for_smoothing
         for ret, length in stats:
-            m.log_value("episode_return_mean", ret, window=window)
-            m.log_value("episode_return_min", ret, reduce="min", window=window)
-            m.log_value("episode_return_max", ret, reduce="max", window=window)
-            m.log_value("episode_len_mean", length, window=window)
+            m.log_value(keys.EPISODE_RETURN_MEAN, ret, window=window)
+            m.log_value(keys.EPISODE_RETURN_MIN, ret, reduce="min", window=window)
+            m.log_value(keys.EPISODE_RETURN_MAX, ret, reduce="max", window=window)
+            m.log_value(keys.EPISODE_LEN_MEAN, length, window=window)
+            m.log_value(keys.EPISODE_LEN_MIN, length, reduce="min", window=window)
+            m.log_value(keys.EPISODE_LEN_MAX, length, reduce="max", window=window)
         num_steps = sum(len(e) for e in episodes)
-        m.log_value("num_episodes", len(stats), reduce="sum")
-        m.log_value("num_episodes_lifetime", len(stats), reduce="lifetime_sum")
-        m.log_value("num_env_steps_sampled", num_steps, reduce="sum")
-        m.log_value("num_env_steps_sampled_lifetime", num_steps, reduce="lifetime_sum", with_throughput=True)
-        m.log_value("weights_seq_no", self.weights_seq_no, reduce="max", window=1)
+        m.log_value(keys.NUM_EPISODES, len(stats), reduce="sum")
+        m.log_value(keys.NUM_EPISODES_LIFETIME, len(stats), reduce="lifetime_sum")
+        m.log_value(keys.NUM_ENV_STEPS_SAMPLED, num_steps, reduce="sum")
+        m.log_value(
+            keys.NUM_ENV_STEPS_SAMPLED_LIFETIME, num_steps, reduce="lifetime_sum", with_throughput=True
+        )
+        m.log_value(keys.WEIGHTS_SEQ_NO, self.weights_seq_no, reduce="max", window=1)
         if self._restart_sub_envs:
             m.log_value("num_sub_env_restarts", self._num_sub_env_restarts, reduce="sum")
             m.log_value("num_sub_env_restarts_lifetime", self._num_sub_env_restarts, reduce="lifetime_sum")

@@ -1,4 +1,4 @@
-"""The reducers behind `MetricsLogger`: one small class per family of reduce modes.
+"""The numeric reducers behind `MetricsLogger`: one small class per family of reduce modes.
 
 Each `Stats` holds one metric key. `push` is the hot path (an append or an add), `peek` reads the
 current value without changing anything, `reduce` reads it and clears what the mode says, and
@@ -9,20 +9,26 @@ What "new" means: every stats object knows how much of its data arrived since it
 `reduce` (`num_new` values, or the `new` amount of a sum). `merge` takes only that part of the
 incoming state, so a consumer that aggregates a producer's state once per producer reduce never
 counts a value twice, even when the producer keeps a window of older values.
+
+NaN values are ignored by every reduction, as RLlib's nan-aware reducers do: a sum skips them, a
+mean / min / max is taken over the other values (NaN when there are none), an ema skips them.
 """
 
 import math
 import numbers
 from abc import ABC, abstractmethod
 from collections import deque
+from itertools import islice
 from typing import Any
+
+import numpy as np
+
+from flywheel.errors import MetricsError
 
 Number = int | float
 
-SERIES_MODES = ("mean", "min", "max")
-SUM_MODES = ("sum", "lifetime_sum")
-REDUCE_MODES = (*SERIES_MODES, *SUM_MODES, "ema")
 DEFAULT_EMA_COEFF = 0.01
+DEFAULT_PERCENTILES = (0, 50, 75, 90, 95, 99, 100)
 
 
 def to_number(value: Any, key: str) -> Number:
@@ -41,18 +47,19 @@ def to_number(value: Any, key: str) -> Number:
         try:
             number = item()
         except (ValueError, RuntimeError):
-            raise TypeError(
+            raise MetricsError(
                 f"Metric {key!r} expects a single number; got a {type(value).__name__} of shape "
-                f"{tuple(getattr(value, 'shape', ()))}. Log a scalar (e.g. `x.mean()`) or give each "
-                "element its own key."
+                f"{tuple(getattr(value, 'shape', ()))}. Log a scalar (e.g. `x.mean()`), give each "
+                "element its own key, or log it with reduce='item' or 'item_series' to keep it as it is."
             ) from None
         if isinstance(number, bool | int | float):
             return int(number) if isinstance(number, bool) else number
     elif isinstance(value, numbers.Real):
         return float(value)
-    raise TypeError(
+    raise MetricsError(
         f"Metric {key!r} expects a number (int, float, or a numpy/torch scalar); got "
-        f"{type(value).__name__} {value!r:.60}. Log numbers only; use log_dict for nested dicts."
+        f"{type(value).__name__} {value!r:.60}. Log numbers here; other values (lists, arrays, "
+        "images) with reduce='item' or 'item_series'."
     )
 
 
@@ -62,18 +69,21 @@ class Stats(ABC):
     __slots__ = ("mode",)
     window: int | None = None
     ema_coeff: float | None = None
+    percentiles: list | None = None
     with_throughput: bool = False
+    numeric: bool = True
+    """Whether logged values are turned into plain numbers (`to_number`) before `push`."""
 
     @abstractmethod
-    def push(self, value: Number) -> None:
+    def push(self, value: Any) -> None:
         """Adds one logged value (the hot path: an append or an add)."""
 
     @abstractmethod
-    def peek(self) -> Number:
+    def peek(self) -> Any:
         """The current value, changing nothing."""
 
     @abstractmethod
-    def reduce(self) -> Number:
+    def reduce(self) -> Any:
         """The current value; clears what the mode says (see the class docstring)."""
 
     @abstractmethod
@@ -89,28 +99,43 @@ class Stats(ABC):
         """Restores a `get_state` output into this (freshly built) object."""
 
 
+def _without_nan(values) -> list:
+    return [v for v in values if v == v]
+
+
 def _mean(values) -> float:
-    return sum(values) / len(values)
+    result = sum(values) / len(values)
+    if result != result:  # a NaN among the values (the only way a finite count gives NaN)
+        values = _without_nan(values)
+        return sum(values) / len(values) if values else math.nan
+    return result
 
 
-def _min(values) -> float:
-    return float(min(values))
+def _extreme(pick):
+    def reduce(values) -> float:
+        # Python's min/max skip a NaN unless it comes first; then the slow path drops them.
+        result = pick(values)
+        if result != result:
+            values = _without_nan(values)
+            return float(pick(values)) if values else math.nan
+        return float(result)
+
+    return reduce
 
 
-def _max(values) -> float:
-    return float(max(values))
-
-
-_SERIES_FNS = {"mean": _mean, "min": _min, "max": _max}
+def _sum(values) -> Number:
+    result = sum(values)
+    return sum(_without_nan(values)) if result != result else result
 
 
 class SeriesStats(Stats):
-    """mean / min / max over raw values.
+    """mean / min / max / sum over raw values.
 
     With a window: over the last `window` values ever pushed, kept across reduces. Without: over
     the values pushed since the last reduce, which clears them; with none pushed the previous
-    reduced value is kept, so a result key does not flicker away. Never any value: NaN.
-    Raw values (not partial means) are kept so that merging gives the true mean of the union.
+    reduced value is kept, so a result key does not flicker away. Never any value: NaN (a windowed
+    sum: 0). Raw values (not partial means) are kept so that merging gives the true mean of the
+    union. "sum" is a series only with a window (else `SumStats`).
     """
 
     __slots__ = ("window", "_fn", "_values", "_num_new", "_last")
@@ -118,21 +143,21 @@ class SeriesStats(Stats):
     def __init__(self, mode: str, window: int | None = None) -> None:
         self.mode = mode
         self.window = window
-        self._fn = _SERIES_FNS[mode]
+        self._fn = _SERIES_FNS.get(mode)
         self._values: deque | list = deque(maxlen=window) if window else []
         self._num_new = 0
-        self._last: float | None = None
+        self._last: Any = None
 
     def push(self, value: Number) -> None:
         self._values.append(value)
         self._num_new += 1
 
-    def peek(self) -> float:
+    def peek(self) -> Any:
         if self._values:
             return self._fn(self._values)
-        return math.nan if self._last is None else self._last
+        return self._empty() if self._last is None else self._last
 
-    def reduce(self) -> float:
+    def reduce(self) -> Any:
         value = self.peek()
         if self.window is None:
             self._values = []
@@ -147,10 +172,16 @@ class SeriesStats(Stats):
             self._num_new += num_new
 
     def get_state(self, new_only: bool = False) -> dict:
-        values = list(self._values)
-        num_new = min(self._num_new, len(values))
-        if new_only:
-            values = values[len(values) - num_new :]
+        values = self._values
+        size = len(values)
+        num_new = min(self._num_new, size)
+        if new_only and self.window is None:
+            pass  # `reduce` (the only caller) replaces this list right after: no copy needed
+        elif new_only and num_new < size:  # the newest few of a window
+            values = list(islice(reversed(values), num_new))
+            values.reverse()
+        else:
+            values = list(values)
         return {
             "reduce": self.mode,
             "window": self.window,
@@ -164,20 +195,65 @@ class SeriesStats(Stats):
         self._num_new = state["num_new"]
         self._last = state["last"]
 
+    def _empty(self) -> Any:
+        return 0 if self.mode == "sum" else math.nan
 
-class SumStats(Stats):
-    """sum (of the values since the last reduce) or lifetime_sum (running total, never cleared).
 
-    Ints stay ints; the amount added since the last reduce (`increment`) is what merging passes
-    on and what throughput divides by the elapsed time.
+_SERIES_FNS = {"mean": _mean, "min": _extreme(min), "max": _extreme(max), "sum": _sum}
+
+
+class PercentilesStats(SeriesStats):
+    """A series reduced to `{p: value}` for each requested p in [0, 100] (RLlib's "percentiles").
+
+    Values between the sorted samples are interpolated linearly (`numpy.percentile`'s default);
+    never any value: `{p: None}`. Windows and merging work as for the other series; NaN values are
+    refused (a percentile of NaN means nothing), as RLlib does.
     """
 
-    __slots__ = ("with_throughput", "_total", "_new")
+    __slots__ = ("percentiles", "_key")
 
-    def __init__(self, mode: str, with_throughput: bool = False) -> None:
+    def __init__(self, key: str, window: int | None = None, percentiles: list | None = None) -> None:
+        super().__init__("percentiles", window)
+        self.percentiles = list(percentiles or DEFAULT_PERCENTILES)
+        self._key = key
+        self._fn = self._reduce_values
+
+    def push(self, value: Number) -> None:
+        if value != value:
+            raise MetricsError(
+                f"Metric {self._key!r}: percentiles cannot hold NaN. Skip the value, or log it under a "
+                "key with reduce='mean' (which ignores NaN)."
+            )
+        super().push(value)
+
+    def get_state(self, new_only: bool = False) -> dict:
+        return {**super().get_state(new_only), "percentiles": self.percentiles}
+
+    def _reduce_values(self, values) -> dict:
+        found = np.percentile(sorted(values), self.percentiles)
+        return {p: float(v) for p, v in zip(self.percentiles, found)}
+
+    def _empty(self) -> dict:
+        return dict.fromkeys(self.percentiles)
+
+
+class SumStats(Stats):
+    """sum (of the values since the last reduce) or lifetime_sum (a running total on a root logger).
+
+    On a root logger a lifetime sum is never cleared. Elsewhere (runners, learners) its `reduce`
+    returns and clears the amount added since the last reduce, as RLlib's non-root loggers do: the
+    root adds up what each producer hands over. Ints stay ints; NaN values are skipped. The amount
+    added since the last reduce (`increment`) is what merging passes on and what throughput
+    divides by the elapsed time.
+    """
+
+    __slots__ = ("with_throughput", "_keeps_total", "_total", "_new")
+
+    def __init__(self, mode: str, with_throughput: bool = False, root: bool = False) -> None:
         self.mode = mode
         self.with_throughput = with_throughput
-        self._total: Number = 0  # the lifetime total as of the last reduce; stays 0 for "sum"
+        self._keeps_total = mode == "lifetime_sum" and root
+        self._total: Number = 0  # the lifetime total as of the last reduce; stays 0 unless kept
         self._new: Number = 0
 
     @property
@@ -186,17 +262,18 @@ class SumStats(Stats):
         return self._new
 
     def push(self, value: Number) -> None:
-        self._new += value
+        if value == value:
+            self._new += value
 
     def peek(self) -> Number:
         return self._total + self._new
 
     def reduce(self) -> Number:
         value = self._total + self._new
-        if self.mode == "lifetime_sum":
+        if self._keeps_total:
             self._total = value
         # A key that ever summed floats keeps reporting floats (0.0, not 0) for empty periods.
-        self._new = 0.0 if isinstance(self._new, float) else 0
+        self._new = 0.0 if isinstance(value, float) else 0
         return value
 
     def merge(self, state: dict) -> None:
@@ -211,15 +288,16 @@ class SumStats(Stats):
         }
 
     def set_state(self, state: dict) -> None:
-        self._total = state["total"]
+        self._total = state["total"] if self._keeps_total else 0
         self._new = state["new"]
 
 
 class EmaStats(Stats):
     """Exponential moving average: `ema = (1 - c) * ema + c * value`, the first value taken as is.
 
-    Kept across reduces. Merging sets the value to the mean of the emas merged since the last
-    reduce (each producer already smoothed its own values; smoothing their emas again would lag).
+    Kept across reduces; NaN values are skipped. Merging sets the value to the mean of the emas
+    merged since the last reduce (each producer already smoothed its own values; smoothing their
+    emas again would lag).
     """
 
     __slots__ = ("ema_coeff", "_value", "_merged")
@@ -231,6 +309,8 @@ class EmaStats(Stats):
         self._merged: list[Number] = []
 
     def push(self, value: Number) -> None:
+        if value != value:
+            return
         if self._value is None:
             self._value = value
         else:
@@ -259,45 +339,3 @@ class EmaStats(Stats):
     def set_state(self, state: dict) -> None:
         self._value = state["value"]
         self._merged = list(state["merged"])
-
-
-def make_stats(
-    key: str, mode: str, window: int | None, ema_coeff: float | None, with_throughput: bool
-) -> Stats:
-    """Validates one metric's settings (once, when its key is first logged) and builds its stats."""
-    if mode not in REDUCE_MODES:
-        raise ValueError(
-            f"Metric {key!r}: reduce must be one of {', '.join(map(repr, REDUCE_MODES))}; got {mode!r}. "
-            "Use 'mean' for averages, 'sum' for per-iteration counts, 'lifetime_sum' for running totals."
-        )
-    if window is not None and mode not in SERIES_MODES:
-        raise ValueError(
-            f"Metric {key!r}: window only applies to reduce='mean', 'min' or 'max'; got window={window!r} "
-            f"with reduce={mode!r}. Drop window, or use reduce='mean'."
-        )
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-        raise ValueError(f"Metric {key!r}: window must be a positive int or None; got {window!r}.")
-    if ema_coeff is not None and mode != "ema":
-        raise ValueError(
-            f"Metric {key!r}: ema_coeff only applies to reduce='ema'; got ema_coeff={ema_coeff!r} with "
-            f"reduce={mode!r}. Drop ema_coeff, or use reduce='ema'."
-        )
-    if ema_coeff is not None and not 0.0 < ema_coeff <= 1.0:
-        raise ValueError(f"Metric {key!r}: ema_coeff must be in (0, 1]; got {ema_coeff!r}.")
-    if with_throughput and mode not in SUM_MODES:
-        raise ValueError(
-            f"Metric {key!r}: with_throughput only applies to reduce='sum' or 'lifetime_sum'; got "
-            f"reduce={mode!r}. Log the amount as a sum to get its rate."
-        )
-    if mode in SERIES_MODES:
-        return SeriesStats(mode, window)
-    if mode in SUM_MODES:
-        return SumStats(mode, with_throughput)
-    return EmaStats(DEFAULT_EMA_COEFF if ema_coeff is None else ema_coeff)
-
-
-def make_stats_like(key: str, state: dict) -> Stats:
-    """Builds an empty stats object with the settings recorded in `state` (a `get_state` output)."""
-    return make_stats(
-        key, state["reduce"], state.get("window"), state.get("ema_coeff"), state.get("with_throughput", False)
-    )

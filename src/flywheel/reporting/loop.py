@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from flywheel.metrics.keys import ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN, NUM_ENV_STEPS_SAMPLED_LIFETIME
 from flywheel.reporting.progress import ProgressBar
 from flywheel.reporting.writers import ResultWriter
 
@@ -28,12 +29,12 @@ def stop_reason(
     finished yet, never meets it); timesteps read ``num_env_steps_sampled_lifetime``.
     """
     if stop_reward is not None:
-        ret = result.get("env_runners", {}).get("episode_return_mean", math.nan)
+        ret = result.get(ENV_RUNNER_RESULTS, {}).get(EPISODE_RETURN_MEAN, math.nan)
         if ret >= stop_reward:
-            return f"episode_return_mean {ret:.2f} >= {stop_reward:g}"
-    if stop_timesteps is not None and result["num_env_steps_sampled_lifetime"] >= stop_timesteps:
+            return f"{EPISODE_RETURN_MEAN} {ret:.2f} >= {stop_reward:g}"
+    if stop_timesteps is not None and result[NUM_ENV_STEPS_SAMPLED_LIFETIME] >= stop_timesteps:
         return (
-            f"num_env_steps_sampled_lifetime {result['num_env_steps_sampled_lifetime']} >= {stop_timesteps}"
+            f"{NUM_ENV_STEPS_SAMPLED_LIFETIME} {result[NUM_ENV_STEPS_SAMPLED_LIFETIME]} >= {stop_timesteps}"
         )
     if stop_iters is not None and result["training_iteration"] >= stop_iters:
         return f"training_iteration {result['training_iteration']} >= {stop_iters}"

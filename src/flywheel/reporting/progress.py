@@ -17,6 +17,13 @@ from typing import IO, Any, Self
 
 from tqdm import tqdm
 
+from flywheel.metrics.keys import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+)
+
 
 class ProgressBar:
     """A tqdm bar fed with `algo.train()` results.
@@ -51,7 +58,7 @@ class ProgressBar:
     def update(self, result: Mapping[str, Any]) -> None:
         """Moves the bar to `result`'s iteration (or env steps) and shows its numbers."""
         iteration = int(result["training_iteration"])
-        env_steps = int(result["num_env_steps_sampled_lifetime"])
+        env_steps = int(result[NUM_ENV_STEPS_SAMPLED_LIFETIME])
         self._bar.set_postfix_str(describe_result(result), refresh=False)
         self._bar.update((env_steps if self._count_timesteps else iteration) - self._bar.n)
 
@@ -72,11 +79,11 @@ def describe_result(result: Mapping[str, Any]) -> str:
     `return` is ``env_runners/episode_return_mean`` (nan until an episode finished); `steps/s` is the
     env steps sampled in this iteration over its wall time.
     """
-    runners = result.get("env_runners", {})
+    runners = result.get(ENV_RUNNER_RESULTS, {})
     seconds = result.get("time_this_iter_s", 0.0)
-    sampled = runners.get("num_env_steps_sampled", 0)
+    sampled = runners.get(NUM_ENV_STEPS_SAMPLED, 0)
     rate = sampled / seconds if seconds > 0 else float("nan")
     return (
-        f"iter={result['training_iteration']} env_steps={result['num_env_steps_sampled_lifetime']} "
-        f"return={runners.get('episode_return_mean', float('nan')):.2f} steps/s={rate:.0f}"
+        f"iter={result['training_iteration']} env_steps={result[NUM_ENV_STEPS_SAMPLED_LIFETIME]} "
+        f"return={runners.get(EPISODE_RETURN_MEAN, float('nan')):.2f} steps/s={rate:.0f}"
     )

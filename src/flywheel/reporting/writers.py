@@ -11,6 +11,10 @@ The driving loop::
         writer.close()
 
 Every writer flushes after each result, so a run that is still going (or crashed) can be read.
+
+Results may hold more than numbers: a metric logged with reduce="item" or "item_series" keeps its
+value as logged (an image, a video, a list). TensorBoard draws those it can (see `media`); the CSV
+and JSONL files hold numbers (and strings, None) only and skip the rest, with one warning per key.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ import json
 import math
 import numbers
 import os
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
+
+from flywheel.reporting.media import Media, gif_bytes, to_media
 
 RESULTS_CSV = "results.csv"
 RESULTS_JSONL = "results.jsonl"
@@ -46,6 +53,17 @@ def flatten_result(result: Mapping[str, Any], sep: str = "/") -> dict[str, Any]:
 class ResultWriter(ABC):
     """Writes each training result somewhere; usable as a context manager that closes it."""
 
+    _warned_keys: set[str] | None = None
+
+    def warn_skipped(self, keys: list[str], why: str) -> None:
+        """One warning naming the `keys` this writer skips for the first time (never again for them)."""
+        if self._warned_keys is None:
+            self._warned_keys = set()
+        new = [key for key in keys if key not in self._warned_keys]
+        if new:
+            self._warned_keys.update(new)
+            warnings.warn(f"{type(self).__name__} skips {', '.join(map(repr, new))}: {why}", stacklevel=3)
+
     @abstractmethod
     def write(self, result: Mapping[str, Any]) -> None:
         """Records one result (the nested dict `algo.train()` returns)."""
@@ -64,8 +82,10 @@ class ResultWriter(ABC):
 class TensorBoardWriter(ResultWriter):
     """TensorBoard event files in `log_dir`: one scalar per numeric leaf, tagged with its flattened key.
 
-    The step of every scalar is the result's `step_key` (default: the training iteration). Non-numeric
-    leaves (strings, lists, None) are skipped; NaN is written as NaN (TensorBoard shows a gap).
+    The step of every scalar is the result's `step_key` (default: the training iteration); NaN is
+    written as NaN (TensorBoard shows a gap). Arrays and lists are drawn as images, videos (animated
+    GIFs, `VIDEO_FPS` frames per second) or histograms by their shape (see `flywheel.reporting.media`);
+    strings and None are skipped, and so, with one warning per key, is anything else.
     """
 
     def __init__(self, log_dir: str | os.PathLike, *, step_key: str = "training_iteration") -> None:
@@ -83,10 +103,46 @@ class TensorBoardWriter(ResultWriter):
                 f"but its keys are {sorted(flat)}. Fix: pass step_key=<one of those counters>."
             )
         step = int(flat[self.step_key])
+        undrawable = []
         for tag, value in flat.items():
             if _is_number(value):
                 self._writer.add_scalar(tag, float(value), step)
+            elif not _is_plain(value):
+                media = to_media(tag, value)
+                if media is None:
+                    undrawable.append(tag)
+                for item in media or ():
+                    self._draw(item, step)
+        if undrawable:
+            self.warn_skipped(
+                undrawable,
+                "not a number, image ([H, W], [C, H, W], [N, C, H, W]), video "
+                "([N, T, C, H, W]) or list of numbers (see flywheel.reporting.media).",
+            )
         self._writer.flush()
+
+    def _draw(self, media: Media, step: int) -> None:
+        if media.kind == "histogram":
+            self._writer.add_histogram(media.tag, media.data, step)
+        elif media.kind == "image":
+            self._writer.add_image(media.tag, media.data, step, dataformats="HWC")
+        elif media.kind == "images":
+            self._writer.add_images(media.tag, media.data, step, dataformats="NHWC")
+        else:
+            self._add_video(media.tag, media.data, step)
+
+    def _add_video(self, tag: str, frames: np.ndarray, step: int) -> None:
+        # SummaryWriter.add_video needs moviepy < 2; an animated GIF is what it would write.
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        _, height, width, channels = frames.shape
+        image = Summary.Image(
+            height=height,
+            width=width,
+            colorspace=1 if channels == 1 else 3,
+            encoded_image_string=gif_bytes(frames),
+        )
+        self._writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
 
     def close(self) -> None:
         self._writer.close()
@@ -98,7 +154,8 @@ class CSVWriter(ResultWriter):
     The header is the keys of the first result. A later result that brings new keys (e.g.
     ``evaluation/...`` once evaluation first runs) appends them as new columns at the end: the file
     is rewritten once with the wider header and empty cells for the earlier rows, so existing columns
-    never move. Keys a result lacks are written as empty cells.
+    never move. Keys a result lacks are written as empty cells. Leaves that are not numbers, strings
+    or None (arrays, lists) get no column, with one warning per key.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -114,7 +171,7 @@ class CSVWriter(ResultWriter):
         return list(self._fieldnames)
 
     def write(self, result: Mapping[str, Any]) -> None:
-        row = {key: _csv_cell(value) for key, value in flatten_result(result).items()}
+        row = {key: _csv_cell(value) for key, value in self._plain_leaves(flatten_result(result)).items()}
         known = set(self._fieldnames)
         new_keys = [key for key in row if key not in known]
         if self._writer is None:
@@ -123,6 +180,12 @@ class CSVWriter(ResultWriter):
             self._widen(new_keys)
         self._writer.writerow(row)
         self._file.flush()
+
+    def _plain_leaves(self, flat: dict[str, Any]) -> dict[str, Any]:
+        skipped = [key for key, value in flat.items() if not _is_plain(value)]
+        if skipped:
+            self.warn_skipped(skipped, _NOT_PLAIN)
+        return {key: value for key, value in flat.items() if _is_plain(value)}
 
     def _use_header(self, fieldnames: list[str], *, write_it: bool) -> None:
         self._fieldnames = fieldnames
@@ -152,8 +215,9 @@ class CSVWriter(ResultWriter):
 class JSONLWriter(ResultWriter):
     """A JSON-lines file: each result as one nested JSON object per line.
 
-    Non-finite floats (NaN, inf) become ``null`` (JSON has no NaN); numpy values become plain numbers
-    and lists; anything else JSON cannot hold is written as its ``str()``.
+    Non-finite floats (NaN, inf) become ``null`` (JSON has no NaN); numpy numbers become plain
+    numbers. Leaves that are not numbers, strings or None (arrays, lists, other objects) are left out,
+    with one warning per key.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -162,7 +226,11 @@ class JSONLWriter(ResultWriter):
         self._file = self.path.open("w")
 
     def write(self, result: Mapping[str, Any]) -> None:
-        self._file.write(json.dumps(_jsonable(result), allow_nan=False) + "\n")
+        skipped: list[str] = []
+        line = json.dumps(_jsonable(result, "", skipped), allow_nan=False)
+        if skipped:
+            self.warn_skipped(skipped, _NOT_PLAIN)
+        self._file.write(line + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -179,23 +247,34 @@ def default_writers(run_dir: str | os.PathLike) -> list[ResultWriter]:
     ]
 
 
+_NOT_PLAIN = "this file holds numbers, strings and None only (TensorBoard draws images, videos and lists)."
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real | np.bool_)
+
+
+def _is_plain(value: Any) -> bool:
+    return value is None or isinstance(value, str) or _is_number(value)
 
 
 def _csv_cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, key: str, skipped: list[str]) -> Any:
+    """`value` as JSON data; leaves that are not plain are dropped and their keys added to `skipped`."""
     if isinstance(value, Mapping):
-        return {str(key): _jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [_jsonable(item) for item in value]
+        out = {}
+        for name, item in value.items():
+            path = f"{key}/{name}" if key else str(name)
+            if isinstance(item, Mapping) or _is_plain(item):
+                out[str(name)] = _jsonable(item, path, skipped)
+            else:
+                skipped.append(path)
+        return out
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
+    return value

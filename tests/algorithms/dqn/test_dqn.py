@@ -41,7 +41,7 @@ def test_warm_up_then_two_updates_per_training_step(algo):
     assert isinstance(algo, DQN) and algo._sample_rounds == 1 and algo._updates == 2
     algo.training_step()  # 4 env steps: still filling the buffer
     assert len(algo.replay_buffer) == 4 and algo.learner_group.weights_seq_no == 0
-    assert algo.metrics.peek("num_env_steps_trained_lifetime") is None
+    assert "num_env_steps_trained_lifetime" not in algo.metrics
     algo.training_step()  # 8 env steps: learning starts
     assert len(algo.replay_buffer) == 8 and algo.learner_group.weights_seq_no == 2
     assert algo.metrics.peek("num_env_steps_trained_lifetime") == 64
@@ -60,7 +60,7 @@ def test_train_returns_dqn_results(algo):
     assert result["replay_buffer"]["num_env_steps_stored"] == 8
     assert {
         "replay_buffer_add_data_timer",
-        "replay_buffer_sample_timer",
+        "replay_buffer_sampling_timer",
         "learner_update_timer",
         "synch_weights",
     } <= set(result["timers"])

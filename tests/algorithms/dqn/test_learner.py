@@ -9,8 +9,9 @@ from torch import nn
 
 from flywheel import Columns, RLModuleSpec, TargetNetworkAPI, TorchRLModule
 from flywheel.algorithms.dqn import DQNConfig
-from flywheel.algorithms.dqn.learner import DQNTorchLearner, soft_update
+from flywheel.algorithms.dqn.learner import DQNTorchLearner
 from flywheel.algorithms.dqn.rl_module import QF_PREDS, DefaultDQNTorchRLModule
+from flywheel.core.learner.utils import update_target_network
 from flywheel.errors import LearnerError
 
 OBS = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
@@ -116,14 +117,14 @@ def test_update_from_batch_steps_logs_and_counts():
     assert learner._timestep == 7
 
 
-def test_soft_update_moves_targets_by_tau():
+def test_update_target_network_moves_targets_by_tau():
     main, target = nn.Linear(2, 1), nn.Linear(2, 1)
     with torch.no_grad():
         main.weight.fill_(1.0), main.bias.fill_(2.0), target.weight.fill_(-1.0), target.bias.fill_(0.0)
-    soft_update(main, target, 0.25)
+    update_target_network(main, target, 0.25)
     torch.testing.assert_close(target.weight, torch.full((1, 2), -0.5))  # 0.75 * -1 + 0.25 * 1
     torch.testing.assert_close(target.bias, torch.tensor([0.5]))
-    soft_update(main, target, 1.0)
+    update_target_network(main, target, 1.0)
     torch.testing.assert_close(target.weight, main.weight)
 
 

@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.algorithms.algorithm import LEARNERS, TIMERS, Algorithm
+from flywheel.algorithms.algorithm import Algorithm
 from flywheel.checkpoints.checkpointable import select
+from flywheel.metrics import keys
+from flywheel.metrics.keys import TIMERS
 from flywheel.replay import INDICES, PrioritizedEpisodeReplayBuffer
 from flywheel.typing import DEFAULT_MODULE_ID
 
@@ -50,9 +52,10 @@ class DQN(Algorithm):
     def training_step(self) -> None:
         for _ in range(self._sample_rounds):
             episodes = self._sample()
-            with self.metrics.log_time((TIMERS, "replay_buffer_add_data_timer")):
+            with self.metrics.log_time((TIMERS, keys.REPLAY_BUFFER_ADD_DATA_TIMER), reduce="mean"):
                 self.replay_buffer.add(episodes)
-        self.metrics.log_value("replay_buffer/num_env_steps_stored", len(self.replay_buffer), window=1)
+        stored = (keys.REPLAY_BUFFER_RESULTS, keys.NUM_ENV_STEPS_STORED)
+        self.metrics.log_value(stored, len(self.replay_buffer), window=1)
         if self._lifetime_env_steps() < self.config.num_steps_sampled_before_learning_starts:
             return
         for _ in range(self._updates):
@@ -62,13 +65,13 @@ class DQN(Algorithm):
     def _update_from_replay(self) -> None:
         """One learner update on a replayed batch; feeds its TD errors back as priorities."""
         config = self.config
-        with self.metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
+        with self.metrics.log_time((TIMERS, keys.REPLAY_BUFFER_SAMPLE_TIMER), reduce="mean"):
             batch = self.replay_buffer.sample(
                 config.total_train_batch_size, n_step=self._n_step, gamma=config.gamma, beta=self._beta
             )
         indices = batch.pop(INDICES)
-        timesteps = {"num_env_steps_sampled_lifetime": self._lifetime_env_steps()}
-        with self.metrics.log_time((TIMERS, "learner_update_timer")):
+        timesteps = {keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()}
+        with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
             # One local learner for now; remote learners would each take a shard of the batch.
             results, td_errors = self.learner_group.foreach_learner(
                 lambda learner: (
@@ -76,8 +79,8 @@ class DQN(Algorithm):
                     learner.td_errors,
                 )
             )[0]
-        self.metrics.log_dict(results, key=LEARNERS)
-        self.metrics.log_value("num_env_steps_trained_lifetime", len(indices), reduce="lifetime_sum")
+        self._log_learner_results(results)
+        self.metrics.log_value(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, len(indices), reduce="lifetime_sum")
         if isinstance(self.replay_buffer, PrioritizedEpisodeReplayBuffer):
             priorities = np.abs(td_errors[DEFAULT_MODULE_ID]) + PRIORITY_EPSILON
             self.replay_buffer.update_priorities(priorities, indices)

@@ -13,8 +13,10 @@ from flywheel.columns import Columns
 from flywheel.core.learner.learner import TIMESTEP_KEY
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.core.learner.torch_learner import TorchLearner
+from flywheel.core.learner.utils import update_target_network
 from flywheel.core.rl_module.apis import TargetNetworkAPI
 from flywheel.errors import LearnerError
+from flywheel.metrics.keys import NUM_TARGET_UPDATES
 from flywheel.typing import ALL_MODULES, ModuleID, StateDict
 
 
@@ -76,13 +78,8 @@ class OffPolicyTorchLearner(TorchLearner):
         self._update_on_minibatch(tensors, 0, warn=True)
         self._weights_seq_no += 1
         self.after_gradient_based_update(timesteps=timesteps)
-        results = self.metrics.reduce()
-        results.setdefault(ALL_MODULES, {}).update(
-            num_env_steps_trained=sum(len(columns[Columns.REWARDS]) for columns in tensors.values()),
-            num_non_finite_updates=self._num_non_finite_updates - non_finite_before,
-            weights_seq_no=self._weights_seq_no,
-        )
-        return results
+        num_trained = sum(len(columns[Columns.REWARDS]) for columns in tensors.values())
+        return self._reduce_metrics(num_trained, non_finite_before)
 
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Target networks follow the online ones every `target_network_update_freq` sampled env steps."""
@@ -92,9 +89,9 @@ class OffPolicyTorchLearner(TorchLearner):
         for module_id, module in self.module.items():
             if self.should_module_be_updated(module_id):
                 for main, target in module.get_target_network_pairs():
-                    soft_update(main, target, self.config.tau)
+                    update_target_network(main, target, self.config.tau)
         self._last_target_update_ts = self._timestep
-        self.metrics.log_value((ALL_MODULES, "num_target_updates"), 1, reduce="lifetime_sum")
+        self.metrics.log_value((ALL_MODULES, NUM_TARGET_UPDATES), 1, reduce="lifetime_sum")
 
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
@@ -116,16 +113,6 @@ class OffPolicyTorchLearner(TorchLearner):
     def set_state(self, state: StateDict) -> None:
         super().set_state(state)
         self._last_target_update_ts = state.get("last_target_update_ts", self._last_target_update_ts)
-
-
-@torch.no_grad()
-def soft_update(main: torch.nn.Module, target: torch.nn.Module, tau: float) -> None:
-    """`target = (1 - tau) * target + tau * main`, parameter by parameter (tau=1 copies)."""
-    target_params, main_params = list(target.parameters()), list(main.parameters())
-    if tau == 1.0:
-        torch._foreach_copy_(target_params, main_params)
-    else:
-        torch._foreach_lerp_(target_params, main_params, tau)
 
 
 class DQNTorchLearner(OffPolicyTorchLearner):
@@ -160,7 +147,7 @@ class DQNTorchLearner(OffPolicyTorchLearner):
         super().before_gradient_based_update(timesteps=timesteps)
         epsilon = self.epsilon_scheduler.value(self._timestep)
         for module_id in self._set_epsilon(epsilon):
-            self.metrics.log_value((module_id, "curr_epsilon"), epsilon)
+            self.metrics.log_value((module_id, "curr_epsilon"), epsilon, reduce="mean")
 
     def _set_epsilon(self, epsilon: float) -> list[ModuleID]:
         """Sets the `epsilon` buffer of every module that has one; returns their ids."""

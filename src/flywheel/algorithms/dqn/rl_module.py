@@ -13,13 +13,12 @@ updated by the learner (`get_target_network_pairs`). Runners build the module wi
 
 from __future__ import annotations
 
-import copy
-
 import gymnasium as gym
 import torch
 from torch import nn
 
 from flywheel.columns import Columns
+from flywheel.core.learner.utils import make_target_network
 from flywheel.core.models import build_encoder, mlp, resolve_model_config
 from flywheel.core.rl_module.apis import TargetNetworkAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
@@ -96,7 +95,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
             return
         for name in _NETWORKS:
             network = getattr(self, name)
-            target = None if network is None else copy.deepcopy(network).requires_grad_(False)
+            target = None if network is None else make_target_network(network)
             setattr(self, f"target_{name}", target)
 
     def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:

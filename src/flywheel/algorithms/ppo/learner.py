@@ -103,7 +103,8 @@ class PPOTorchLearner(TorchLearner):
         super().before_gradient_based_update(timesteps=timesteps)
         for module_id, scheduler in self.entropy_coeff_schedulers.items():
             self.curr_entropy_coeffs[module_id] = scheduler.value(self._timestep)
-            self.metrics.log_value((module_id, "curr_entropy_coeff"), self.curr_entropy_coeffs[module_id])
+            coeff = self.curr_entropy_coeffs[module_id]
+            self.metrics.log_value((module_id, "curr_entropy_coeff"), coeff, reduce="mean")
 
     def log_loss_terms(self) -> None:
         """Logs the loss terms of the minibatches since the last call, each the mean over them (what
@@ -122,7 +123,9 @@ class PPOTorchLearner(TorchLearner):
                     self.curr_kl_coeffs[module_id] *= 1.5
                 elif kl < 0.5 * self.config.kl_target:
                     self.curr_kl_coeffs[module_id] *= 0.5
-            self.metrics.log_value((module_id, "curr_kl_coeff"), self.curr_kl_coeffs[module_id])
+            self.metrics.log_value(
+                (module_id, "curr_kl_coeff"), self.curr_kl_coeffs[module_id], reduce="mean"
+            )
 
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None

@@ -13,8 +13,6 @@ Runners build it with `inference_only=True`: the policy only. Learners also hold
 
 from __future__ import annotations
 
-import copy
-
 import gymnasium as gym
 import numpy as np
 import torch
@@ -22,6 +20,7 @@ from torch import nn
 
 from flywheel.columns import Columns
 from flywheel.core.distributions import Categorical, Distribution, distribution_for_space
+from flywheel.core.learner.utils import make_target_network
 from flywheel.core.models import MLPEncoder, build_encoder, mlp, resolve_model_config
 from flywheel.core.rl_module.apis import TargetNetworkAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
@@ -178,7 +177,7 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         if hasattr(self, "target_qf"):
             return
         for name in self._critic_names():
-            setattr(self, f"target_{name}", copy.deepcopy(getattr(self, name)).requires_grad_(False))
+            setattr(self, f"target_{name}", make_target_network(getattr(self, name)))
 
     def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
         return [(getattr(self, name), getattr(self, f"target_{name}")) for name in self._critic_names()]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 import tree
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent
+from flywheel.utils.numpy import convert_to_numpy
 
 
 class AddStatesFromEpisodesToBatch(ConnectorV2):
@@ -55,11 +55,8 @@ def _states(rl_module: Any, episodes: list[Any]) -> list[Any]:
             states.append(episode.get_extra_model_outputs(Columns.STATE_OUT, -1, neg_index_as_lookback=True))
         else:
             if initial_state is None:
-                initial_state = tree.map_structure(_to_numpy, rl_module.get_initial_state())
+                # Modules may return tensors (even trainable ones); episodes hold numpy arrays.
+                state = convert_to_numpy(rl_module.get_initial_state(), reduce_type=False)
+                initial_state = tree.map_structure(np.asarray, state)
             states.append(initial_state)
     return states
-
-
-def _to_numpy(value: Any) -> np.ndarray:
-    """One leaf of an initial state as numpy (modules may return tensors, even trainable ones)."""
-    return value.numpy(force=True) if isinstance(value, torch.Tensor) else np.asarray(value)

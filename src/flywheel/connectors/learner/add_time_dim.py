@@ -14,6 +14,7 @@ from flywheel.connectors.learner.module_episodes import (
     stack_leaves,
 )
 from flywheel.errors import ConnectorError
+from flywheel.utils.numpy import convert_to_numpy
 
 _DEFAULT_MAX_SEQ_LEN = 20
 
@@ -118,7 +119,8 @@ def _states_at_sequence_starts(module: Any, episode: Any, rows: int, max_seq_len
     """`STATE_IN` for each sequence: the stored `STATE_OUT` of the step before its start."""
     before_starts = list(range(max_seq_len - 1, rows - 1, max_seq_len))
     if episode.t_started == 0:
-        first = {name: _to_numpy(value) for name, value in module.get_initial_state().items()}
+        initial = convert_to_numpy(module.get_initial_state(), reduce_type=False)
+        first = {name: np.asarray(value) for name, value in initial.items()}
     else:
         first = episode.get_extra_model_outputs(Columns.STATE_OUT, -1, neg_index_as_lookback=True)
     first = stack_leaves([first])
@@ -126,7 +128,3 @@ def _states_at_sequence_starts(module: Any, episode: Any, rows: int, max_seq_len
         return first
     later = stack_leaves(episode.get_extra_model_outputs(Columns.STATE_OUT, before_starts))
     return concat_leaves([first, later])
-
-
-def _to_numpy(value: Any) -> np.ndarray:
-    return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)

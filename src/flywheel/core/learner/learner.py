@@ -32,6 +32,7 @@ from flywheel.core.learner.schedules import Scheduler
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.errors import ConfigError, LearnerError
+from flywheel.metrics.keys import NUM_ENV_STEPS_TRAINED, WEIGHTS_SEQ_NO
 from flywheel.metrics.metrics_logger import MetricsLogger
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID, ModuleID, StateDict
 
@@ -212,20 +213,24 @@ class Learner(Checkpointable, abc.ABC):
             )
         self._weights_seq_no += 1
         self.after_gradient_based_update(timesteps=timesteps)
-        results = self.metrics.reduce()
-        results[ALL_MODULES] = {
-            "num_env_steps_trained": sum(len(episode) for episode in episodes) * num_epochs,
-            "num_non_finite_updates": self._num_non_finite_updates - non_finite_before,
-            "weights_seq_no": self._weights_seq_no,
-        }
-        return results
+        return self._reduce_metrics(sum(len(episode) for episode in episodes) * num_epochs, non_finite_before)
+
+    def _reduce_metrics(self, num_env_steps_trained: int, non_finite_before: int) -> dict:
+        """Logs the update's counters under `__all_modules__`, then reduces: the result holds them, and
+        another logger can `aggregate([result])` it exactly."""
+        m = self.metrics
+        m.log_value((ALL_MODULES, NUM_ENV_STEPS_TRAINED), num_env_steps_trained, reduce="sum")
+        non_finite = self._num_non_finite_updates - non_finite_before
+        m.log_value((ALL_MODULES, "num_non_finite_updates"), non_finite, reduce="sum")
+        m.log_value((ALL_MODULES, WEIGHTS_SEQ_NO), self._weights_seq_no, reduce="max", window=1)
+        return m.reduce()
 
     def before_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Sets every optimizer's learning rate from its schedule at the current timestep."""
         for slot in self._optimizer_slots.values():
             lr = slot.lr_scheduler.value(self._timestep)
             self._set_optimizer_lr(slot.optimizer, lr)
-            self.metrics.log_value((slot.module_id, f"{slot.name}_learning_rate"), lr)
+            self.metrics.log_value((slot.module_id, f"{slot.name}_learning_rate"), lr, reduce="mean")
 
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:  # noqa: B027 (optional hook)
         """Hook run after all minibatches of an update (e.g. PPO adapts its KL coefficient)."""

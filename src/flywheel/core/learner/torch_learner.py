@@ -58,7 +58,7 @@ class TorchLearner(Learner):
             losses[module_id] = self.compute_loss_for_module(
                 module_id=module_id, config=self.config, batch=batch, fwd_out=fwd_out
             )
-            self.metrics.log_value((module_id, "total_loss"), losses[module_id].detach())
+            self.metrics.log_value((module_id, "total_loss"), losses[module_id].detach(), reduce="mean")
             self.metrics.log_value((module_id, "num_module_steps_trained"), _num_steps(batch), reduce="sum")
         distributed = torch.distributed.is_initialized()
         if distributed:  # every rank steps every optimizer, with the gradients averaged over ranks
@@ -97,7 +97,7 @@ class TorchLearner(Learner):
             return torch.zeros((), device=self._device)
         # torch.nn.utils.get_total_norm's math; its device/dtype grouping costs more than the norms here.
         norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-        self.metrics.log_value((slot.module_id, f"gradients_{slot.name}_global_norm"), norm)
+        self.metrics.log_value((slot.module_id, f"gradients_{slot.name}_global_norm"), norm, reduce="mean")
         clip = self.config.grad_clip
         if clip is None:
             return norm
