@@ -34,3 +34,7 @@ class CheckpointError(FlywheelError, ValueError):
 
 class LearnerError(FlywheelError, RuntimeError):
     """A learner update failed (e.g. a loss that is not finite)."""
+
+
+class PortError(FlywheelError, ValueError):
+    """`flywheel port` was given a path it cannot read or write (a line it cannot port is a report, not an error)."""
