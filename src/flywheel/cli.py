@@ -252,6 +252,10 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def port(args: argparse.Namespace) -> int:
     """`flywheel port`: rewrites RLlib imports into flywheel's; prints each line left to port, exits 1 if any."""
     from flywheel.porting import port_paths
@@ -259,14 +263,14 @@ def port(args: argparse.Namespace) -> int:
     report = port_paths(args.paths, out=args.out)
     for problem in report.problems:
         print(problem)
+    files = _count(len(report.files), "Python file")
     where = f"written under {args.out}" if args.out else "rewritten in place"
     left = (
-        f"{len(report.problems)} lines to port by hand (above)" if report.problems else "nothing left to port"
+        f"{_count(len(report.problems), 'line')} to port by hand (above)"
+        if report.problems
+        else "nothing left to port"
     )
-    print(
-        f"flywheel port: {len(report.files)} Python files, {len(report.changed)} {where}; {left}",
-        file=sys.stderr,
-    )
+    print(f"flywheel port: {files}, {len(report.changed)} {where}; {left}", file=sys.stderr)
     return 0 if report.ok else EXIT_LEFT_TO_PORT
 
 

@@ -46,7 +46,7 @@ DROP = "drop"
 Action = FromImport | ModuleImport | str
 
 _SHAPES = {
-    DROP_DECORATOR: "@{name} and @{name}(...) lines",
+    DROP_DECORATOR: "`@{name}` / `@{name}(...)`",
     IMPORT_TORCH: "`torch, nn = {name}()`",
 }
 
@@ -184,7 +184,7 @@ class _Planner:
             unrecognized = self.unrecognized_idiom_uses(kind, self.refs(node, local))
             lines = ", ".join(str(line) for line in sorted({self.line(ref) for ref in unrecognized}))
             shape = _SHAPES[kind].format(name=local)
-            message = f"used other than as {shape} (line {lines}); port those uses by hand"
+            message = f"used other than as {shape} on line {lines}; port that by hand (flywheel port rewrites only that form)"
             self.plan.problems.append((self.line(alias), f"{what}: {message}"))
             return
         mapped = self.table.module(what)

@@ -43,8 +43,44 @@ def _with_commas(aliases: list[cst.ImportAlias], statement: cst.ImportFrom) -> l
         else alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         for alias in aliases[:-1]
     ]
-    last_comma = statement.names[-1].comma if statement.lpar is not None else cst.MaybeSentinel.DEFAULT
-    return [*out, aliases[-1].with_changes(comma=last_comma)]
+    return [*out, aliases[-1].with_changes(comma=_last_comma(aliases[-1].comma, statement))]
+
+
+def _last_comma(
+    own: cst.Comma | cst.MaybeSentinel, statement: cst.ImportFrom
+) -> cst.Comma | cst.MaybeSentinel:
+    """The comma of the last alias of an import split from `statement`.
+
+    Without parentheses: none. With them: the alias's own when it ends a line (keeping a comment
+    there), indented as the statement's last line so ``)`` stays in place; else the statement's last."""
+    closing = statement.names[-1].comma
+    if statement.lpar is None:
+        return cst.MaybeSentinel.DEFAULT
+    if isinstance(own, cst.Comma) and isinstance(own.whitespace_after, cst.ParenthesizedWhitespace):
+        closing_line = cst.SimpleWhitespace("")
+        if isinstance(closing, cst.Comma) and isinstance(
+            closing.whitespace_after, cst.ParenthesizedWhitespace
+        ):
+            closing_line = closing.whitespace_after.last_line
+        return own.with_changes(whitespace_after=own.whitespace_after.with_changes(last_line=closing_line))
+    return closing
+
+
+def _split_part(
+    statement: cst.ImportFrom, module: object, aliases: list[cst.ImportAlias] | cst.Import, index: int
+) -> cst.BaseSmallStatement:
+    """Part `index` of `statement` split by flywheel module (`module` None: the names that stay RLlib's).
+    A comment right after ``(`` stays with the first part only."""
+    if isinstance(aliases, cst.Import):
+        return aliases
+    changes: dict = {"names": _with_commas(aliases, statement)}
+    if isinstance(module, str):
+        changes["module"] = _expression(module)
+    opening = statement.lpar.whitespace_after if statement.lpar is not None else None
+    if index and isinstance(opening, cst.ParenthesizedWhitespace):
+        plain = opening.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=())
+        changes["lpar"] = statement.lpar.with_changes(whitespace_after=plain)
+    return statement.with_changes(**changes)
 
 
 def _with_semicolons(statements: Sequence[cst.BaseSmallStatement]) -> list[cst.BaseSmallStatement]:
@@ -157,38 +193,25 @@ class Rewriter(cst.CSTTransformer):
         actions = [self.plan.actions.get(alias) for alias in original.names]
         if all(action is None for action in actions):
             return None
-        groups: dict[object, list] = {}
+        groups: dict[
+            object, list[cst.ImportAlias] | cst.Import
+        ] = {}  # flywheel module (None: kept) -> aliases
         for action, alias in zip(actions, updated.names):
-            if action == DROP:
-                continue
-            if isinstance(action, FromImport):
-                renamed = alias.with_changes(
-                    name=cst.Name(action.name), asname=_asname(action.asname, action.name, alias.asname)
+            if isinstance(action, ModuleImport):
+                new_alias = cst.ImportAlias(
+                    _expression(action.module), asname=_asname(action.asname, action.module)
                 )
-                groups.setdefault(action.module, []).append(renamed)
-            elif isinstance(action, ModuleImport):
-                groups[id(alias)] = [
-                    cst.Import(
-                        names=[
-                            cst.ImportAlias(
-                                _expression(action.module), asname=_asname(action.asname, action.module)
-                            )
-                        ]
-                    )
-                ]
-            else:
+                groups[id(alias)] = cst.Import(names=[new_alias])
+            elif isinstance(action, FromImport):
+                asname = _asname(action.asname, action.name, alias.asname)
+                groups.setdefault(action.module, []).append(
+                    alias.with_changes(name=cst.Name(action.name), asname=asname)
+                )
+            elif action != DROP:
                 groups.setdefault(None, []).append(alias)
-        statements = []
-        for module, items in groups.items():
-            if isinstance(items[0], cst.Import):
-                statements.extend(items)
-            elif module is None:
-                statements.append(updated.with_changes(names=_with_commas(items, updated)))
-            else:
-                statements.append(
-                    updated.with_changes(module=_expression(module), names=_with_commas(items, updated))
-                )
-        return statements
+        return [
+            _split_part(updated, module, items, index) for index, (module, items) in enumerate(groups.items())
+        ]
 
     def _import(self, original: cst.Import, updated: cst.Import) -> list | None:
         actions = [self.plan.actions.get(alias) for alias in original.names]

@@ -24,6 +24,7 @@ DROP_DECORATOR = "drop-decorator"
 IMPORT_TORCH = "import-torch"
 IDIOMS = (DROP_DECORATOR, IMPORT_TORCH)
 NOT_YET = "not in flywheel yet; port it by hand (docs/porting.md lists everything flywheel port maps)"
+WHOLE_RLLIB = "import each name you use from its RLlib module, so flywheel port can map it"
 SECTIONS = ("prefixes", "names", "modules", "idioms", "problems")
 
 
@@ -97,6 +98,8 @@ class ImportTable:
     def problem(self, module: str, name: str | None = None) -> str:
         """What a report says about `module`'s `name` (or the module itself): the most specific entry."""
         dotted = f"{module}.{name}" if name else module
+        if dotted == RLLIB:
+            return WHOLE_RLLIB
         keys = [f"{module}:{name}", name] if name else []
         parts = dotted.split(".")
         keys += [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
