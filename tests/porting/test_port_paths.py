@@ -112,6 +112,18 @@ def test_encoding_declarations_and_crlf_newlines_survive(tmp_path):
     )
 
 
+def test_a_file_that_cannot_be_decoded_is_reported_and_copied_as_is(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_bytes(b"from ray.rllib.core import Columns\nname = '\xff'\n")
+    report = port_paths([path], out=tmp_path / "out")
+    assert [str(problem) for problem in report.problems] == [
+        f"{tmp_path / 'out/broken.py'}:1: cannot be read as Python source ('utf-8' codec can't decode byte 0xff "
+        "in position 43: invalid start byte); save it as UTF-8"
+    ]
+    assert (report.files, report.changed) == ([path], [])
+    assert (tmp_path / "out/broken.py").read_bytes() == path.read_bytes()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

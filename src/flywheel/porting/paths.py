@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tokenize
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from flywheel.errors import PortError
 from flywheel.porting.source import Problem, port_source
-from flywheel.porting.table import load_table
+from flywheel.porting.table import ImportTable, load_table
 
 
 @dataclass
@@ -72,17 +73,26 @@ def _check_out(out: Path, paths: Sequence[str | os.PathLike]) -> None:
             )
 
 
-def _read(path: Path) -> tuple[str, str]:
-    """(text, encoding): decoded as Python decodes source files, newlines kept as they are."""
+def _port_file(path: Path, destination: Path, table: ImportTable, mirror: bool) -> tuple[bool, list[Problem]]:
+    """Ports `path` into `destination` (written when changed, or always when mirroring): (changed, problems).
+
+    The text is decoded as Python decodes source files (coding cookie, BOM), newlines kept as they are."""
     data = path.read_bytes()
-    with path.open("rb") as file:
-        encoding, _ = tokenize.detect_encoding(file.readline)
     try:
-        return data.decode(encoding), encoding
-    except UnicodeDecodeError as err:
-        raise PortError(
-            f"{path}: cannot be decoded as {encoding} ({err.reason}). Fix: save it as UTF-8."
-        ) from err
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError) as err:
+        new_data, problems = (
+            data,
+            [Problem(str(destination), 1, f"cannot be read as Python source ({err}); save it as UTF-8")],
+        )
+    else:
+        new_text, problems = port_source(text, str(destination), table=table)
+        new_data = new_text.encode(encoding)
+    if new_data != data or mirror:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(new_data)
+    return new_data != data, problems
 
 
 def port_paths(paths: Sequence[str | os.PathLike], out: str | os.PathLike | None = None) -> PortReport:
@@ -101,18 +111,12 @@ def port_paths(paths: Sequence[str | os.PathLike], out: str | os.PathLike | None
     table, report = load_table(), PortReport()
     for path, is_python in files:
         destination = path if target is None else target / path.resolve().relative_to(root)
-        if not is_python:
-            if target is not None:
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, destination)
-            continue
-        text, encoding = _read(path)
-        new_text, problems = port_source(text, str(destination), table=table)
-        report.files.append(path)
-        report.problems += problems
-        if new_text != text:
-            report.changed.append(destination)
-        if new_text != text or target is not None:
+        if is_python:
+            changed, problems = _port_file(path, destination, table, mirror=target is not None)
+            report.files.append(path)
+            report.changed += [destination] if changed else []
+            report.problems += problems
+        elif target is not None:
             destination.parent.mkdir(parents=True, exist_ok=True)
-            destination.write_bytes(new_text.encode(encoding))
+            shutil.copy2(path, destination)
     return report
