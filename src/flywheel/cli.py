@@ -1,14 +1,15 @@
-"""The `flywheel` command line: `flywheel train` and `flywheel evaluate` (API.md §11).
+"""The `flywheel` command line: `flywheel train`, `flywheel evaluate` and `flywheel port` (API.md §11).
 
     flywheel train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole
     flywheel evaluate runs/cartpole/checkpoint --episodes 10
+    flywheel port my_rllib_project/ -o my_flywheel_project/
 
 Settings are layered: the algorithm's defaults, then `--config FILE`, then `--env`/`--num-envs`/
 `--seed`, then each `--set key=value` in order. Mistakes a user can make (a bad setting, env id or
 path) print one ``flywheel <command>: error: ...`` line on stderr and exit with code 2.
 
-Only the standard library is imported up front, so `flywheel --help` answers at once; torch and the
-algorithms are imported when a command runs.
+Only the standard library is imported up front, so `flywheel --help` answers at once; torch, the
+algorithms and libcst (for `port`) are imported when a command runs.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ ALGORITHMS: dict[str, str] = {
 }
 """`--algo` name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 
+EXIT_LEFT_TO_PORT = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 
@@ -250,6 +252,28 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def port(args: argparse.Namespace) -> int:
+    """`flywheel port`: rewrites RLlib imports into flywheel's; prints each line left to port, exits 1 if any."""
+    from flywheel.porting import port_paths
+
+    report = port_paths(args.paths, out=args.out)
+    for problem in report.problems:
+        print(problem)
+    files = _count(len(report.files), "Python file")
+    where = f"written under {args.out}" if args.out else "rewritten in place"
+    left = (
+        f"{_count(len(report.problems), 'line')} to port by hand (above)"
+        if report.problems
+        else "nothing left to port"
+    )
+    print(f"flywheel port: {files}, {len(report.changed)} {where}; {left}", file=sys.stderr)
+    return 0 if report.ok else EXIT_LEFT_TO_PORT
+
+
 # --------------------------------------------------------------------------------------- parser
 
 
@@ -264,8 +288,10 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `flywheel` argument parser with its `train` and `evaluate` commands."""
-    parser = argparse.ArgumentParser(prog="flywheel", description="Train and evaluate flywheel algorithms.")
+    """The `flywheel` argument parser with its `train`, `evaluate` and `port` commands."""
+    parser = argparse.ArgumentParser(
+        prog="flywheel", description="Train and evaluate flywheel algorithms; port RLlib code to flywheel."
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
@@ -312,11 +338,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--episodes", type=_positive_int, default=10, metavar="N", help="episodes to run (default: 10)"
     )
     check.add_argument("--explore", action="store_true", help="sample actions instead of acting greedily")
+
+    rewrite = commands.add_parser(
+        "port",
+        help="rewrite RLlib imports into flywheel's",
+        description="Rewrite the ray.rllib imports of Python files or folders into flywheel's (docs/porting.md); "
+        "print each line left to port as file:line: what it is: what to use instead.",
+    )
+    rewrite.set_defaults(handler=port)
+    rewrite.add_argument(
+        "paths", nargs="+", metavar="PATH", help="Python files or folders (searched recursively)"
+    )
+    rewrite.add_argument(
+        "-o",
+        "--out",
+        metavar="OUT",
+        help="write ported copies under OUT (mirroring the inputs) instead of in place",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the command line; returns the exit code (0 ok, 2 user error, 130 interrupted)."""
+    """Runs the command line; returns the exit code (0 ok, 1 lines left to port by hand, 2 user error, 130 interrupted)."""
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)

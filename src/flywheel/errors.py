@@ -50,3 +50,7 @@ class MetricKeyError(MetricsError, KeyError):
     def __str__(self) -> str:
         # KeyError's own __str__ would print the message in quotes.
         return Exception.__str__(self)
+
+
+class PortError(FlywheelError, ValueError):
+    """`flywheel port` was given a path it cannot read or write (a line it cannot port is a report, not an error)."""
