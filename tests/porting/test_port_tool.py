@@ -343,10 +343,10 @@ def test_a_name_not_in_the_table_is_reported_never_guessed():
 
 
 def test_module_attributes_flywheel_lacks_keep_the_module_import():
-    source = "import ray.rllib.utils.typing as rt\nhints = rt.ModuleID, rt.TensorType\n"
+    source = "import ray.rllib.utils.typing as rt\nhints = rt.ModuleID, rt.SampleBatchType\n"
     assert port(source) == (
         source,
-        [f"mod.py:1: ray.rllib.utils.typing.TensorType (used as rt.TensorType on line 2): {NOT_YET}"],
+        [f"mod.py:1: ray.rllib.utils.typing.SampleBatchType (used as rt.SampleBatchType on line 2): {NOT_YET}"],
     )
 
 
