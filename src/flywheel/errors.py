@@ -34,3 +34,14 @@ class CheckpointError(FlywheelError, ValueError):
 
 class LearnerError(FlywheelError, RuntimeError):
     """A learner update failed (e.g. a loss that is not finite)."""
+
+
+class LearnerDiedError(LearnerError):
+    """A remote learner's process died (killed, out of memory, node lost); `ranks` lists the dead ranks."""
+
+    def __init__(self, message: str, ranks: list[int] | tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.ranks = list(ranks)
+
+    def __reduce__(self) -> tuple:
+        return type(self), (str(self), self.ranks)

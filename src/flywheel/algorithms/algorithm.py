@@ -18,10 +18,11 @@ counters, episode windows) and the random number generators.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from flywheel.core.learner.learner_group import LearnerGroup
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger
+from flywheel.seeding import seed_process
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
 
 ENV_RUNNERS = "env_runners"
@@ -75,12 +77,8 @@ class Algorithm(Checkpointable):
     # --------------------------------------------------------------- set up
 
     def _seed_everything(self) -> None:
-        seed = self.config.seed
-        if seed is None:
-            return
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
+        if self.config.seed is not None:
+            seed_process(self.config.seed)
 
     def _build_evaluation_group(self) -> EnvRunnerGroup | None:
         if not self.config.evaluation_interval:
@@ -104,15 +102,16 @@ class Algorithm(Checkpointable):
         are met; returns the result dict (API.md §2)."""
         start = time.perf_counter()
         steps_before = self._lifetime_env_steps()
-        while True:
-            self.training_step()
-            elapsed = time.perf_counter() - start
-            steps = self._lifetime_env_steps() - steps_before
-            if (
-                elapsed >= self.config.min_time_s_per_iteration
-                and steps >= self.config.min_sample_timesteps_per_iteration
-            ):
-                break
+        with self._all_or_nothing():
+            while True:
+                self.training_step()
+                elapsed = time.perf_counter() - start
+                steps = self._lifetime_env_steps() - steps_before
+                if (
+                    elapsed >= self.config.min_time_s_per_iteration
+                    and steps >= self.config.min_sample_timesteps_per_iteration
+                ):
+                    break
         self.iteration += 1
         evaluation = None
         interval = self.config.evaluation_interval
@@ -133,6 +132,18 @@ class Algorithm(Checkpointable):
         )
         self._callbacks.on_train_result(algorithm=self, metrics_logger=self.metrics, result=result)
         return result
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """An iteration that raises (a learner died, no runner can sample, Ctrl-C) moves no counter or
+        metric, and the learners return to their state from before it (`LearnerGroup.atomic`)."""
+        metrics = self.metrics.get_state()
+        with self.learner_group.atomic():
+            try:
+                yield
+            except BaseException:
+                self.metrics.set_state(metrics)
+                raise
 
     def _lifetime_env_steps(self) -> int:
         return int(self.metrics.peek((ENV_RUNNERS, "num_env_steps_sampled_lifetime"), default=0))
@@ -324,6 +335,8 @@ class Algorithm(Checkpointable):
         self._time_total_s = state.get("time_total_s", self._time_total_s)
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
+            if self._lifetime_env_steps():  # a resumed run must not replay the first iteration's episodes
+                self.env_runner_group.reseed(self._lifetime_env_steps())
         if "rng" in state:
             _set_rng_state(state["rng"])
 
