@@ -16,7 +16,7 @@ import pytest
 import ray
 
 from flywheel import PPOConfig
-from flywheel.env_runners import group as runner_group
+from flywheel.env_runners import remote_runners
 from flywheel.errors import EnvError
 from flywheel.testing.envs import CountingEnv
 
@@ -92,7 +92,7 @@ def train(algo, iterations):
 
 
 def group_logs(caplog):
-    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == runner_group.__name__]
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == remote_runners.__name__]
 
 
 FAILURE = "Env runner 1 failed: RuntimeError: scripted failure at step 150 of worker 1."

@@ -26,7 +26,9 @@ def next_starts(algo):
 
 
 @pytest.mark.parametrize("num_env_runners", [0, pytest.param(1, marks=pytest.mark.ray)])
-def test_a_resumed_run_starts_new_episodes_and_every_resume_starts_the_same(num_env_runners, tmp_path, request):
+def test_a_resumed_run_starts_new_episodes_and_every_resume_starts_the_same(
+    num_env_runners, tmp_path, request
+):
     if num_env_runners:
         request.getfixturevalue("ray_session")
     fresh = config(num_env_runners).build_algo()
