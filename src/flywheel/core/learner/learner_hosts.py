@@ -230,6 +230,8 @@ class RemoteLearners:
 
         outcomes = self._wait(what, calls)
         died = {r: e for r, e in outcomes.items() if isinstance(e, ray.exceptions.RayActorError)}
+        if died and what == "start":  # e.g. the learner's constructor raised: Ray's error shows it
+            raise died[min(died)]
         for rank, error in died.items():
             self._dead.setdefault(rank, f"died during {what}: {str(error).splitlines()[0]}")
         if died:
