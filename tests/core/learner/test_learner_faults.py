@@ -1,5 +1,5 @@
-"""Remote learners (num_learners=2) under faults: seeded runs repeat exactly, a learner killed mid-update
-gives a named error and no half-applied update, a stopped learner is reported while the update waits.
+"""Remote learners (num_learners=2) under faults: a learner killed mid-update gives a named error and
+no half-applied update, a stopped learner is reported while the update waits.
 
 A learner announces that it is inside an update by writing a marker file from its loss; a thread of
 the test waits for the file and then signals that learner's process.
@@ -48,7 +48,7 @@ def signaling_learner(marker, rank, sleep_s):
     return Signaling
 
 
-def config(learner_class=PPOTorchLearner, seed=0):
+def config(learner_class, seed=0):
     return (
         PPOConfig()
         .environment(CountingEnv, env_config={"episode_len": 5})
@@ -83,21 +83,6 @@ def signal_when_in_update(marker, pid, signum, then=None):
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
-
-
-def test_two_seeded_runs_with_two_learners_give_identical_weights_and_metrics(ray_session):
-    runs = []
-    for _ in range(2):
-        algo = config().build_algo()
-        try:
-            learners = [algo.train()["learners"] for _ in range(2)]
-            runs.append((learners, weights_of(algo)))
-        finally:
-            algo.stop()
-    (first_metrics, first_weights), (second_metrics, second_weights) = runs
-    assert first_metrics == second_metrics
-    assert first_metrics[1]["__all_modules__"]["weights_seq_no"] == 2
-    assert_weights_equal(second_weights, first_weights)
 
 
 def test_a_learner_killed_mid_update_raises_its_rank_and_leaves_the_last_iteration(ray_session, tmp_path):
