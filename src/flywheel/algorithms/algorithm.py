@@ -99,7 +99,8 @@ class Algorithm(Checkpointable):
 
     def train(self) -> dict[str, Any]:
         """Runs `training_step()` until `min_time_s_per_iteration` and `min_sample_timesteps_per_iteration`
-        are met; returns the result dict (API.md §2)."""
+        are met; returns the result dict (API.md §2). An iteration that raises changes no counter,
+        metric or learner (`_all_or_nothing`)."""
         start = time.perf_counter()
         steps_before = self._lifetime_env_steps()
         with self._all_or_nothing():

@@ -178,8 +178,8 @@ class LearnerGroup(Checkpointable):
     ctor_args_may_pickle = True
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
-        """The local learner; with remote learners, a local copy holding rank 0's state (built on
-        first use) so the checkpoint layout is the same."""
+        """The local learner; with remote learners, a local copy holding the first live learner's
+        state (built on each call) so the checkpoint layout is the same."""
         if self._local is None:
             copy = self._build_learner()
             copy.set_state(self.get_state()["learner"])
