@@ -6,6 +6,8 @@ runner samples exactly 100 steps per iteration. Worker 1's env fails at its 150t
 i.e. 50 steps into the second iteration.
 """
 
+import logging
+import re
 import sys
 import time
 import uuid
@@ -14,6 +16,7 @@ import pytest
 import ray
 
 from flywheel import PPOConfig
+from flywheel.env_runners import remote_runners
 from flywheel.errors import EnvError
 from flywheel.testing.envs import CountingEnv
 
@@ -88,11 +91,23 @@ def train(algo, iterations):
     return [algo.train() for _ in range(iterations)]
 
 
-def test_failed_runner_is_restarted_with_the_current_weights_and_nothing_is_double_counted(counter):
+def group_logs(caplog):
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == remote_runners.__name__]
+
+
+FAILURE = "Env runner 1 failed: RuntimeError: scripted failure at step 150 of worker 1."
+
+
+def test_failed_runner_is_restarted_with_the_current_weights_and_nothing_is_double_counted(counter, caplog):
     name, actor = counter
     algo = build(name)
     try:
-        first, second, third = train(algo, 3)
+        with caplog.at_level(logging.INFO, logger="flywheel"):
+            first, second, third = train(algo, 3)
+        assert group_logs(caplog) == [
+            ("WARNING", f"{FAILURE} Restarting it in 0 s (restarts so far: 0 of at most 1000)."),
+            ("INFO", "Restarted env runner 1 (restart 1)."),
+        ]
         assert first["fault_tolerance"]["num_env_runner_restarts"] == 0
         assert first["num_env_steps_sampled_lifetime"] == 200
         # Iteration 2: worker 1 fails 50 steps in (those 50 are lost); the missing 100 steps come in
@@ -111,11 +126,18 @@ def test_failed_runner_is_restarted_with_the_current_weights_and_nothing_is_doub
         algo.stop()
 
 
-def test_ignored_failure_continues_with_fewer_runners(counter):
+def test_ignored_failure_continues_with_fewer_runners(counter, caplog):
     name, actor = counter
     algo = build(name, restart_failed_env_runners=False, ignore_env_runner_failures=True)
     try:
-        first, second, third = train(algo, 3)
+        with caplog.at_level(logging.INFO, logger="flywheel"):
+            first, second, third = train(algo, 3)
+        assert group_logs(caplog) == [
+            (
+                "WARNING",
+                f"{FAILURE} Continuing without it (ignore_env_runner_failures=True): 1 remote runner(s) left.",
+            )
+        ]
         assert second["num_env_steps_sampled_lifetime"] == 400
         assert second["fault_tolerance"]["num_healthy_env_runners"] == 1
         assert second["fault_tolerance"]["num_env_runner_restarts"] == 0
@@ -149,11 +171,22 @@ def test_restarts_stop_at_the_maximum(counter):
         algo.stop()
 
 
-def test_hanging_runner_is_dropped_counted_and_restarted(counter):
+def test_hanging_runner_is_dropped_counted_and_restarted(counter, caplog):
     name, actor = counter
     algo = build(name, hang=True, sample_timeout_s=20.0)
     try:
-        first, second = train(algo, 2)
+        with caplog.at_level(logging.INFO, logger="flywheel"):
+            first, second = train(algo, 2)
+        assert group_logs(caplog) == [
+            (
+                "WARNING",
+                "Env runner 1 failed: TimeoutError: Env runner 1 did not finish sample() within "
+                "sample_timeout_s=20.0. It was dropped for this iteration. Fix: a faster env, or "
+                "config.env_runners(sample_timeout_s=...) higher. Restarting it in 0 s (restarts so far: 0 of "
+                "at most 1000).",
+            ),
+            ("INFO", "Restarted env runner 1 (restart 1)."),
+        ]
         assert second["fault_tolerance"]["num_env_runner_timeouts"] == 1
         assert second["fault_tolerance"]["num_env_runner_restarts"] == 1
         assert second["num_env_steps_sampled_lifetime"] == 400
@@ -184,3 +217,33 @@ def test_failed_sub_env_is_rebuilt_inside_its_runner_without_a_runner_restart(co
         assert ray.get(actor.get.remote()) == {1: 100 + 110 + 100, 2: 300}
     finally:
         algo.stop()
+
+
+def test_runners_that_cannot_be_placed_end_train_within_the_timeout_with_the_cause(ray_session, caplog):
+    """Each runner asks for 3 CPUs of the session's 2: Ray can never place them."""
+    config = (
+        PPOConfig()
+        .environment(CountingEnv)
+        .env_runners(num_env_runners=2, num_cpus_per_env_runner=3, sample_timeout_s=2.0)
+        .training(train_batch_size_per_learner=20, minibatch_size=10, num_epochs=1)
+    )
+    algo = config.build_algo()
+    try:
+        start = time.monotonic()
+        with caplog.at_level(logging.INFO, logger="flywheel"), pytest.raises(EnvError) as error:
+            algo.train()
+        assert time.monotonic() - start < 30
+        assert algo.iteration == 0
+    finally:
+        algo.stop()
+    cause = (
+        r"env runner\(s\) \[{}\] did not start within sample_timeout_s=2.0 s\. Either Ray cannot place them "
+        r"\(each asks for 3 CPU\(s\); the cluster has 2 CPU\(s\), [\d.]+ free; e\.g\. a node was lost\), or "
+        r"their constructor hangs \(env creation\)\. Fix: add nodes or free CPUs, lower "
+        r"config\.env_runners\(num_cpus_per_env_runner=\.\.\.\), or raise sample_timeout_s\.$"
+    )
+    assert re.match("^No remote env runner can sample: " + cause.format("1, 2"), str(error.value))
+    logs = group_logs(caplog)
+    assert [level for level, _ in logs] == ["WARNING", "WARNING"]
+    for (_, message), index in zip(logs, (1, 2), strict=True):
+        assert re.match(f"^Leaving env runner {index} out for now: " + cause.format(index), message), message

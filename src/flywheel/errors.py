@@ -54,3 +54,14 @@ class MetricKeyError(MetricsError, KeyError):
 
 class PortError(FlywheelError, ValueError):
     """`flywheel port` was given a path it cannot read or write (a line it cannot port is a report, not an error)."""
+
+
+class LearnerDiedError(LearnerError):
+    """A remote learner's process died (killed, out of memory, node lost); `ranks` lists the dead ranks."""
+
+    def __init__(self, message: str, ranks: list[int] | tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.ranks = list(ranks)
+
+    def __reduce__(self) -> tuple:
+        return type(self), (str(self), self.ranks)

@@ -1,6 +1,7 @@
 """EnvRunnerGroup: local-only without Ray; remote runners sampling in parallel, syncing weights and
 merging connector states exactly."""
 
+import random
 import subprocess
 import sys
 
@@ -148,3 +149,19 @@ def test_a_failed_weight_sync_is_raised_with_the_next_sample(ray_session):
         assert group.fault_tolerance_metrics()["num_env_runner_failures"] == 1
     finally:
         group.stop()
+
+
+@pytest.mark.ray
+def test_remote_runner_processes_are_seeded_from_seed_and_worker_index(ray_session):
+    config = counting_config(num_env_runners=2, num_cpus_per_env_runner=0, seed=7)
+    config.freeze()
+    group = EnvRunnerGroup(config=config)
+    try:
+        draws = group.foreach_env_runner(
+            lambda runner: (random.random(), float(np.random.random())), local_env_runner=False
+        )
+    finally:
+        group.stop()
+    assert draws == [
+        (random.Random(7 + w).random(), float(np.random.RandomState(7 + w).random_sample())) for w in (1, 2)
+    ]

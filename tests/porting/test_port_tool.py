@@ -346,7 +346,9 @@ def test_module_attributes_flywheel_lacks_keep_the_module_import():
     source = "import ray.rllib.utils.typing as rt\nhints = rt.ModuleID, rt.SampleBatchType\n"
     assert port(source) == (
         source,
-        [f"mod.py:1: ray.rllib.utils.typing.SampleBatchType (used as rt.SampleBatchType on line 2): {NOT_YET}"],
+        [
+            f"mod.py:1: ray.rllib.utils.typing.SampleBatchType (used as rt.SampleBatchType on line 2): {NOT_YET}"
+        ],
     )
 
 

@@ -18,10 +18,11 @@ counters, episode windows) and the random number generators.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
+from flywheel.seeding import seed_process
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
 
 EPISODE_KEYS = (
@@ -80,12 +82,8 @@ class Algorithm(Checkpointable):
     # --------------------------------------------------------------- set up
 
     def _seed_everything(self) -> None:
-        seed = self.config.seed
-        if seed is None:
-            return
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
+        if self.config.seed is not None:
+            seed_process(self.config.seed)
 
     def _build_evaluation_group(self) -> EnvRunnerGroup | None:
         if not self.config.evaluation_interval:
@@ -106,18 +104,20 @@ class Algorithm(Checkpointable):
 
     def train(self) -> dict[str, Any]:
         """Runs `training_step()` until `min_time_s_per_iteration` and `min_sample_timesteps_per_iteration`
-        are met; returns the result dict (API.md §2)."""
+        are met; returns the result dict (API.md §2). An iteration that raises changes no counter,
+        metric or learner (`_all_or_nothing`)."""
         start = time.perf_counter()
         steps_before = self._lifetime_env_steps()
-        while True:
-            self.training_step()
-            elapsed = time.perf_counter() - start
-            steps = self._lifetime_env_steps() - steps_before
-            if (
-                elapsed >= self.config.min_time_s_per_iteration
-                and steps >= self.config.min_sample_timesteps_per_iteration
-            ):
-                break
+        with self._all_or_nothing():
+            while True:
+                self.training_step()
+                elapsed = time.perf_counter() - start
+                steps = self._lifetime_env_steps() - steps_before
+                if (
+                    elapsed >= self.config.min_time_s_per_iteration
+                    and steps >= self.config.min_sample_timesteps_per_iteration
+                ):
+                    break
         self.iteration += 1
         evaluation = None
         interval = self.config.evaluation_interval
@@ -138,6 +138,18 @@ class Algorithm(Checkpointable):
         )
         self._callbacks.on_train_result(algorithm=self, metrics_logger=self.metrics, result=result)
         return result
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """An iteration that raises (a learner died, no runner can sample, Ctrl-C) moves no counter or
+        metric, and the learners return to their state from before it (`LearnerGroup.atomic`)."""
+        metrics = self.metrics.get_state()
+        with self.learner_group.atomic():
+            try:
+                yield
+            except BaseException:
+                self.metrics.set_state(metrics)
+                raise
 
     def _lifetime_env_steps(self) -> int:
         return int(self.metrics.peek((ENV_RUNNER_RESULTS, keys.NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0))
@@ -334,6 +346,8 @@ class Algorithm(Checkpointable):
         self._time_total_s = state.get("time_total_s", self._time_total_s)
         if "metrics" in state:
             self.metrics.set_state(state["metrics"])
+            if self._lifetime_env_steps():  # a resumed run must not replay the first iteration's episodes
+                self.env_runner_group.reseed(self._lifetime_env_steps())
         if "rng" in state:
             _set_rng_state(state["rng"])
 

@@ -21,6 +21,7 @@ import torch
 from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.env.make import EnvContext, make_env_creator
 from flywheel.metrics import MetricsLogger, keys
+from flywheel.seeding import derive_seed
 
 
 class EnvRunner(Checkpointable, abc.ABC):
@@ -48,7 +49,8 @@ class EnvRunner(Checkpointable, abc.ABC):
         self._on_episode_step = "on_episode_step" in self._callbacks.active_hooks
         self.num_envs = config.num_envs_per_env_runner
         self.weights_seq_no = 0
-        self._seeded = False
+        # The seed of the next reset of all sub-envs (sub-env i gets seed + i); None: reset unseeded.
+        self._env_seed = None if config.seed is None else config.seed + worker_index * self.num_envs
         self._episodes: list | None = None
         self._to_module: dict[str, Any] = {}
 
@@ -104,7 +106,24 @@ class EnvRunner(Checkpointable, abc.ABC):
 
     @abc.abstractmethod
     def _reset_envs(self, explore: bool) -> None:
-        """Resets all sub-envs and starts a new episode in each."""
+        """Resets all sub-envs (with the seed `_take_env_seed()` returns) and starts a new episode in each."""
+
+    def _take_env_seed(self) -> int | None:
+        """The seed for this reset of the sub-envs: set at construction and by `reseed`, used once."""
+        seed, self._env_seed = self._env_seed, None
+        return seed
+
+    def reseed(self, salt: int) -> None:
+        """Drops the episodes in flight; the next `sample()` starts new ones, and with `config.seed` set,
+        resets the sub-envs (and the action spaces `random_actions` samples from) seeded from
+        `(seed, worker_index, salt)` instead of `seed`.
+
+        A restored algorithm calls this with its restored `num_env_steps_sampled_lifetime`, so a resumed
+        run does not replay the first iteration's episodes, and two resumes of one checkpoint agree.
+        """
+        self._episodes = None
+        if self.config.seed is not None:
+            self._env_seed = derive_seed(self.config.seed, self.worker_index, salt)
 
     @abc.abstractmethod
     def _sample_timesteps(self, num_timesteps: int, explore: bool, random_actions: bool) -> tuple[list, list]:

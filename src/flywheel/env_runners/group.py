@@ -7,30 +7,22 @@ The driving loop (one training iteration)::
     group.sync_weights(weights, weights_seq_no)           # once per learner update
 
 With `num_env_runners=0` the local runner samples and Ray is never imported. With
-`num_env_runners=N > 0`, N remote runners (worker indices 1..N) sample and the local runner does
-not: it stays as the holder of the inference module (`algo.get_module()`), the spaces and the
-merged connector states that checkpoints save.
-
-Failures (an env raising in a remote runner, a dead actor or node, a `sample()` slower than
-`sample_timeout_s`) follow `config.fault_tolerance()`: the runner is killed and, with
-`restart_failed_env_runners`, rebuilt after `delay_between_env_runner_restarts_s` with the current
-weights and connector states; with `ignore_env_runner_failures` training goes on with fewer
-runners; with both off the original exception is raised. What a failed runner sampled in the
-failing call is dropped with its metrics, so nothing is counted twice.
+`num_env_runners=N > 0`, N remote runners (worker indices 1..N, `RemoteRunners`) sample and the
+local runner does not: it stays as the holder of the inference module (`algo.get_module()`), the
+spaces and the merged connector states that checkpoints save. Remote runners that fail, time out
+or cannot be placed are handled (and logged) as `RemoteRunners` describes; what a failed runner
+sampled in the failing call is dropped with its metrics, so nothing is counted twice.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
-from flywheel.errors import EnvError
+from flywheel.env_runners.remote_runners import CONNECTORS, RemoteRunners
 from flywheel.typing import DEFAULT_MODULE_ID
-
-_CONNECTORS = ("env_to_module_connector", "module_to_env_connector")
 
 
 class EnvRunnerGroup:
@@ -47,28 +39,16 @@ class EnvRunnerGroup:
 
             runner_class = SingleAgentEnvRunner
         self.config = config
-        self._runner_class = runner_class
         num_remote = config.num_env_runners
         self.local_env_runner = runner_class(config=config, worker_index=0, num_workers=num_remote)
-        # Remote runners by worker index; None marks a failed runner (waiting for restart, or gone).
-        self._actors: dict[int, Any] = {}
-        self._failed_at: dict[int, float] = {}
-        self._counts = {"restarts": 0, "failures": 0, "timeouts": 0}
+        self._remote = RemoteRunners(config, runner_class) if num_remote else None
         self._metrics_states: list[dict] = []
-        self._runner_state: dict[str, Any] = {}  # what a restarted runner receives: weights, connectors
-        # set_state calls sent without waiting, per runner; checked with that runner's next result.
-        self._unconfirmed: dict[int, list] = {}
-        if num_remote:
-            ensure_ray(config)
-            self._remote_config = _config_for_actors(config)
-            for index in range(1, num_remote + 1):
-                self._actors[index] = self._new_actor(index)
 
     def update_config(self, config: Any) -> None:
         """Makes `config` (e.g. after `algo.add_module`) the one runners restarted from now on get."""
         self.config = config
-        if self._actors:
-            self._remote_config = _config_for_actors(config)
+        if self._remote is not None:
+            self._remote.update_config(config)
 
     # ------------------------------------------------------------- sampling
 
@@ -82,7 +62,7 @@ class EnvRunnerGroup:
         each runner samples one rollout fragment. The runners' connector states are then merged
         and sent back to every runner.
         """
-        if not self._actors:
+        if self._remote is None:
             episodes = self.local_env_runner.sample(
                 num_timesteps=num_timesteps, num_episodes=num_episodes, **kwargs
             )
@@ -92,14 +72,15 @@ class EnvRunnerGroup:
         missing = num_episodes if num_episodes is not None else num_timesteps
         episodes, metrics_states, connector_states = [], [], []
         while True:
-            indices = self._healthy_indices()
+            indices = self._remote.healthy()
             shares = _shares(missing, len(indices), exact=key == "num_episodes")
-            calls = {
-                self._actors[i].sample.remote({**kwargs, key: share}): i
+            args = {
+                i: ({**kwargs, key: share},)
                 for i, share in zip(indices, shares, strict=True)
                 if share is None or share > 0
             }
-            for _, (chunk, metrics_state, connector_state) in self._gather(calls):
+            calls = self._remote.call("sample", args)
+            for _, (chunk, metrics_state, connector_state) in self._remote.gather(calls):
                 episodes.extend(chunk)
                 metrics_states.append(metrics_state)
                 connector_states.append(connector_state)
@@ -110,28 +91,6 @@ class EnvRunnerGroup:
         self._metrics_states = metrics_states
         self._merge_and_send_connector_states(connector_states)
         return episodes
-
-    def _gather(self, calls: dict) -> list[tuple[int, Any]]:
-        """`(worker_index, result)` of the calls that succeeded in time; failures and calls still
-        running after `sample_timeout_s` go to `_on_failure`."""
-        import ray
-
-        if not calls:
-            return []
-        timeout = self.config.sample_timeout_s
-        done, pending = ray.wait(list(calls), num_returns=len(calls), timeout=timeout)
-        results = []
-        for ref in done:
-            index = calls[ref]
-            try:
-                ray.get(self._unconfirmed.pop(index, []))  # ran before `ref` on the same actor
-                results.append((index, ray.get(ref)))
-            except ray.exceptions.RayError as error:
-                self._on_failure(index, error)
-        for ref in pending:
-            self._counts["timeouts"] += 1
-            self._on_failure(calls[ref], TimeoutError(_timeout_message(calls[ref], timeout)))
-        return results
 
     def get_metrics_states(self) -> list[dict]:
         """Each runner's metrics from the last `sample()`, as `MetricsLogger` states (failed runners'
@@ -147,13 +106,7 @@ class EnvRunnerGroup:
         single-agent runner takes its one module's weights)."""
         if not self.config.is_multi_agent:
             weights = weights[DEFAULT_MODULE_ID]
-        state = {"rl_module": weights, "weights_seq_no": weights_seq_no}
-        self.local_env_runner.set_state(state)
-        if self._actors:
-            import ray
-
-            self._runner_state.update(state)
-            self._broadcast(ray.put(state))
+        self._set_state({"rl_module": weights, "weights_seq_no": weights_seq_no})
 
     def sync_connector_states(self, from_group: EnvRunnerGroup | None = None) -> None:
         """Merges the runners' connector states and sends the merged state to every runner.
@@ -162,135 +115,72 @@ class EnvRunnerGroup:
         (evaluation runners use the training runners' observation filters).
         """
         if from_group is None:
-            if self._actors:
-                calls = {self._actors[i].get_connector_states.remote(): i for i in self._healthy_indices()}
-                self._merge_and_send_connector_states([state for _, state in self._gather(calls)])
+            if self._remote is not None:
+                calls = self._remote.call("get_connector_states", dict.fromkeys(self._remote.healthy(), ()))
+                self._merge_and_send_connector_states([state for _, state in self._remote.gather(calls)])
             return
-        state = from_group.local_env_runner.get_state(components=list(_CONNECTORS))
+        state = from_group.local_env_runner.get_state(components=list(CONNECTORS))
         state.pop("weights_seq_no", None)
-        self._set_connector_states(state)
+        self._set_state(state)
 
     def _merge_and_send_connector_states(self, states: list[dict]) -> None:
         """Exact merge (each piece's `merge_states`) of the runners' states, then back to all runners."""
         if not any(any(state.values()) for state in states):
             return
         local = self.local_env_runner
-        pipelines = {_CONNECTORS[0]: local.env_to_module, _CONNECTORS[1]: local.module_to_env}
+        pipelines = {CONNECTORS[0]: local.env_to_module, CONNECTORS[1]: local.module_to_env}
         merged = {
             name: pipeline.merge_states([state[name] for state in states])
             for name, pipeline in pipelines.items()
         }
-        self._set_connector_states(merged)
+        self._set_state(merged)
 
-    def _set_connector_states(self, state: dict) -> None:
+    def _set_state(self, state: dict) -> None:
         self.local_env_runner.set_state(state)
-        if self._actors:
-            import ray
+        if self._remote is not None:
+            self._remote.broadcast(state)
 
-            self._runner_state.update(state)
-            self._broadcast(ray.put(state))
-
-    def _broadcast(self, state_ref: Any) -> None:
-        """`set_state(state)` on every healthy remote runner, without waiting for it: an actor runs
-        its calls in order, so its next `sample()` sees the state, and `_gather` raises this
-        call's failure together with that result (one round trip per iteration instead of two)."""
-        for i in self._healthy_indices():
-            self._unconfirmed.setdefault(i, []).append(self._actors[i].set_state.remote(state_ref))
+    def reseed(self, salt: int) -> None:
+        """`EnvRunner.reseed(salt)` on every runner: the next `sample()` starts new episodes, seeded
+        from `(seed, worker_index, salt)`; remote runners also reseed their process's generators."""
+        self.local_env_runner.reseed(salt)
+        if self._remote is not None:
+            self._remote.reseed(salt)
 
     # ---------------------------------------------------- fault tolerance
-
-    def _on_failure(self, index: int, error: BaseException) -> None:
-        """Kills the failed runner; raises unless it will be restarted or may be ignored."""
-        import ray
-
-        self._counts["failures"] += 1
-        self._unconfirmed.pop(index, None)
-        actor, self._actors[index] = self._actors[index], None
-        if actor is not None:
-            ray.kill(actor, no_restart=True)
-        config = self.config
-        if config.restart_failed_env_runners:
-            if self._counts["restarts"] >= config.max_num_env_runner_restarts:
-                raise EnvError(
-                    f"Env runner {index} failed after {self._counts['restarts']} runner restarts, the maximum "
-                    f"(max_num_env_runner_restarts={config.max_num_env_runner_restarts}). Fix the cause "
-                    "below, or raise the limit in config.fault_tolerance()."
-                ) from error
-            self._failed_at[index] = time.monotonic()
-        elif not config.ignore_env_runner_failures:
-            if isinstance(error, ray.exceptions.RayTaskError) and error.cause is not None:
-                raise error.cause from error
-            raise error
-
-    def _healthy_indices(self) -> list[int]:
-        """Worker indices of the live remote runners, after restarting those that are due.
-
-        When none is live but some will be restarted, waits for the first restart; when none is
-        left at all (failures ignored), raises.
-        """
-        self._restart_due_runners()
-        healthy = [i for i, actor in self._actors.items() if actor is not None]
-        if healthy:
-            return healthy
-        if not self._failed_at:
-            raise EnvError(
-                f"All {self.config.num_env_runners} remote env runners failed and "
-                "ignore_env_runner_failures=True leaves none to sample with. Fix the env, or set "
-                "config.fault_tolerance(restart_failed_env_runners=True)."
-            )
-        due = min(self._failed_at.values()) + self.config.delay_between_env_runner_restarts_s
-        time.sleep(max(0.0, due - time.monotonic()))
-        return self._healthy_indices()
-
-    def _restart_due_runners(self) -> None:
-        delay = self.config.delay_between_env_runner_restarts_s
-        now = time.monotonic()
-        for index, failed_at in list(self._failed_at.items()):
-            if now - failed_at >= delay:
-                del self._failed_at[index]
-                self._actors[index] = self._new_actor(index)
-                self._counts["restarts"] += 1
-
-    def _new_actor(self, index: int) -> Any:
-        """A remote runner with worker index `index`, holding the current weights and connector states."""
-        import ray
-
-        actor_class = ray.remote(num_cpus=self.config.num_cpus_per_env_runner, max_restarts=0)(_RunnerActor)
-        actor = actor_class.remote(
-            self._runner_class, self._remote_config, index, self.config.num_env_runners
-        )
-        if self._runner_state:  # runs before any later call on the actor, checked with its result
-            self._unconfirmed[index] = [actor.set_state.remote(self._runner_state)]
-        return actor
 
     def probe_health(self) -> int:
         """Pings every remote runner (within `sample_timeout_s`) and treats the silent ones as
         failed; returns the number of healthy remote runners."""
-        if self._actors:
-            calls = {self._actors[i].ping.remote(): i for i in self._healthy_indices()}
-            self._gather(calls)
+        if self._remote is not None:
+            self._remote.gather(self._remote.call("ping", dict.fromkeys(self._remote.healthy(), ())))
         return self.num_healthy_env_runners
 
     def fault_tolerance_metrics(self) -> dict[str, int]:
         """Healthy remote runners now, and lifetime counts of runner failures, restarts and timeouts."""
+        counts = (
+            self._remote.counts()
+            if self._remote is not None
+            else dict.fromkeys(("failures", "restarts", "timeouts"), 0)
+        )
         return {
             "num_healthy_env_runners": self.num_healthy_env_runners,
-            "num_env_runner_failures": self._counts["failures"],
-            "num_env_runner_restarts": self._counts["restarts"],
-            "num_env_runner_timeouts": self._counts["timeouts"],
+            "num_env_runner_failures": counts["failures"],
+            "num_env_runner_restarts": counts["restarts"],
+            "num_env_runner_timeouts": counts["timeouts"],
         }
 
     @property
     def num_healthy_env_runners(self) -> int:
-        """Live remote runners; 1 (the local runner) when there are no remote ones."""
-        if not self.config.num_env_runners:
+        """Remote runners that answered and live; 1 (the local runner) when there are no remote ones."""
+        if self._remote is None:
             return 1
-        return sum(actor is not None for actor in self._actors.values())
+        return len(self._remote.ready())
 
     @property
     def num_remote_env_runners(self) -> int:
         """Remote runners asked for (`num_env_runners`), healthy or not."""
-        return len(self._actors)
+        return 0 if self._remote is None else len(self._remote)
 
     # ---------------------------------------------------------------- misc
 
@@ -299,46 +189,15 @@ class EnvRunnerGroup:
         remote runner in worker-index order (`func` runs in the runner's process; its errors are
         raised here, they do not count as runner failures)."""
         results = [func(self.local_env_runner)] if local_env_runner else []
-        if self._actors:
-            import ray
-
-            results.extend(ray.get([self._actors[i].apply.remote(func) for i in self._healthy_indices()]))
+        if self._remote is not None:
+            results.extend(self._remote.apply(func))
         return results
 
     def stop(self) -> None:
         """Stops the local runner and kills the remote ones."""
         self.local_env_runner.stop()
-        if self._actors:
-            import ray
-
-            for actor in self._actors.values():
-                if actor is not None:
-                    ray.kill(actor, no_restart=True)
-            self._actors = {}
-
-
-class _RunnerActor:
-    """Holds one env runner in a Ray actor process (made remote by `EnvRunnerGroup._new_actor`)."""
-
-    def __init__(self, runner_class: type, config: Any, worker_index: int, num_workers: int) -> None:
-        self.runner = runner_class(config=config, worker_index=worker_index, num_workers=num_workers)
-
-    def sample(self, kwargs: dict) -> tuple[list, dict, dict]:
-        """Episodes, the metrics state and the connector states in one round trip."""
-        episodes = self.runner.sample(**kwargs)
-        return episodes, self.runner.get_metrics_state(), self.get_connector_states()
-
-    def get_connector_states(self) -> dict:
-        return {name: self.runner.get_state(components=[name])[name] for name in _CONNECTORS}
-
-    def set_state(self, state: dict) -> None:
-        self.runner.set_state(state)
-
-    def apply(self, func: Callable[[Any], Any]) -> Any:
-        return func(self.runner)
-
-    def ping(self) -> str:
-        return self.runner.ping()
+        if self._remote is not None:
+            self._remote.stop()
 
 
 def ensure_ray(config: Any) -> None:
@@ -361,19 +220,6 @@ def ensure_ray(config: Any) -> None:
     )
 
 
-def _config_for_actors(config: Any) -> Any:
-    """The config the remote runners get: an env name is resolved into its creator here, because
-    `register_env`'s registry lives in this process only."""
-    if not isinstance(config.env, str):
-        return config
-    from flywheel.env.make import make_env_creator
-
-    remote = config.copy()
-    remote.env = make_env_creator(config.env, config.env_config)
-    remote.freeze()
-    return remote
-
-
 def _shares(total: int | None, parts: int, *, exact: bool) -> list[int | None]:
     """Splits what is missing over `parts` runners: env steps rounded up (a runner returns at least
     its share), episodes exactly."""
@@ -383,10 +229,3 @@ def _shares(total: int | None, parts: int, *, exact: bool) -> list[int | None]:
         return [math.ceil(total / parts)] * parts
     base, extra = divmod(total, parts)
     return [base + (i < extra) for i in range(parts)]
-
-
-def _timeout_message(index: int, timeout: float | None) -> str:
-    return (
-        f"Env runner {index} did not finish sample() within sample_timeout_s={timeout}. It was dropped "
-        "for this iteration. Fix: a faster env, or config.env_runners(sample_timeout_s=...) higher."
-    )

@@ -278,12 +278,10 @@ class MultiAgentEnvRunner(EnvRunner):
         )  # fmt: skip
 
     def _reset_envs(self, explore: bool) -> None:
-        seed = None
-        if not self._seeded and self.config.seed is not None:
-            seed = self.config.seed + self.worker_index * self.num_envs
+        seed = self._take_env_seed()
+        if seed is not None:
             for i, agent_id in enumerate(self.env.possible_agents):
                 self.env.get_action_space(agent_id).seed(seed + i)
-        self._seeded = True
         obs, infos = self.env.reset(seed=seed)
         if self._restart_sub_envs:
             self._pop_restarts(infos)

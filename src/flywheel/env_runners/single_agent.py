@@ -275,11 +275,9 @@ class SingleAgentEnvRunner(EnvRunner):
         )  # fmt: skip
 
     def _reset_envs(self, explore: bool) -> None:
-        seed = None
-        if not self._seeded and self.config.seed is not None:
-            seed = self.config.seed + self.worker_index * self.num_envs
+        seed = self._take_env_seed()
+        if seed is not None:
             self.env.action_space.seed(seed)  # random_actions=True samples from it
-        self._seeded = True
         obs, infos = self.env.reset(seed=seed)
         per_env_infos = unbatch_infos(infos, self.num_envs)
         if self._restart_sub_envs:

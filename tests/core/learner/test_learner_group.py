@@ -1,7 +1,8 @@
-"""LearnerGroup with a local learner (num_learners=0)."""
+"""LearnerGroup with a local learner (num_learners=0); updates are all-or-nothing."""
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 from flywheel.algorithms.ppo.config import PPOConfig
 from flywheel.algorithms.ppo.learner import PPOTorchLearner
@@ -69,3 +70,67 @@ def test_weights_and_state():
     assert other.weights_seq_no == 1
     for name, value in group.get_weights(inference_only=False)["default_policy"].items():
         assert np.array_equal(other.get_weights(inference_only=False)["default_policy"][name], value)
+
+
+class FailingLearner(PPOTorchLearner):
+    """Raises in the loss of its `fail_at`-th minibatch (counted over all updates), when set."""
+
+    fail_at = None
+    calls = 0
+
+    def compute_loss_for_module(self, **kwargs):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise ValueError(f"loss failed in minibatch call {self.calls}")
+        return super().compute_loss_for_module(**kwargs)
+
+
+def failing_group():
+    return LearnerGroup(config=config().learners(learner_class=FailingLearner), spaces=(OBS_SPACE, ACT_SPACE))
+
+
+def full_state(group):
+    return group.get_state()["learner"]
+
+
+def assert_same_state(actual, expected):
+    assert actual["weights_seq_no"] == expected["weights_seq_no"]
+    assert actual["timestep"] == expected["timestep"]
+    for name, value in expected["rl_module"]["default_policy"].items():
+        np.testing.assert_array_equal(actual["rl_module"]["default_policy"][name], value, err_msg=name)
+    for key, optimizer in expected["optimizers"].items():
+        for index, slot in optimizer["state"].items():
+            for name, value in slot.items():
+                np.testing.assert_array_equal(actual["optimizers"][key]["state"][index][name], value)
+
+
+def test_an_update_that_raises_midway_leaves_the_learner_as_before():
+    group = failing_group()
+    group.update(episodes=episodes(), timesteps={"num_env_steps_sampled_lifetime": 8})
+    before = full_state(group)
+    # 2 minibatches x 2 epochs per update: call 7 is the third minibatch of the second update, after
+    # two optimizer steps of that update.
+    group.foreach_learner(lambda learner: setattr(learner, "fail_at", 7))
+    with pytest.raises(ValueError, match=r"^loss failed in minibatch call 7$"):
+        group.update(episodes=episodes(), timesteps={"num_env_steps_sampled_lifetime": 16})
+    assert_same_state(full_state(group), before)
+    assert group.weights_seq_no == 1
+    # The learner's metrics hold nothing from the failed update: the next one reports only its own.
+    results = group.update(episodes=episodes(), timesteps={"num_env_steps_sampled_lifetime": 16})
+    assert results["__all_modules__"]["weights_seq_no"] == 2
+    assert results["default_policy"]["num_module_steps_trained"] == 16
+
+
+def test_an_atomic_block_that_raises_rolls_back_every_update_in_it():
+    group = failing_group()
+    before = full_state(group)
+    with pytest.raises(KeyboardInterrupt), group.atomic():
+        group.update(episodes=episodes())
+        group.update(episodes=episodes())
+        assert group.weights_seq_no == 2
+        raise KeyboardInterrupt
+    assert_same_state(full_state(group), before)
+    assert group.weights_seq_no == 0
+    with group.atomic():
+        group.update(episodes=episodes())
+    assert group.weights_seq_no == 1

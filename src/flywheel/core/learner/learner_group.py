@@ -4,18 +4,27 @@ With `num_learners=0` one learner trains in this process. With `num_learners=N >
 actors form a `torch.distributed` (gloo) process group: each updates on its shard of the
 episodes and the gradients of every minibatch are averaged over all ranks before the optimizer
 step, so all learners hold identical weights after every update (rank 0 broadcasts its initial
-weights once). `update` returns the learners' results merged into one dict.
+weights once; rank r seeds its process with `seed + r`). `update` returns the learners' results
+merged into one dict.
+
+Updates are all-or-nothing: inside `with group.atomic():` (an algorithm's training iteration; each
+`update` call on its own otherwise), every learner keeps a copy of its state, and when the block
+raises, the learners still alive return to it. A remote learner that dies raises
+`LearnerDiedError` naming its rank; the next `update` (or `set_state`/`restore_from_path`)
+restarts the group from a live learner's state (or the restored one). Reads (`get_state`,
+`get_weights`) use the first live learner, so a save works while rank 0 is dead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flywheel.checkpoints.checkpointable import Checkpointable, read_tree_state, select
 from flywheel.core.learner.learner import Learner
+from flywheel.core.learner.learner_hosts import LearnerHost, RemoteLearners
 from flywheel.errors import CheckpointError
 from flywheel.typing import ModuleID, StateDict
 
@@ -37,45 +46,70 @@ class LearnerGroup(Checkpointable):
         self.config = config
         self._module_spec, self._spaces = module_spec, spaces
         self._learner_class = config.learner_class or config.get_default_learner_class()
-        self._learner: Learner | None = None
-        self._actors: list[Any] = []
+        self._local: LearnerHost | None = None
+        self._remote: RemoteLearners | None = None
+        self._atomic_depth = 0
+        args = (self._learner_class, config, module_spec, spaces)
         if config.num_learners == 0:
-            self._learner = self._build_learner()
+            self._local = LearnerHost(*args)
         else:
-            self._start_actors(config.num_learners)
+            self._remote = RemoteLearners(*args)
 
     def _build_learner(self) -> Learner:
-        learner = self._learner_class(config=self.config, module_spec=self._module_spec, spaces=self._spaces)
-        learner.build()
+        """A learner built here without drawing from this process's torch generator (a save must not
+        change what a seeded run samples next)."""
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            learner = self._learner_class(
+                config=self.config, module_spec=self._module_spec, spaces=self._spaces
+            )
+            learner.build()
         return learner
-
-    def _start_actors(self, num_learners: int) -> None:
-        """Starts the learner actors and joins them into one gloo process group (rank 0 hosts it)."""
-        import ray
-
-        from flywheel.env_runners.group import ensure_ray
-
-        ensure_ray(self.config)
-        actor_class = ray.remote(
-            num_cpus=self.config.num_cpus_per_learner, num_gpus=self.config.num_gpus_per_learner
-        )(_LearnerActor)
-        args = (self._learner_class, self.config, self._module_spec, self._spaces)
-        self._actors = [actor_class.remote(*args) for _ in range(num_learners)]
-        address = ray.get(self._actors[0].free_address.remote())
-        ray.get([actor.join.remote(address, rank, num_learners) for rank, actor in enumerate(self._actors)])
 
     @property
     def is_local(self) -> bool:
         """Whether the (only) learner runs in this process."""
-        return self._learner is not None
+        return self._local is not None
 
     def foreach_learner(self, func: Callable[[Learner], Any]) -> list:
-        """`[func(learner) for each learner]` (rank order; remote learners run `func` in their process)."""
-        if self._learner is not None:
-            return [func(self._learner)]
-        import ray
+        """`[func(learner) for each learner]` (rank order; remote learners run `func` in their process;
+        raises `LearnerDiedError` when one of them died)."""
+        if self._local is not None:
+            return [func(self._local.learner)]
+        return self._remote.call("apply", func)
 
-        return ray.get([actor.apply.remote(func) for actor in self._actors])
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Makes the learner updates inside the block all-or-nothing: when the block raises (a learner
+        died, an exception, Ctrl-C), every live learner returns to its state from before the block
+        (weights, optimizers, `weights_seq_no`, pipeline and metrics state). Blocks nest (the outer
+        one counts). After a learner died, the group first restarts from a live learner's state."""
+        if self._atomic_depth:
+            yield
+            return
+        if self._remote is not None and self._remote.broken:
+            self._remote.heal()
+        self._hosts("snapshot")
+        self._atomic_depth = 1
+        try:
+            yield
+        except BaseException:
+            self._hosts("rollback")
+            raise
+        finally:
+            self._atomic_depth = 0
+        if self._local is not None:
+            self._local.forget()  # remote learners keep theirs until the next block replaces it
+
+    def _hosts(self, method: str) -> None:
+        """`snapshot` / `rollback` on the local host or on every live remote one."""
+        if self._local is not None:
+            getattr(self._local, method)()
+        elif method == "rollback":
+            self._remote.rollback()
+        else:
+            self._remote.call(method, ranks=self._remote.live_ranks)
 
     def update(
         self,
@@ -87,26 +121,22 @@ class LearnerGroup(Checkpointable):
         shuffle_batch_per_epoch: bool | None = None,
     ) -> dict:
         """One `Learner.update` per learner, each on its shard of `episodes`; returns the results
-        (plain numbers per module), merged over learners by `merge_results`."""
+        (plain numbers per module), merged over learners by `merge_results`. All-or-nothing (see
+        `atomic`)."""
         kwargs = {
             "timesteps": timesteps,
             "num_epochs": num_epochs,
             "minibatch_size": minibatch_size,
             "shuffle_batch_per_epoch": shuffle_batch_per_epoch,
         }
-        if self._learner is not None:
-            return self._learner.update(episodes=episodes, **kwargs)
-        import ray
-
-        shards = shard_episodes(episodes, len(self._actors))
-        calls = [
-            actor.update.remote(episodes=shard, **kwargs)
-            for actor, shard in zip(self._actors, shards, strict=True)
-        ]
-        return merge_results(ray.get(calls))
+        with self.atomic():
+            if self._local is not None:
+                return self._local.update(episodes=episodes, **kwargs)
+            shards = shard_episodes(episodes, self.config.num_learners)
+            return merge_results(self._remote.update(shards, kwargs))
 
     def get_weights(self, inference_only: bool = True) -> dict[ModuleID, dict]:
-        """The (first) learner's module weights as numpy (what runners receive)."""
+        """The (first live) learner's module weights as numpy (what runners receive)."""
         return self._first(lambda learner: learner.get_weights(inference_only=inference_only))
 
     def set_weights(self, weights: dict[ModuleID, dict]) -> None:
@@ -117,12 +147,10 @@ class LearnerGroup(Checkpointable):
         return self._first(lambda learner: learner.weights_seq_no)
 
     def _first(self, func: Callable[[Learner], Any]) -> Any:
-        """`func` on the local learner or on rank 0 (all ranks hold the same weights)."""
-        if self._learner is not None:
-            return func(self._learner)
-        import ray
-
-        return ray.get(self._actors[0].apply.remote(func))
+        """`func` on the local learner or on the first live rank (all ranks hold the same state)."""
+        if self._local is not None:
+            return func(self._local.learner)
+        return self._remote.first(func)
 
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
@@ -134,30 +162,29 @@ class LearnerGroup(Checkpointable):
         return {"learner": self._first(lambda learner: learner.get_state(sub_components, sub_not_components))}
 
     def set_state(self, state: StateDict) -> None:
+        """Loads `state` into every learner (after a learner died, into a new group of learners)."""
         if "learner" in state:
+            if self._remote is not None and self._remote.broken:
+                self._remote.restart()
             self.foreach_learner(lambda learner: learner.set_state(state["learner"]))
 
     def stop(self) -> None:
         """Kills the remote learners (a local learner needs no stopping)."""
-        if self._actors:
-            import ray
-
-            for actor in self._actors:
-                ray.kill(actor, no_restart=True)
-            self._actors = []
+        if self._remote is not None:
+            self._remote.stop()
 
     # Checkpoints.
 
     ctor_args_may_pickle = True
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
-        """The local learner; with remote learners, a local copy holding rank 0's state (built on
-        first use) so the checkpoint layout is the same."""
-        if self._learner is None:
+        """The local learner; with remote learners, a local copy holding the first live learner's
+        state (built on each call) so the checkpoint layout is the same."""
+        if self._local is None:
             copy = self._build_learner()
             copy.set_state(self.get_state()["learner"])
             return [("learner", copy)]
-        return [("learner", self._learner)]
+        return [("learner", self._local.learner)]
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         return (), {"config": self.config, "module_spec": self._module_spec, "spaces": self._spaces}
@@ -169,7 +196,7 @@ class LearnerGroup(Checkpointable):
         Remote learners get the state read here (so the path need not exist on their node);
         the local copy `get_checkpointable_components` builds for saving would not reach them.
         """
-        if self._learner is not None or component is None:
+        if self._local is not None or component is None:
             super().restore_from_path(path, component)
             return
         head, _, sub = component.partition("/")
@@ -179,41 +206,9 @@ class LearnerGroup(Checkpointable):
                 "['learner']. Fix: pass a path of these names."
             )
         state = read_tree_state(path)
+        if self._remote.broken:
+            self._remote.heal()
         self.foreach_learner(lambda learner: (learner._component(sub) if sub else learner).set_state(state))
-
-
-class _LearnerActor:
-    """Holds one learner in a Ray actor process (made remote by `LearnerGroup._start_actors`)."""
-
-    def __init__(self, learner_class: type, config: Any, module_spec: Any, spaces: tuple | None) -> None:
-        import torch
-
-        torch.set_num_threads(1)
-        self.learner = learner_class(config=config, module_spec=module_spec, spaces=spaces)
-        self.learner.build()
-
-    def free_address(self) -> str:
-        """`host:port` for the process group's rendezvous, on this actor's node."""
-        host = socket.gethostbyname(socket.gethostname())
-        with socket.socket() as probe:
-            probe.bind(("", 0))
-            return f"{host}:{probe.getsockname()[1]}"
-
-    def join(self, address: str, rank: int, world_size: int) -> None:
-        """Joins the gloo process group, then takes rank 0's weights and buffers."""
-        import torch
-        import torch.distributed as dist
-
-        dist.init_process_group("gloo", init_method=f"tcp://{address}", rank=rank, world_size=world_size)
-        with torch.no_grad():
-            for tensor in self.learner.module.state_dict().values():
-                dist.broadcast(tensor, src=0)
-
-    def update(self, **kwargs: Any) -> dict:
-        return self.learner.update(**kwargs)
-
-    def apply(self, func: Callable[[Learner], Any]) -> Any:
-        return func(self.learner)
 
 
 def shard_episodes(episodes: list, num_shards: int) -> list[list]:
