@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from flywheel.checkpoints import io
+from flywheel.checkpoints.checkpointable import load_tree
+from flywheel.checkpoints.registry import Allowed
+from flywheel.checkpoints.tree import read_tree
 from flywheel.columns import Columns
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.core.rl_module.rl_module import RLModule
@@ -35,25 +37,35 @@ ENV_TO_MODULE_DIR = ("env_runner", "env_to_module_connector")
 MODULE_TO_ENV_DIR = ("env_runner", "module_to_env_connector")
 
 
-def load_policy(path: str | os.PathLike, module_id: str = DEFAULT_MODULE_ID) -> Policy:
-    """The policy of `module_id` in the algorithm checkpoint at `path` (what `save_to_path` returned)."""
-    root = Path(path)
-    metadata = io.read_metadata(root)
-    if not {MODULES_DIR[0], ENV_TO_MODULE_DIR[0]} <= set(metadata["components"]):
+def load_policy(
+    path: str | os.PathLike,
+    module_id: str = DEFAULT_MODULE_ID,
+    *,
+    classes: Iterable[Any] = (),
+    trusted: bool = False,
+) -> Policy:
+    """The policy of `module_id` in the algorithm checkpoint at `path` (what `save_to_path` returned).
+
+    Every metadata file the policy needs is verified before any is decoded, and only flywheel's own
+    classes and `classes` (your module class or connector pieces, e.g. `classes=[MyModule]`) are
+    built; `trusted=True` lets the checkpoint name classes to import instead. Nothing is unpickled.
+    """
+    root = read_tree(path)
+    if not {MODULES_DIR[0], ENV_TO_MODULE_DIR[0]} <= set(root.children):
         raise CheckpointError(
-            f"{root} holds a {metadata['class']}, not an algorithm checkpoint (it has no learner_group and "
-            "env_runner components). Fix: pass the directory algo.save_to_path() returned."
+            f"{root.path} holds a {root.metadata['class']}, not an algorithm checkpoint (it has no learner_group "
+            "and env_runner components). Fix: pass the directory algo.save_to_path() returned."
         )
-    modules_dir = root.joinpath(*MODULES_DIR)
-    module_ids = io.read_metadata(modules_dir)["components"]
-    if module_id not in module_ids:
+    modules = root.at("/".join(MODULES_DIR))
+    if module_id not in modules.children:
         raise CheckpointError(
-            f"The checkpoint at {root} has no module {module_id!r}; its modules are {module_ids}. "
+            f"The checkpoint at {root.path} has no module {module_id!r}; its modules are {list(modules.children)}. "
             f"Fix: load_policy(path, module_id=...) with one of them."
         )
-    module = RLModule.from_checkpoint(modules_dir / module_id)
-    env_to_module = ConnectorPipelineV2.from_checkpoint(root.joinpath(*ENV_TO_MODULE_DIR))
-    module_to_env = ConnectorPipelineV2.from_checkpoint(root.joinpath(*MODULE_TO_ENV_DIR))
+    allowed = Allowed.of(classes, trusted=trusted, entry="load_policy")
+    module = load_tree(RLModule, modules.children[module_id], allowed)
+    env_to_module = load_tree(ConnectorPipelineV2, root.at("/".join(ENV_TO_MODULE_DIR)), allowed)
+    module_to_env = load_tree(ConnectorPipelineV2, root.at("/".join(MODULE_TO_ENV_DIR)), allowed)
     return Policy(module, env_to_module, module_to_env)
 
 

@@ -21,13 +21,16 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Self
 
 import numpy as np
 import torch
 
+from flywheel.algorithms.saved_config import saved_config
 from flywheel.checkpoints.checkpointable import Checkpointable, select
+from flywheel.checkpoints.registry import Allowed
+from flywheel.checkpoints.tree import read_tree
 from flywheel.core.learner.learner_group import LearnerGroup
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
@@ -277,6 +280,33 @@ class Algorithm(Checkpointable):
         return config
 
     # ---------------------------------------------------------- checkpoints
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike,
+        *,
+        classes: Iterable[Any] = (),
+        trusted: bool = False,
+        config: Any = None,
+    ) -> Self:
+        """The algorithm saved at `path`, rebuilt from its saved config and restored: training
+        continues where it stopped.
+
+        Loading runs no code the checkpoint names. The config's plain settings and flywheel's classes
+        always load; your classes and functions it names (an env class, a module class, a mapping
+        function defined in a module) load when you pass them, `classes=[MyEnv, my_mapping_fn]`.
+        Lambdas and closures can only be stored as pickles, read only with `trusted=True` (which also
+        imports any class the checkpoint names). Without trusting, pass such settings yourself:
+        `config={"policy_mapping_fn": fn}` puts them in place of the saved ones (which are not read),
+        and `config=my_algorithm_config` replaces the saved config altogether.
+        """
+        allowed = Allowed.of([cls, *classes], trusted=trusted, entry=f"{cls.__name__}.from_checkpoint")
+        node = read_tree(path)
+        algo_class = cls.checked_class(node, allowed)
+        algo = algo_class(config=saved_config(node, allowed, config))
+        algo.restore_from_path(path)
+        return algo
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
         return [("learner_group", self.learner_group), ("env_runner", self.env_runner)]

@@ -27,6 +27,7 @@ from flywheel.algorithms import config_validation
 from flywheel.algorithms.config_builders import env_spaces, hook_pieces, make_pipeline, merge_module_specs
 from flywheel.algorithms.config_settings import AlgorithmSettings
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback, make_callbacks
+from flywheel.checkpoints.registry import checkpoint_class, register_if_flywheel
 from flywheel.errors import ConfigError
 from flywheel.typing import DEFAULT_MODULE_ID
 
@@ -49,11 +50,16 @@ class _NotProvided:
 NOT_PROVIDED = _NotProvided()
 
 
+@checkpoint_class
 @dataclasses.dataclass(init=False, repr=False, eq=True)
 class AlgorithmConfig(AlgorithmSettings):
     """Settings of an algorithm, set through section methods that each return the config."""
 
     _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        register_if_flywheel(cls)  # checkpoints may name flywheel's configs (PPOConfig, ...)
 
     def __init__(self, algo_class: type | None = None):
         """`algo_class`: the Algorithm subclass `build_algo()` creates (None: the config's default)."""

@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from flywheel.checkpoints.registry import checkpoint_class
 from flywheel.errors import EnvError
 
 __all__ = ["CountingContinuousEnv", "CountingEnv", "FailingEnv", "ObsOutOfSpaceEnv", "WrongSpaceTypeEnv"]
@@ -21,6 +22,7 @@ OBS_HIGH = 1e6
 """Upper bound of the counting envs' observation space: finite, so normalisers stay finite."""
 
 
+@checkpoint_class
 class CountingEnv(gym.Env):
     """Counts the steps since reset.
 
@@ -56,6 +58,7 @@ class CountingEnv(gym.Env):
         )
 
 
+@checkpoint_class
 class CountingContinuousEnv(CountingEnv):
     """:class:`CountingEnv` with ``Box(-1, 1, (1,))`` actions."""
 
@@ -64,6 +67,7 @@ class CountingContinuousEnv(CountingEnv):
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 
 
+@checkpoint_class
 class ObsOutOfSpaceEnv(CountingEnv):
     """:class:`CountingEnv` whose observations break the observation space.
 
@@ -92,6 +96,7 @@ class ObsOutOfSpaceEnv(CountingEnv):
         return np.array([-1.0], np.float32)
 
 
+@checkpoint_class
 class WrongSpaceTypeEnv(CountingEnv):
     """:class:`CountingEnv` whose ``config["attribute"]`` (default ``"observation_space"``) is a
     tuple of bounds ``(0.0, 1.0)`` instead of a space, a common slip."""
@@ -101,6 +106,7 @@ class WrongSpaceTypeEnv(CountingEnv):
         setattr(self, self.config.get("attribute", "observation_space"), (0.0, 1.0))
 
 
+@checkpoint_class
 class FailingEnv(CountingEnv):
     """:class:`CountingEnv` that raises ``RuntimeError`` in ``reset``/``step`` once it has taken
     ``config["fail_after"]`` steps in total (over all its episodes), e.g. to test fault tolerance.
