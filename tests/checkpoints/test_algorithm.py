@@ -244,6 +244,30 @@ def test_restore_one_module_into_another_algorithm(algos, tmp_path):
     assert loaded == [1]
 
 
+def test_a_checkpoint_of_the_wrong_kind_is_never_restored_silently(algos, tmp_path):
+    algo = _build(algos, _counting_config())
+    path = algo.save_to_path(tmp_path / "ckpt")
+    before = algo.get_state(components="learner_group")
+    module_path = os.path.join(path, *MODULE.split("/"))
+    with pytest.raises(
+        CheckpointError,
+        match=rf"Cannot restore {module_path} into PPO: it holds DefaultPPOTorchRLModule \(kind RLModule\), expected "
+        r"a checkpoint of kind Algorithm\. Fix: pass the component it belongs to, e\.g\. restore_from_path\(path, "
+        r"component='learner_group/learner/rl_module/default_policy'\) \(components of kind RLModule: "
+        r"\['learner_group/learner/rl_module/default_policy', 'env_runner/rl_module'\]\)\.$",
+    ):
+        algo.restore_from_path(module_path)
+    with pytest.raises(
+        CheckpointError,
+        match=rf"Cannot restore {path} into PPO's component 'learner_group': it holds PPO \(kind Algorithm\), "
+        rf"expected a checkpoint of kind LearnerGroup\. Fix: pass the sub-directory that holds it: {path}/learner_group\.$",
+    ):
+        algo.restore_from_path(path, component="learner_group")
+    with pytest.raises(CheckpointError, match=r"expected a checkpoint of kind MultiRLModule"):
+        algo.restore_from_path(module_path, component="learner_group/learner/rl_module")
+    assert_states_equal(algo.get_state(components="learner_group"), before)
+
+
 def test_restoring_an_older_checkpoint_rolls_the_runner_back(algos, tmp_path):
     algo = _build(algos, _counting_config())
     algo.train()

@@ -146,6 +146,23 @@ def test_unknown_component_path_raises(tmp_path):
         Pair().restore_from_path(path, component="middle")
 
 
+def test_restore_checks_the_kind_of_the_checkpoint(tmp_path):
+    path = _pair().save_to_path(tmp_path / "ckpt")
+    pair = Pair()
+    with pytest.raises(
+        CheckpointError,
+        match=r"Cannot restore .*ckpt/left into Pair: it holds Counter \(kind Counter\), expected a checkpoint of kind "
+        r"Pair\. Fix: pass the component it belongs to, e\.g\. restore_from_path\(path, component='left'\) \(components "
+        r"of kind Counter: \['left', 'right'\]\)\.$",
+    ):
+        pair.restore_from_path(os.path.join(path, "left"))
+    with pytest.raises(
+        CheckpointError, match=r"it holds Pair \(kind Pair\), expected a checkpoint of kind Counter"
+    ):
+        pair.restore_from_path(path, component="left")
+    assert pair.get_state() == Pair().get_state()
+
+
 def test_from_checkpoint_of_the_wrong_class_raises(tmp_path):
     path = _pair().save_to_path(tmp_path / "ckpt")
     with pytest.raises(

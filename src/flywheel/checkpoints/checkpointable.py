@@ -154,17 +154,21 @@ class Checkpointable:
         if found_kind == expected_kind:
             return
         into = type(self).__name__ + (f"'s component {component!r}" if component else "")
-        found = node.metadata["class"].rpartition(":")[2]
+        inside = _node_paths(node, expected_kind)
         candidates = _component_paths(self, found_kind)
-        fix = (
-            f"pass the component it belongs to, e.g. restore_from_path(path, component={candidates[0]!r}) "
-            f"(components of kind {found_kind}: {candidates})"
-            if candidates
-            else f"pass a checkpoint of a {expected_kind} (the directory its save_to_path() returned)"
-        )
+        if inside:
+            fix = f"pass the sub-directory that holds it: {node.path / inside[0]}"
+        elif candidates:
+            shown = candidates[:5] + (["..."] if len(candidates) > 5 else [])
+            fix = (
+                f"pass the component it belongs to, e.g. restore_from_path(path, component={candidates[0]!r}) "
+                f"(components of kind {found_kind}: {shown})"
+            )
+        else:
+            fix = f"pass a checkpoint of kind {expected_kind} (the directory its save_to_path() returned)"
         raise CheckpointError(
-            f"Cannot restore {node.path} into {into}: the checkpoint holds a {found} ({found_kind}), but a "
-            f"{expected_kind} checkpoint is expected. Fix: {fix}."
+            f"Cannot restore {node.path} into {into}: it holds {node.metadata['class'].rpartition(':')[2]} "
+            f"(kind {found_kind}), expected a checkpoint of kind {expected_kind}. Fix: {fix}."
         )
 
     def _component(self, component: str) -> Checkpointable:
