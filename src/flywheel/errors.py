@@ -34,3 +34,7 @@ class CheckpointError(FlywheelError, ValueError):
 
 class LearnerError(FlywheelError, RuntimeError):
     """A learner update failed (e.g. a loss that is not finite)."""
+
+
+class InferenceError(FlywheelError, ValueError):
+    """An input given to a policy for acting does not fit it (shape, rank, NaN, ``explore``)."""

@@ -18,7 +18,6 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 
@@ -28,6 +27,7 @@ from flywheel.checkpoints.tree import read_tree
 from flywheel.columns import Columns
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.core.rl_module.rl_module import RLModule
+from flywheel.env.observation_checks import check_explore, check_observations
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import CheckpointError, ModuleError
 from flywheel.typing import DEFAULT_MODULE_ID
@@ -77,6 +77,11 @@ class Policy:
     their initial state. Observation statistics are frozen at their saved values (pieces with an
     `update_stats` attribute, such as `MeanStdFilter`, get `update_stats=False`), so the same
     observation always gets the same greedy action.
+
+    Inputs are checked against the env's observation space (saved in the checkpoint): None, a batch
+    where one observation is expected and the reverse, a wrong shape or rank, an empty batch, NaN or
+    inf, and an `explore` that is not a bool raise an `InferenceError` saying what was expected.
+    Lists and other dtypes are converted to what the env returns.
     """
 
     def __init__(
@@ -85,28 +90,42 @@ class Policy:
         self.module = module
         self.env_to_module = env_to_module
         self.module_to_env = module_to_env
+        self._observation_space = env_to_module.input_observation_space
         for piece in env_to_module.connectors:
             if hasattr(piece, "update_stats"):
                 piece.update_stats = False
 
     def compute_actions(self, obs_batch: Any, explore: bool = False) -> np.ndarray:
         """Actions for the env (after unsquashing/clipping) for a batch of observations (rows or a list)."""
-        space = self.env_to_module.input_observation_space
-        if isinstance(space, gym.spaces.Box):  # lists and other dtypes become what the env would return
-            obs_batch = np.asarray(obs_batch, dtype=space.dtype)
+        check_explore(explore)
+        rows = check_observations(self._observation_space, obs_batch, single=False)
+        return self._actions(rows, explore)
+
+    def compute_single_action(self, obs: Any, explore: bool = False) -> Any:
+        """The env action for one observation (e.g. a numpy int for Discrete, an array for Box)."""
+        check_explore(explore)
+        return self._actions(check_observations(self._observation_space, obs, single=True), explore)[0]
+
+    def forward_inference(self, obs_batch: Any) -> dict[str, Any]:
+        """The module's inference output (e.g. `ACTION_DIST_INPUTS`, as tensors) for a batch of raw env
+        observations, after the env-to-module pipeline: what `compute_actions(explore=False)` samples from."""
+        rows = check_observations(self._observation_space, obs_batch, single=False)
+        return self.module.forward_inference(self._module_batch(rows, explore=False)[0])
+
+    def _actions(self, rows: Any, explore: bool) -> np.ndarray:
+        batch, call = self._module_batch(rows, explore)
+        out = self.module.forward_exploration(batch) if explore else self.module.forward_inference(batch)
+        return self.module_to_env(batch=out, **call)[Columns.ACTIONS_FOR_ENV]
+
+    def _module_batch(self, rows: Any, explore: bool) -> tuple[dict, dict]:
+        """The env-to-module pipeline's batch for checked observation rows, and the call's arguments."""
         episodes = []
-        for obs in obs_batch:
+        for obs in rows:
             episode = SingleAgentEpisode(id_="inference", len_lookback_buffer=0)  # no new episode id per call
             episode.add_env_reset(obs)
             episodes.append(episode)
         call = {"rl_module": self.module, "episodes": episodes, "explore": explore, "shared_data": {}}
-        batch = self.env_to_module(batch={}, **call)
-        out = self.module.forward_exploration(batch) if explore else self.module.forward_inference(batch)
-        return self.module_to_env(batch=out, **call)[Columns.ACTIONS_FOR_ENV]
-
-    def compute_single_action(self, obs: Any, explore: bool = False) -> Any:
-        """The env action for one observation (e.g. a numpy int for Discrete, an array for Box)."""
-        return self.compute_actions([obs], explore=explore)[0]
+        return self.env_to_module(batch={}, **call), call
 
     def export_torchscript(self, path: str | os.PathLike) -> str:
         """Saves the module's inference pass, `obs tensor [B, ...] -> ACTION_DIST_INPUTS [B, ...]`, as
