@@ -158,3 +158,32 @@ def _expected(space: gym.Space | None, single: bool) -> str:
         shape = tuple(space.shape)
         return f"one observation of shape {shape}" if single else f"a batch of shape {_batch_shape(shape)}"
     return f"an observation of {space}" if single else f"a list of observations of {space}"
+
+
+def first_outside(space: gym.Space, batch: Any) -> int | None:
+    """The index of the first row of `batch` (a vector env's batched observations) that is not in
+    `space`, or None. Box, Discrete, MultiDiscrete and MultiBinary are checked with a few numpy
+    operations for the whole batch; Dict and Tuple key by key."""
+    if isinstance(space, gym.spaces.Dict):
+        rows = [first_outside(sub, batch[key]) if key in batch else 0 for key, sub in space.spaces.items()]
+        return min((row for row in rows if row is not None), default=None)
+    if isinstance(space, gym.spaces.Tuple):
+        rows = [first_outside(sub, batch[i]) for i, sub in enumerate(space.spaces)]
+        return min((row for row in rows if row is not None), default=None)
+    if not isinstance(batch, np.ndarray) or batch.shape[1:] != space.shape:
+        return 0
+    low, high = _bounds(space)
+    inside = (batch >= low) & (batch <= high)
+    if inside.all():
+        return None
+    return int(np.argwhere(~inside.reshape(len(batch), -1).all(axis=1))[0, 0])
+
+
+def _bounds(space: gym.Space) -> tuple[Any, Any]:
+    if isinstance(space, gym.spaces.Box):
+        return space.low, space.high
+    if isinstance(space, gym.spaces.Discrete):
+        return space.start, space.start + space.n - 1
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return space.start, space.start + space.nvec - 1
+    return 0, 1  # MultiBinary

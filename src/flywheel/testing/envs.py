@@ -72,13 +72,15 @@ class ObsOutOfSpaceEnv(CountingEnv):
     """:class:`CountingEnv` whose observations break the observation space.
 
     ``config["problem"]``: ``"bounds"`` (default; returns ``[-1.0]``), ``"dtype"`` (float64) or
-    ``"shape"`` (``[t, t]``); ``config["at"]``: ``"reset"`` (default) or ``"step"``.
+    ``"shape"`` (``[t, t]``) or ``"nan"``; ``config["at"]``: ``"reset"`` (default) or ``"step"``, and with
+    ``"step"``, ``config["after"]`` (default 0): the steps up to that one are fine.
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
         self.problem = self.config.get("problem", "bounds")
         self.at = self.config.get("at", "reset")
+        self.after = int(self.config.get("after", 0))
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         obs, info = super().reset(seed=seed, options=options)
@@ -86,9 +88,11 @@ class ObsOutOfSpaceEnv(CountingEnv):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         obs, *rest = super().step(action)
-        return (self._break(obs) if self.at == "step" else obs), *rest
+        return (self._break(obs) if self.at == "step" and self.t > self.after else obs), *rest
 
     def _break(self, obs: np.ndarray) -> np.ndarray:
+        if self.problem == "nan":
+            return np.array([np.nan], np.float32)
         if self.problem == "dtype":
             return obs.astype(np.float64)
         if self.problem == "shape":
