@@ -100,35 +100,43 @@ def test_a_gymnasium_id_that_imports_a_module_is_refused(ckpt, evil_module):
         Algorithm.from_checkpoint(ckpt)
 
 
-def test_the_config_pickle_is_not_unpickled_without_trust(ckpt, proof):
-    class Payload:
-        def __reduce__(self):
-            return os.system, (f"touch {proof}",)
+class _Payload:
+    """Unpickling it runs `touch <proof>`."""
 
-    data = pickle.dumps([Payload()])
-    (ckpt / io.PICKLE_FILE).write_bytes(data)
-    checksums = {**_metadata(ckpt)["checksums"], io.PICKLE_FILE: zlib.crc32(data)}
+    def __init__(self, proof):
+        self.proof = proof
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.proof}",)
+
+
+def _put_pickle(directory, proof):
+    data = pickle.dumps([_Payload(proof)])
+    (directory / io.PICKLE_FILE).write_bytes(data)
+    return zlib.crc32(data)
+
+
+def test_the_config_pickle_is_not_unpickled_without_trust(ckpt, proof):
+    crc = _put_pickle(ckpt, proof)
+    checksums = {**_metadata(ckpt)["checksums"], io.PICKLE_FILE: crc}
     rewrite_metadata(ckpt, checksums=checksums)
     _settings_with(ckpt, env_config={"__pickled__": 0})
     with pytest.raises(CheckpointError, match=r"stores config\.env_config as pickles .*trusted=True"):
         Algorithm.from_checkpoint(ckpt)
+    assert load_policy(ckpt, trusted=True).compute_single_action([0.0]) in (0, 1)  # never unpickles
 
 
 def test_a_pickle_referenced_by_a_module_is_never_unpickled_even_when_trusted(ckpt, proof):
-    class Payload:
-        def __reduce__(self):
-            return os.system, (f"touch {proof}",)
-
-    data = pickle.dumps([Payload()])
-    (ckpt / MODULE / io.PICKLE_FILE).write_bytes(data)
+    crc = _put_pickle(ckpt / MODULE, proof)
     metadata = _metadata(ckpt / MODULE)
     rewrite_metadata(
         ckpt / MODULE,
-        checksums={**metadata["checksums"], io.PICKLE_FILE: zlib.crc32(data)},
+        checksums={**metadata["checksums"], io.PICKLE_FILE: crc},
         ctor_kwargs={**metadata["ctor_kwargs"], "model_config": {"__pickled__": 0}},
     )
     with pytest.raises(
-        CheckpointError, match=r"refers to a pickled value, which this load does not unpickle"
+        CheckpointError,
+        match=r"refers to a pickled value, which this load does not unpickle \(unpickling runs code the file names\); only components built from an algorithm config store pickles",
     ):
         load_policy(ckpt, trusted=True)
 

@@ -290,16 +290,12 @@ class Algorithm(Checkpointable):
         trusted: bool = False,
         config: Any = None,
     ) -> Self:
-        """The algorithm saved at `path`, rebuilt from its saved config and restored: training
-        continues where it stopped.
+        """The algorithm saved at `path`, rebuilt from its saved config and restored (training continues).
 
-        Loading runs no code the checkpoint names. The config's plain settings and flywheel's classes
-        always load; your classes and functions it names (an env class, a module class, a mapping
-        function defined in a module) load when you pass them, `classes=[MyEnv, my_mapping_fn]`.
-        Lambdas and closures can only be stored as pickles, read only with `trusted=True` (which also
-        imports any class the checkpoint names). Without trusting, pass such settings yourself:
-        `config={"policy_mapping_fn": fn}` puts them in place of the saved ones (which are not read),
-        and `config=my_algorithm_config` replaces the saved config altogether.
+        Runs no code the checkpoint names: your classes and functions it names load when passed
+        (`classes=[MyEnv, my_mapping_fn]`), lambdas (stored as pickles) with `trusted=True` (which also
+        imports what it names), or pass such settings yourself: `config={"policy_mapping_fn": fn}`
+        replaces the saved ones unread, `config=an_algorithm_config` the whole saved config.
         """
         allowed = Allowed.of([cls, *classes], trusted=trusted, entry=f"{cls.__name__}.from_checkpoint")
         node = read_tree(path)

@@ -9,6 +9,7 @@ who does not trust the checkpoint can still supply what the pickles held.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,7 +48,8 @@ def saved_config(node: Node, allowed: Allowed, config: AlgorithmConfig | Mapping
             f"{allowed.entry}(path, config={{{names}}}); or build the algorithm from your own config and "
             "load only the states: algo = config.build_algo(); algo.restore_from_path(path)."
         )
-    saved = codec.decode(encoded, file, allowed, (lambda: read_pickles(node)) if allowed.trusted else None)
+    load_pickles = functools.cache(lambda: read_pickles(node)) if allowed.trusted else None
+    saved = codec.decode(encoded, file, allowed, load_pickles)
     saved.update_from_dict(given)
     if not allowed.trusted:
         _check_env_imports(saved, file, allowed)

@@ -6,8 +6,11 @@
     algo.restore_from_path(module_path, component="learner_group/learner/rl_module/default_policy")
 
 Each component directory holds the component's own state (its `get_state()` without the states of
-its sub-components), a metadata file with its class and constructor arguments, and one
-sub-directory per sub-component (see `flywheel.checkpoints.io` for the files).
+its sub-components), a metadata file with its class, kind and constructor arguments, and one
+sub-directory per sub-component (see `flywheel.checkpoints.io` for the files). Saving goes through
+`flywheel.checkpoints.atomic`; loading verifies the whole tree first (`flywheel.checkpoints.tree`)
+and builds only allowed classes (`flywheel.checkpoints.registry`): loading runs no code the
+checkpoint names unless the caller passes `trusted=True`.
 
 Subclasses implement `get_state` / `set_state` (the state of the whole sub-tree, keyed by component
 name at each level), `get_ctor_args_and_kwargs` (plain data that rebuilds the object) and, when they
@@ -16,6 +19,7 @@ hold sub-components, `get_checkpointable_components`.
 
 from __future__ import annotations
 
+import functools
 import os
 import zlib
 from collections.abc import Iterable
@@ -244,7 +248,7 @@ def decode_ctor_args(node: Node, allowed: registry.Allowed, *, may_pickle: bool)
         pickled = pickled_ctor_args(args, kwargs)
         if pickled:
             raise CheckpointError(needs_trust_message(file, pickled, allowed.entry))
-    load_pickles = (lambda: read_pickles(node)) if may_pickle and allowed.trusted else None
+    load_pickles = functools.cache(lambda: read_pickles(node)) if may_pickle and allowed.trusted else None
     return codec.decode(args, file, allowed, load_pickles), codec.decode(kwargs, file, allowed, load_pickles)
 
 
@@ -270,9 +274,8 @@ def _wrong_class_message(cls: type, node: Node) -> str:
     subs = _node_paths(node, cls.checkpoint_kind())
     sub = f", or pass its sub-directory holding a {cls.__name__} ({', '.join(subs)})" if subs else ""
     return (
-        f"The checkpoint at {node.path} holds {node.metadata['class']} (kind {node.metadata['kind']}), "
-        "which is not "
-        f"{cls.__name__} or a subclass of it. Fix: load it with {found}.from_checkpoint(){sub}."
+        f"The checkpoint at {node.path} holds {node.metadata['class']} (kind {node.metadata['kind']}), which is "
+        f"not {cls.__name__} or a subclass of it. Fix: load it with {found}.from_checkpoint(){sub}."
     )
 
 

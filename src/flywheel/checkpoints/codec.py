@@ -288,9 +288,15 @@ class _Decoder:
 
     def _pickled(self, data: dict) -> Any:
         if self.load_pickles is None:
+            fix = (
+                "only components built from an algorithm config store pickles, so the file is damaged or was "
+                "edited. Fix: load another checkpoint."
+                if self.allowed.trusted
+                else "Fix: if you trust the checkpoint, load it with trusted=True."
+            )
             raise CheckpointError(
                 f"{self.file} refers to a pickled value, which this load does not unpickle (unpickling runs "
-                "code the file names). Fix: if you trust the checkpoint, load it with trusted=True."
+                f"code the file names); {fix}"
             )
         index = data["__pickled__"]
         return self.load_pickles()[index if type(index) is int else _bad(index)]
