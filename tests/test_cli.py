@@ -353,6 +353,26 @@ def test_train_then_evaluate_the_saved_checkpoint(tmp_path, capsys):
     assert code == 0 and out.startswith("Evaluated 2 episodes (explore=True): return mean ")
 
 
+def test_evaluate_unpickles_config_lambdas_only_when_trusted(tmp_path, capsys):
+    from flywheel import PPOConfig
+    from flywheel.connectors.env_to_module import MeanStdFilter
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(env_to_module_connector=lambda env, spaces, device: MeanStdFilter())
+        .training(train_batch_size_per_learner=32, minibatch_size=16, num_epochs=1)
+    )
+    algo = config.build_algo()
+    path = algo.save_to_path(tmp_path / "checkpoint")
+    algo.stop()
+    code, _, err = run(["evaluate", path, "--episodes", "1"], capsys)
+    assert code == 2 and "stores config.env_to_module_connector as pickles" in err
+    code, out, err = run(["evaluate", path, "--episodes", "1", "--trusted"], capsys)
+    assert code == 0, err
+    assert out.startswith("Evaluated 1 episodes (explore=False): return mean ")
+
+
 def test_evaluate_a_directory_that_is_not_a_checkpoint_exits_2(tmp_path, capsys):
     code, _, err = run(["evaluate", str(tmp_path)], capsys)
     assert code == 2

@@ -10,7 +10,7 @@ import torch
 
 from flywheel import PPOConfig
 from flywheel.connectors.env_to_module import MeanStdFilter
-from flywheel.errors import CheckpointError, ModuleError
+from flywheel.errors import CheckpointError, InferenceError, ModuleError
 from flywheel.inference import load_policy
 from flywheel.testing import CountingEnv
 
@@ -167,3 +167,108 @@ def test_recurrent_modules_are_not_exported(tmp_path_factory):
         ModuleError, match=r"DefaultPPOTorchRLModule is recurrent; export_torchscript\(\) exports"
     ):
         policy.export_torchscript(tmp_path_factory.mktemp("ts") / "p.pt")
+
+
+@pytest.mark.parametrize(
+    "call, obs, message",
+    [
+        (
+            "single",
+            None,
+            r"compute_single_action\(obs\) got None; expected one observation of shape \(4,\)\.$",
+        ),
+        ("batch", None, r"compute_actions\(obs_batch\) got None; expected a batch of shape \(B, 4\)\.$"),
+        (
+            "single",
+            np.zeros((2, 4)),
+            r"compute_single_action\(obs\) takes one observation of shape \(4,\), got a batch of 2 \(shape \(2, 4\)\)\. "
+            r"Fix: compute_actions\(obs_batch\) acts on batches",
+        ),
+        (
+            "batch",
+            np.zeros(4),
+            r"compute_actions\(obs_batch\) takes a batch of shape \(B, 4\), got one observation of shape \(4,\)\. "
+            r"Fix: compute_single_action\(obs\), or compute_actions\(\[obs\]\)\.$",
+        ),
+        ("single", np.zeros(3), r"expected one observation of shape \(4,\), got shape \(3,\)\."),
+        (
+            "single",
+            [[0.0] * 4],
+            r"takes one observation of shape \(4,\), got a batch of 1 \(shape \(1, 4\)\)",
+        ),
+        (
+            "batch",
+            np.zeros((2, 2, 4)),
+            r"expected a batch of shape \(B, 4\) \(rank 2\), got shape \(2, 2, 4\) \(rank 3\)\.",
+        ),
+        (
+            "batch",
+            np.zeros((0, 4)),
+            r"got an empty batch \(shape \(0, 4\)\); expected at least one observation",
+        ),
+        (
+            "batch",
+            [[0.0, 0, 0, 0], [0.0, np.nan, 0, 0]],
+            r"got a non-finite value \(NaN or inf\) in observation 1: \[0\.0, nan, 0\.0, 0\.0\]",
+        ),
+        ("single", [0.0, np.inf, 0, 0], r"got a non-finite value \(NaN or inf\) in observation 0"),
+        ("single", ["a", "b", "c", "d"], r"got list data of dtype <U1; expected numbers for Box"),
+        ("batch", [[0.0] * 4, [0.0] * 3], r"cannot read its input as an array"),
+    ],
+)
+def test_bad_observations_are_named(cartpole, call, obs, message):
+    policy = load_policy(cartpole[1])
+    act = policy.compute_single_action if call == "single" else policy.compute_actions
+    with pytest.raises(InferenceError, match=message):
+        act(obs)
+
+
+@pytest.mark.parametrize("explore", ["False", 1, None, np.array([True])])
+def test_explore_must_be_a_bool(cartpole, explore):
+    policy = load_policy(cartpole[1])
+    with pytest.raises(
+        InferenceError, match=rf"explore must be True or False, got .*\({type(explore).__name__}\)"
+    ):
+        policy.compute_actions(np.zeros((1, 4), np.float32), explore=explore)
+    assert policy.compute_single_action(np.zeros(4), explore=np.bool_(False)) in (0, 1)
+
+
+def test_discrete_observations_are_checked_too(tmp_path_factory):
+    config = _small(PPOConfig().environment("FrozenLake-v1").rl_module(model_config={"fcnet_hiddens": [8]}))
+    algo, path = _save(config, tmp_path_factory)
+    algo.stop()
+    policy = load_policy(path)
+    assert policy.compute_actions([0, 5, 15]).shape == (3,)
+    assert 0 <= policy.compute_single_action(np.int64(3)) < 4
+    with pytest.raises(
+        InferenceError, match=r"takes one observation of shape \(\), got a batch of 2 \(shape \(2,\)\)"
+    ):
+        policy.compute_single_action([1, 2])
+    with pytest.raises(
+        InferenceError, match=r"takes a batch of shape \(B,\), got one observation of shape \(\)"
+    ):
+        policy.compute_actions(3)
+    with pytest.raises(
+        InferenceError, match=r"got fractional values for Discrete\(16\), which holds integers"
+    ):
+        policy.compute_actions([1.5])
+
+
+def test_forward_inference_takes_raw_observations_and_modules_take_numpy(cartpole):
+    algo, path = cartpole
+    policy = load_policy(path)
+    obs = np.random.default_rng(1).normal(size=(3, 4))  # float64, as numpy makes them
+    logits = policy.forward_inference(obs)["action_dist_inputs"]
+    normalized = torch.from_numpy(policy.env_to_module[0].normalize(obs).astype(np.float32))
+    torch.testing.assert_close(
+        logits, policy.module.forward_inference({"obs": normalized})["action_dist_inputs"]
+    )
+    np.testing.assert_array_equal(torch.argmax(logits, -1).numpy(), policy.compute_actions(obs))
+    # The module itself: numpy in, the same outputs as tensors in (float64 becomes float32).
+    module = algo.get_module()
+    numpy_out = module.forward_inference({"obs": normalized.numpy().astype(np.float64)})["action_dist_inputs"]
+    torch.testing.assert_close(numpy_out, module.forward_inference({"obs": normalized})["action_dist_inputs"])
+    assert module.forward_exploration({"obs": np.zeros((2, 4), np.float32)})["action_dist_inputs"].shape == (
+        2,
+        2,
+    )

@@ -238,7 +238,7 @@ def evaluate(args: argparse.Namespace) -> int:
         )
     from flywheel.algorithms.algorithm import Algorithm
 
-    algo = Algorithm.from_checkpoint(args.path)
+    algo = Algorithm.from_checkpoint(args.path, trusted=args.trusted)
     try:
         episodes = algo.env_runner.sample(num_episodes=args.episodes, explore=args.explore)
     finally:
@@ -338,6 +338,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--episodes", type=_positive_int, default=10, metavar="N", help="episodes to run (default: 10)"
     )
     check.add_argument("--explore", action="store_true", help="sample actions instead of acting greedily")
+    check.add_argument(
+        "--trusted",
+        action="store_true",
+        help="import the classes the checkpoint names and unpickle its config's lambdas (only for checkpoints "
+        "you trust: this runs code from the checkpoint)",
+    )
 
     rewrite = commands.add_parser(
         "port",

@@ -65,3 +65,7 @@ class LearnerDiedError(LearnerError):
 
     def __reduce__(self) -> tuple:
         return type(self), (str(self), self.ranks)
+
+
+class InferenceError(FlywheelError, ValueError):
+    """An input given to a policy for acting does not fit it (shape, rank, NaN, ``explore``)."""

@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import os
 import warnings
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 
-from flywheel.checkpoints import io
+from flywheel.checkpoints.checkpointable import load_tree
+from flywheel.checkpoints.registry import Allowed
+from flywheel.checkpoints.tree import read_tree
 from flywheel.columns import Columns
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.core.rl_module.rl_module import RLModule
+from flywheel.env.observation_checks import check_explore, check_observations
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import CheckpointError, ModuleError
 from flywheel.typing import DEFAULT_MODULE_ID
@@ -35,25 +37,35 @@ ENV_TO_MODULE_DIR = ("env_runner", "env_to_module_connector")
 MODULE_TO_ENV_DIR = ("env_runner", "module_to_env_connector")
 
 
-def load_policy(path: str | os.PathLike, module_id: str = DEFAULT_MODULE_ID) -> Policy:
-    """The policy of `module_id` in the algorithm checkpoint at `path` (what `save_to_path` returned)."""
-    root = Path(path)
-    metadata = io.read_metadata(root)
-    if not {MODULES_DIR[0], ENV_TO_MODULE_DIR[0]} <= set(metadata["components"]):
+def load_policy(
+    path: str | os.PathLike,
+    module_id: str = DEFAULT_MODULE_ID,
+    *,
+    classes: Iterable[Any] = (),
+    trusted: bool = False,
+) -> Policy:
+    """The policy of `module_id` in the algorithm checkpoint at `path` (what `save_to_path` returned).
+
+    Every metadata file the policy needs is verified before any is decoded, and only flywheel's own
+    classes and `classes` (your module class or connector pieces, e.g. `classes=[MyModule]`) are
+    built; `trusted=True` lets the checkpoint name classes to import instead. Nothing is unpickled.
+    """
+    root = read_tree(path)
+    if not {MODULES_DIR[0], ENV_TO_MODULE_DIR[0]} <= set(root.children):
         raise CheckpointError(
-            f"{root} holds a {metadata['class']}, not an algorithm checkpoint (it has no learner_group and "
-            "env_runner components). Fix: pass the directory algo.save_to_path() returned."
+            f"{root.path} holds a {root.metadata['class']}, not an algorithm checkpoint (it has no learner_group "
+            "and env_runner components). Fix: pass the directory algo.save_to_path() returned."
         )
-    modules_dir = root.joinpath(*MODULES_DIR)
-    module_ids = io.read_metadata(modules_dir)["components"]
-    if module_id not in module_ids:
+    modules = root.at("/".join(MODULES_DIR))
+    if module_id not in modules.children:
         raise CheckpointError(
-            f"The checkpoint at {root} has no module {module_id!r}; its modules are {module_ids}. "
+            f"The checkpoint at {root.path} has no module {module_id!r}; its modules are {list(modules.children)}. "
             f"Fix: load_policy(path, module_id=...) with one of them."
         )
-    module = RLModule.from_checkpoint(modules_dir / module_id)
-    env_to_module = ConnectorPipelineV2.from_checkpoint(root.joinpath(*ENV_TO_MODULE_DIR))
-    module_to_env = ConnectorPipelineV2.from_checkpoint(root.joinpath(*MODULE_TO_ENV_DIR))
+    allowed = Allowed.of(classes, trusted=trusted, entry="load_policy")
+    module = load_tree(RLModule, modules.children[module_id], allowed)
+    env_to_module = load_tree(ConnectorPipelineV2, root.at("/".join(ENV_TO_MODULE_DIR)), allowed)
+    module_to_env = load_tree(ConnectorPipelineV2, root.at("/".join(MODULE_TO_ENV_DIR)), allowed)
     return Policy(module, env_to_module, module_to_env)
 
 
@@ -65,6 +77,11 @@ class Policy:
     their initial state. Observation statistics are frozen at their saved values (pieces with an
     `update_stats` attribute, such as `MeanStdFilter`, get `update_stats=False`), so the same
     observation always gets the same greedy action.
+
+    Inputs are checked against the env's observation space (saved in the checkpoint): None, a batch
+    where one observation is expected and the reverse, a wrong shape or rank, an empty batch, NaN or
+    inf, and an `explore` that is not a bool raise an `InferenceError` saying what was expected.
+    Lists and other dtypes are converted to what the env returns.
     """
 
     def __init__(
@@ -73,28 +90,42 @@ class Policy:
         self.module = module
         self.env_to_module = env_to_module
         self.module_to_env = module_to_env
+        self._observation_space = env_to_module.input_observation_space
         for piece in env_to_module.connectors:
             if hasattr(piece, "update_stats"):
                 piece.update_stats = False
 
     def compute_actions(self, obs_batch: Any, explore: bool = False) -> np.ndarray:
         """Actions for the env (after unsquashing/clipping) for a batch of observations (rows or a list)."""
-        space = self.env_to_module.input_observation_space
-        if isinstance(space, gym.spaces.Box):  # lists and other dtypes become what the env would return
-            obs_batch = np.asarray(obs_batch, dtype=space.dtype)
+        check_explore(explore)
+        rows = check_observations(self._observation_space, obs_batch, single=False)
+        return self._actions(rows, explore)
+
+    def compute_single_action(self, obs: Any, explore: bool = False) -> Any:
+        """The env action for one observation (e.g. a numpy int for Discrete, an array for Box)."""
+        check_explore(explore)
+        return self._actions(check_observations(self._observation_space, obs, single=True), explore)[0]
+
+    def forward_inference(self, obs_batch: Any) -> dict[str, Any]:
+        """The module's inference output (e.g. `ACTION_DIST_INPUTS`, as tensors) for a batch of raw env
+        observations, after the env-to-module pipeline: what `compute_actions(explore=False)` samples from."""
+        rows = check_observations(self._observation_space, obs_batch, single=False)
+        return self.module.forward_inference(self._module_batch(rows, explore=False)[0])
+
+    def _actions(self, rows: Any, explore: bool) -> np.ndarray:
+        batch, call = self._module_batch(rows, explore)
+        out = self.module.forward_exploration(batch) if explore else self.module.forward_inference(batch)
+        return self.module_to_env(batch=out, **call)[Columns.ACTIONS_FOR_ENV]
+
+    def _module_batch(self, rows: Any, explore: bool) -> tuple[dict, dict]:
+        """The env-to-module pipeline's batch for checked observation rows, and the call's arguments."""
         episodes = []
-        for obs in obs_batch:
+        for obs in rows:
             episode = SingleAgentEpisode(id_="inference", len_lookback_buffer=0)  # no new episode id per call
             episode.add_env_reset(obs)
             episodes.append(episode)
         call = {"rl_module": self.module, "episodes": episodes, "explore": explore, "shared_data": {}}
-        batch = self.env_to_module(batch={}, **call)
-        out = self.module.forward_exploration(batch) if explore else self.module.forward_inference(batch)
-        return self.module_to_env(batch=out, **call)[Columns.ACTIONS_FOR_ENV]
-
-    def compute_single_action(self, obs: Any, explore: bool = False) -> Any:
-        """The env action for one observation (e.g. a numpy int for Discrete, an array for Box)."""
-        return self.compute_actions([obs], explore=explore)[0]
+        return self.env_to_module(batch={}, **call), call
 
     def export_torchscript(self, path: str | os.PathLike) -> str:
         """Saves the module's inference pass, `obs tensor [B, ...] -> ACTION_DIST_INPUTS [B, ...]`, as

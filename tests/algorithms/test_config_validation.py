@@ -198,7 +198,7 @@ def test_module_evaluation_callback_and_reporting_problems():
     assert _problems(config) == [
         "rl_module_spec=5 is not an RLModuleSpec. Fix: pass RLModuleSpec(module_class=...) to "
         "config.rl_module(rl_module_spec=...).",
-        "model_config=None is not a dict. Fix: pass a dict to config.rl_module(model_config=...).",
+        "model_config=None is not a dict. Fix: pass a dict or a DefaultModelConfig.",
         "evaluation_interval=0 must be an int >= 1 or None. "
         "Fix: pass an int >= 1 or None to config.evaluation(evaluation_interval=...).",
         "evaluation_config has an unknown setting 'explor'. Fix: use a setting name, e.g. 'explore'.",

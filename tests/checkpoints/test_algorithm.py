@@ -44,8 +44,8 @@ def _build(algos, config):
     return algo
 
 
-def _restore(algos, path):
-    algo = Algorithm.from_checkpoint(path)
+def _restore(algos, path, **kwargs):
+    algo = Algorithm.from_checkpoint(path, **kwargs)
     algos.append(algo)
     return algo
 
@@ -173,7 +173,8 @@ def test_config_lambdas_and_local_classes_go_to_a_pickle_file(algos, tmp_path):
     class LocalModule(_Tiny):
         pass
 
-    config = _counting_config(env_to_module_connector=lambda env, spaces, device: MeanStdFilter(clip=4.0))
+    connector = lambda env, spaces, device: MeanStdFilter(clip=4.0)  # noqa: E731
+    config = _counting_config(env_to_module_connector=connector)
     config.rl_module(rl_module_spec=RLModuleSpec(module_class=LocalModule))
     algo = _build(algos, config)
     algo.train()
@@ -184,13 +185,44 @@ def test_config_lambdas_and_local_classes_go_to_a_pickle_file(algos, tmp_path):
     ]
     assert settings["env_to_module_connector"] == {"__pickled__": 0}
     assert settings["rl_module_spec"]["fields"]["module_class"] == {"__pickled__": 1}
-    restored = _restore(algos, path)
-    assert type(restored.env_runner.module).__name__ == "LocalModule"
-    filter_state = restored.env_runner.get_state()["env_to_module_connector"]["0_MeanStdFilter"]["shared"]
+    with pytest.raises(
+        CheckpointError,
+        match=r"ckpt/metadata\.json stores config\.env_to_module_connector, config\.rl_module_spec\.module_class as "
+        r"pickles \(lambdas, closures, or classes defined in __main__ or inside a function\)\. Flywheel unpickles only "
+        r"when told the checkpoint is trusted, because unpickling runs code the file chooses\. Fix: if you trust this "
+        r"checkpoint, Algorithm\.from_checkpoint\(path, trusted=True\)\. Or pass those settings yourself: "
+        r"Algorithm\.from_checkpoint\(path, config=\{'env_to_module_connector': \.\.\., 'rl_module_spec': \.\.\.\}\); "
+        r"or build the algorithm from your own config and load only the states: algo = config\.build_algo\(\); "
+        r"algo\.restore_from_path\(path\)\.$",
+    ):
+        Algorithm.from_checkpoint(path)
     expected = algo.env_runner.get_state()["env_to_module_connector"]["0_MeanStdFilter"]
-    assert filter_state["count"] == expected["shared"]["count"] + expected["delta"]["count"] == 48
-    assert restored.env_runner.env_to_module[0].clip == 4.0
-    restored.train()
+    trusted = _restore(algos, path, trusted=True)
+    given = _restore(
+        algos,
+        path,
+        config={
+            "env_to_module_connector": connector,
+            "rl_module_spec": RLModuleSpec(module_class=LocalModule),
+        },
+    )
+    for restored in (trusted, given):
+        assert type(restored.env_runner.module).__name__ == "LocalModule"
+        filter_state = restored.env_runner.get_state()["env_to_module_connector"]["0_MeanStdFilter"]["shared"]
+        assert filter_state["count"] == expected["shared"]["count"] + expected["delta"]["count"] == 48
+        assert restored.env_runner.env_to_module[0].clip == 4.0
+        assert restored.iteration == 1
+        restored.train()
+
+
+def test_a_whole_config_can_replace_the_saved_one(algos, tmp_path):
+    algo = _build(algos, _counting_config())
+    algo.train()
+    path = algo.save_to_path(tmp_path / "ckpt")
+    restored = _restore(algos, path, config=_counting_config().training(lr=1e-2))
+    assert restored.config.lr == 1e-2 and restored.iteration == 1
+    with pytest.raises(TypeError, match=r"unexpected key 'lrr'\. Did you mean 'lr'\?"):
+        Algorithm.from_checkpoint(path, config={"lrr": 0.1})
 
 
 def test_restore_one_module_into_another_algorithm(algos, tmp_path):
@@ -212,6 +244,30 @@ def test_restore_one_module_into_another_algorithm(algos, tmp_path):
     assert loaded == [1]
 
 
+def test_a_checkpoint_of_the_wrong_kind_is_never_restored_silently(algos, tmp_path):
+    algo = _build(algos, _counting_config())
+    path = algo.save_to_path(tmp_path / "ckpt")
+    before = algo.get_state(components="learner_group")
+    module_path = os.path.join(path, *MODULE.split("/"))
+    with pytest.raises(
+        CheckpointError,
+        match=rf"Cannot restore {module_path} into PPO: it holds DefaultPPOTorchRLModule \(kind RLModule\), expected "
+        r"a checkpoint of kind Algorithm\. Fix: pass the component it belongs to, e\.g\. restore_from_path\(path, "
+        r"component='learner_group/learner/rl_module/default_policy'\) \(components of kind RLModule: "
+        r"\['learner_group/learner/rl_module/default_policy', 'env_runner/rl_module'\]\)\.$",
+    ):
+        algo.restore_from_path(module_path)
+    with pytest.raises(
+        CheckpointError,
+        match=rf"Cannot restore {path} into PPO's component 'learner_group': it holds PPO \(kind Algorithm\), "
+        rf"expected a checkpoint of kind LearnerGroup\. Fix: pass the sub-directory that holds it: {path}/learner_group\.$",
+    ):
+        algo.restore_from_path(path, component="learner_group")
+    with pytest.raises(CheckpointError, match=r"expected a checkpoint of kind MultiRLModule"):
+        algo.restore_from_path(module_path, component="learner_group/learner/rl_module")
+    assert_states_equal(algo.get_state(components="learner_group"), before)
+
+
 def test_restoring_an_older_checkpoint_rolls_the_runner_back(algos, tmp_path):
     algo = _build(algos, _counting_config())
     algo.train()
@@ -231,8 +287,9 @@ def test_bad_paths_raise_checkpoint_errors(algos, tmp_path):
         Algorithm.from_checkpoint(tmp_path)
     with pytest.raises(
         CheckpointError,
-        match=r"default_policy holds flywheel\.algorithms\.ppo\.rl_module:DefaultPPOTorchRLModule, which is not "
-        r"Algorithm or a subclass of it\. Fix: load it with DefaultPPOTorchRLModule\.from_checkpoint\(\)\.$",
+        match=r"default_policy holds flywheel\.algorithms\.ppo\.rl_module:DefaultPPOTorchRLModule \(kind RLModule\), "
+        r"which is not Algorithm or a subclass of it\. Fix: load it with "
+        r"DefaultPPOTorchRLModule\.from_checkpoint\(\)\.$",
     ):
         Algorithm.from_checkpoint(os.path.join(path, *MODULE.split("/")))
     with pytest.raises(CheckpointError, match=r"PPO has no component 'learner_group/learner/rl_module/p9'"):
@@ -256,7 +313,11 @@ def test_a_failed_save_keeps_the_previous_checkpoint(algos, tmp_path, monkeypatc
         return write_state(directory, state, owner)
 
     monkeypatch.setattr(io, "write_state", failing)
-    with pytest.raises(OSError, match="no space left on device"):
+    with pytest.raises(
+        CheckpointError,
+        match=rf"Cannot save a checkpoint to {path}: no space left on device\. The "
+        rf"previous checkpoint at {path} is unchanged\.",
+    ):
         algo.save_to_path(path)
     monkeypatch.undo()
     assert os.listdir(tmp_path) == ["ckpt"]

@@ -2,12 +2,14 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from flywheel import Checkpointable
 from flywheel.checkpoints import io
-from flywheel.checkpoints.checkpointable import read_tree_state, select
+from flywheel.checkpoints.checkpointable import select
+from flywheel.checkpoints.tree import read_tree, tree_state
 from flywheel.errors import CheckpointError
 
 
@@ -82,17 +84,25 @@ def test_layout_and_metadata(tmp_path):
     metadata = json.loads((tmp_path / "ckpt" / "left" / "metadata.json").read_text())
     assert sorted(metadata.pop("checksums")) == ["state.msgpack", "state.safetensors"]
     assert metadata == {
-        "format_version": 1,
+        "format_version": 2,
         "flywheel_version": "0.1.0",
         "class": "checkpoints.test_checkpointable:Counter",
+        "kind": "Counter",
         "components": [],
         "ctor_args": [1],
         "ctor_kwargs": {"label": "l"},
     }
-    assert json.loads((tmp_path / "ckpt" / "metadata.json").read_text())["components"] == ["left", "right"]
+    root = json.loads((tmp_path / "ckpt" / "metadata.json").read_text())
+    assert root["components"] == ["left", "right"]
+    assert sorted(root["checksums"]) == [
+        "left/metadata.json",
+        "right/metadata.json",
+        "state.msgpack",
+        "state.safetensors",
+    ]
     # The parent's own state leaves out its components' states (they live in the sub-directories).
-    assert io.read_state(path) == {"steps": 3}
-    assert read_tree_state(path) == {"steps": 3, "left": {"count": 5}, "right": {"count": 7}}
+    assert io.read_state(Path(path), read_tree(path).metadata) == {"steps": 3}
+    assert tree_state(read_tree(path)) == {"steps": 3, "left": {"count": 5}, "right": {"count": 7}}
 
 
 def test_from_checkpoint_rebuilds_and_restores(tmp_path):
@@ -101,7 +111,16 @@ def test_from_checkpoint_rebuilds_and_restores(tmp_path):
     assert (pair.left.count, pair.right.count, pair.steps) == (5, 7, 3)
     counter = Counter.from_checkpoint(os.path.join(path, "right"))
     assert (counter.start, counter.label, counter.count) == (2, "r", 7)
-    assert Checkpointable.from_checkpoint(path).get_state() == pair.get_state()
+    assert Checkpointable.from_checkpoint(path, classes=[Pair, Counter]).get_state() == pair.get_state()
+    with pytest.raises(
+        CheckpointError,
+        match=r"ckpt/metadata\.json names Pair from checkpoints\.test_checkpointable, which is not one of flywheel's "
+        r"classes\. Flywheel does not import what a checkpoint names \(importing runs that module's code\)\. Fix: pass "
+        r"it yourself: Checkpointable\.from_checkpoint\(path, classes=\[Pair\]\) \(classes= also takes functions\); or, "
+        r"if you trust this checkpoint, Checkpointable\.from_checkpoint\(path, trusted=True\) imports it\.$",
+    ):
+        Checkpointable.from_checkpoint(path)
+    assert Checkpointable.from_checkpoint(path, trusted=True).get_state() == pair.get_state()
 
 
 def test_restore_from_path_whole_and_one_component(tmp_path):
@@ -127,13 +146,30 @@ def test_unknown_component_path_raises(tmp_path):
         Pair().restore_from_path(path, component="middle")
 
 
+def test_restore_checks_the_kind_of_the_checkpoint(tmp_path):
+    path = _pair().save_to_path(tmp_path / "ckpt")
+    pair = Pair()
+    with pytest.raises(
+        CheckpointError,
+        match=r"Cannot restore .*ckpt/left into Pair: it holds Counter \(kind Counter\), expected a checkpoint of kind "
+        r"Pair\. Fix: pass the component it belongs to, e\.g\. restore_from_path\(path, component='left'\) \(components "
+        r"of kind Counter: \['left', 'right'\]\)\.$",
+    ):
+        pair.restore_from_path(os.path.join(path, "left"))
+    with pytest.raises(
+        CheckpointError, match=r"it holds Pair \(kind Pair\), expected a checkpoint of kind Counter"
+    ):
+        pair.restore_from_path(path, component="left")
+    assert pair.get_state() == Pair().get_state()
+
+
 def test_from_checkpoint_of_the_wrong_class_raises(tmp_path):
     path = _pair().save_to_path(tmp_path / "ckpt")
     with pytest.raises(
         CheckpointError,
-        match=r"holds checkpoints\.test_checkpointable:Pair, which is not Counter or a subclass of it\. Fix: load "
-        r"it with Pair\.from_checkpoint\(\), or pass the sub-directory that holds the Counter \(components: "
-        r"\['left', 'right'\]\)\.$",
+        match=r"holds checkpoints\.test_checkpointable:Pair \(kind Pair\), which is not Counter or a subclass "
+        r"of it\. Fix: load it with Pair\.from_checkpoint\(\), or pass its sub-directory holding a Counter \(left, "
+        r"right\)\.$",
     ):
         Counter.from_checkpoint(path)
 
@@ -150,7 +186,7 @@ def test_not_plain_ctor_argument_fails_the_save_and_keeps_the_old_checkpoint(tmp
     ):
         Holder(fn=lambda: 1).save_to_path(target)
     assert (target / "metadata.json").read_text() == before
-    assert Holder.from_checkpoint(target).fn is len
+    assert Holder.from_checkpoint(target, classes=[len]).fn is len
     assert os.listdir(tmp_path) == ["ckpt"]
 
 
@@ -160,15 +196,25 @@ def test_config_built_components_pickle_what_has_no_plain_form(tmp_path):
     assert json.loads((tmp_path / "ckpt" / "metadata.json").read_text())["ctor_kwargs"] == {
         "fn": {"__pickled__": 0}
     }
-    assert ConfigBuilt.from_checkpoint(path).fn(2) == 6
+    with pytest.raises(
+        CheckpointError,
+        match=r"ckpt/metadata\.json stores fn as pickles \(lambdas, closures, or classes defined in __main__ or inside a "
+        r"function\)\. Flywheel unpickles only when told the checkpoint is trusted, because unpickling runs code the "
+        r"file chooses\. Fix: if you trust this checkpoint, ConfigBuilt\.from_checkpoint\(path, trusted=True\)\.$",
+    ):
+        ConfigBuilt.from_checkpoint(path)
+    assert ConfigBuilt.from_checkpoint(path, trusted=True).fn(2) == 6
 
 
 def test_component_names_must_be_directory_names(tmp_path):
     pair = Pair()
     pair.get_checkpointable_components = lambda: [("../up", pair.left)]
     with pytest.raises(
-        CheckpointError, match=r"Cannot save Pair: its component name '\.\./up' cannot be a directory"
+        CheckpointError, match=r"Cannot save Pair: its component name '\.\./up' is not a plain directory name"
     ):
+        pair.save_to_path(tmp_path / "ckpt")
+    pair.get_checkpointable_components = lambda: [("x", pair.left), ("x", pair.right)]
+    with pytest.raises(CheckpointError, match=r"Cannot save Pair: its component name 'x' is used twice"):
         pair.save_to_path(tmp_path / "ckpt")
 
 

@@ -9,12 +9,15 @@ import pytest
 from flywheel import PPOConfig, RLModuleSpec
 from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
 from flywheel.checkpoints import codec
+from flywheel.checkpoints.registry import Allowed
 from flywheel.errors import CheckpointError
 
 
-def _round_trip(value, pickles=None):
+def _round_trip(value, pickles=None, classes=()):
     data = json.loads(json.dumps(codec.encode(value, "arg", pickles)))
-    return codec.decode(data, "/ckpt", (lambda: pickles) if pickles is not None else None)
+    return codec.decode(
+        data, "/ckpt", Allowed.of(classes), (lambda: pickles) if pickles is not None else None
+    )
 
 
 def test_plain_values_stay_as_they_are():
@@ -81,9 +84,13 @@ def test_importable_classes_functions_and_dataclasses():
     assert encoded["fields"]["module_class"] == {
         "__import__": "flywheel.algorithms.ppo.rl_module:DefaultPPOTorchRLModule"
     }
-    assert _round_trip(spec) == spec
-    assert _round_trip(np.sign) is np.sign
-    assert _round_trip(json.dumps) is json.dumps
+    assert _round_trip(spec) == spec  # flywheel's own classes need no passing
+    assert _round_trip(np.sign, classes=[np.sign]) is np.sign
+    assert _round_trip([json.dumps], classes=[np.sign, json.dumps]) == [json.dumps]
+    with pytest.raises(
+        CheckpointError, match=r"/ckpt names dumps from json, which is not one of flywheel's classes"
+    ):
+        _round_trip(json.dumps, classes=[np.sign])
 
 
 def test_configs_are_their_settings():
@@ -136,19 +143,54 @@ def test_main_objects_are_paths_without_pickles_and_pickled_with_them(monkeypatc
 
 def test_pickled_references_are_refused_without_a_loader():
     with pytest.raises(
-        CheckpointError, match=r"refers to a pickled constructor argument, which this component never"
+        CheckpointError,
+        match=r"/ckpt/rl_module refers to a pickled value, which this load does not unpickle \(unpickling runs code the "
+        r"file names\); Fix: if you trust the checkpoint, load it with trusted=True\.$",
     ):
         codec.decode({"x": {"__pickled__": 0}}, "/ckpt/rl_module")
+    assert codec.pickled_paths(
+        {"settings": [{"__pickled__": 0}], "f": {"__tuple__": [{"__pickled__": 1}]}}, "c"
+    ) == [
+        "c['settings'][0]",
+        "c['f'][0]",
+    ]
 
 
-def test_unimportable_paths_name_the_checkpoint_and_the_fix():
+def test_trusted_loads_import_and_name_what_cannot_be_imported():
+    trusted = Allowed(trusted=True)
+    assert trusted.resolve("json:dumps", "/ckpt") is json.dumps
     with pytest.raises(
         CheckpointError,
-        match=r"The checkpoint at /ckpt needs Tiny from __main__, which cannot be imported here .*"
-        r"Fix: define it in an importable module",
+        match=r"/ckpt needs Tiny from __main__, which cannot be imported here .*Fix: define it in an importable module",
     ):
-        codec.resolve_import("__main__:Tiny", "/ckpt")
+        trusted.resolve("__main__:Tiny", "/ckpt")
     with pytest.raises(
         CheckpointError, match=r"needs Gone from no_such_pkg.*Fix: make no_such_pkg importable here"
     ):
-        codec.resolve_import("no_such_pkg:Gone", "/ckpt")
+        trusted.resolve("no_such_pkg:Gone", "/ckpt")
+
+
+def test_classes_of_main_match_passed_classes_by_name():
+    class Tiny:
+        pass
+
+    Tiny.__qualname__ = "Tiny"
+    assert Allowed.of([Tiny]).resolve("__main__:Tiny", "/ckpt") is Tiny
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"__ndarray__": [1], "dtype": "|O", "shape": [1], "scalar": False},
+        {"__ndarray__": [1, 2], "dtype": "<f4", "shape": [-1], "scalar": False},
+        {"__space__": {"type": "Box", "low": 0, "high": 1, "shape": [2], "dtype": "|O"}},
+        {"__space__": {"type": "Text"}},
+        {"__dict__": [[[1, 2], 3]]},
+        {"__pickled__": "0"},
+        {"__import__": "os:system; rm -rf /"},
+        {"__dataclass__": "flywheel.checkpoints.codec:NotPlainError", "fields": {}},
+    ],
+)
+def test_malformed_values_raise_naming_the_file(data):
+    with pytest.raises(CheckpointError, match=r"^/ckpt/metadata\.json "):
+        codec.decode(data, "/ckpt/metadata.json", load_pickles=lambda: [1])

@@ -27,7 +27,7 @@ action = int(torch.argmax(logits, dim=-1)[0])
 def test_docs_code_blocks_run(run_doc_blocks):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # torch marks TorchScript deprecated
-        namespace = run_doc_blocks("docs/concepts/checkpoints.md", blocks=4)
+        namespace = run_doc_blocks("docs/concepts/checkpoints.md", blocks=5)
     assert namespace["result"]["training_iteration"] == 2
     assert namespace["logits"].shape == (1, 2)
     assert namespace["action"] in (0, 1) and namespace["actions"].shape == (8,)

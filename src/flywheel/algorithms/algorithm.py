@@ -22,13 +22,16 @@ import contextlib
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Self
 
 import numpy as np
 import torch
 
+from flywheel.algorithms.saved_config import saved_config
 from flywheel.checkpoints.checkpointable import Checkpointable, select
+from flywheel.checkpoints.registry import Allowed
+from flywheel.checkpoints.tree import read_tree
 from flywheel.core.learner.learner_group import LearnerGroup
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
@@ -299,6 +302,29 @@ class Algorithm(Checkpointable):
         return config
 
     # ---------------------------------------------------------- checkpoints
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike,
+        *,
+        classes: Iterable[Any] = (),
+        trusted: bool = False,
+        config: Any = None,
+    ) -> Self:
+        """The algorithm saved at `path`, rebuilt from its saved config and restored (training continues).
+
+        Runs no code the checkpoint names: your classes and functions it names load when passed
+        (`classes=[MyEnv, my_mapping_fn]`), lambdas (stored as pickles) with `trusted=True` (which also
+        imports what it names), or pass such settings yourself: `config={"policy_mapping_fn": fn}`
+        replaces the saved ones unread, `config=an_algorithm_config` the whole saved config.
+        """
+        allowed = Allowed.of([cls, *classes], trusted=trusted, entry=f"{cls.__name__}.from_checkpoint")
+        node = read_tree(path)
+        algo_class = cls.checked_class(node, allowed)
+        algo = algo_class(config=saved_config(node, allowed, config))
+        algo.restore_from_path(path)
+        return algo
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
         return [("learner_group", self.learner_group), ("env_runner", self.env_runner)]

@@ -27,6 +27,8 @@ from flywheel.algorithms import config_validation
 from flywheel.algorithms.config_builders import env_spaces, hook_pieces, make_pipeline, merge_module_specs
 from flywheel.algorithms.config_settings import AlgorithmSettings
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback, make_callbacks
+from flywheel.checkpoints.registry import checkpoint_class, register_if_flywheel
+from flywheel.core.rl_module.default_model_config import as_model_config_dict
 from flywheel.errors import ConfigError
 from flywheel.typing import DEFAULT_MODULE_ID
 
@@ -49,11 +51,16 @@ class _NotProvided:
 NOT_PROVIDED = _NotProvided()
 
 
+@checkpoint_class
 @dataclasses.dataclass(init=False, repr=False, eq=True)
 class AlgorithmConfig(AlgorithmSettings):
     """Settings of an algorithm, set through section methods that each return the config."""
 
     _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        register_if_flywheel(cls)  # checkpoints may name flywheel's configs (PPOConfig, ...)
 
     def __init__(self, algo_class: type | None = None):
         """`algo_class`: the Algorithm subclass `build_algo()` creates (None: the config's default)."""
@@ -154,7 +161,10 @@ class AlgorithmConfig(AlgorithmSettings):
         return self._section("multi_agent", kwargs)
 
     def rl_module(self, **kwargs: Any) -> Self:
-        """The module: rl_module_spec (overrides the algorithm's default spec), model_config."""
+        """The module: rl_module_spec (overrides the algorithm's default spec), model_config (a dict, or
+        a `DefaultModelConfig`, which becomes the dict of all its fields as in RLlib)."""
+        if "model_config" in kwargs:
+            kwargs = {**kwargs, "model_config": as_model_config_dict(kwargs["model_config"])}
         return self._section("rl_module", kwargs)
 
     def evaluation(self, **kwargs: Any) -> Self:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flywheel.core.rl_module.default_model_config import as_model_config_dict
 from flywheel.errors import ConnectorError
 
 if TYPE_CHECKING:
@@ -36,8 +37,10 @@ def merge_module_specs(
         if space is not None:
             merged[name] = space
     merged["inference_only"] = bool(merged["inference_only"])
-    user_model_config = user.model_config if user is not None else None
-    merged_model_config = {**(default.model_config or {}), **model_config, **(user_model_config or {})}
+    parts = (default.model_config, model_config, user.model_config if user is not None else None)
+    merged_model_config = {
+        key: value for part in parts for key, value in (as_model_config_dict(part) or {}).items()
+    }
     return RLModuleSpec(**merged, model_config=merged_model_config)
 
 

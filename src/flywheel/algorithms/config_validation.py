@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback
+from flywheel.core.rl_module.default_model_config import model_config_problems
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
@@ -21,10 +22,19 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate closest to `word` (difflib, ignoring case), or None when nothing is similar."""
+    """The candidate closest to `word` (ignoring case), or None when nothing is similar.
+
+    Of difflib's similar candidates, the one sharing the longest run of characters with `word` wins
+    (then difflib's order): `train_batch_size` means `train_batch_size_per_learner`, not the
+    shorter `minibatch_size` difflib alone prefers.
+    """
     by_lower = {candidate.lower(): candidate for candidate in candidates}
-    matches = difflib.get_close_matches(word.lower(), list(by_lower), n=1)
-    return by_lower[matches[0]] if matches else None
+    word = word.lower()
+    matches = difflib.get_close_matches(word, list(by_lower), n=5)
+    if not matches:
+        return None
+    shared = [difflib.SequenceMatcher(None, word, m).find_longest_match().size for m in matches]
+    return by_lower[matches[shared.index(max(shared))]]
 
 
 def where(config: AlgorithmConfig, name: str) -> str:
@@ -229,10 +239,7 @@ def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
         problems.append(
             f"rl_module_spec={spec!r} is not an RLModuleSpec. Fix: pass RLModuleSpec(module_class=...) to {where(config, 'rl_module_spec')}."
         )
-    if not isinstance(config.model_config, Mapping):
-        problems.append(
-            f"model_config={config.model_config!r} is not a dict. Fix: pass a dict to {where(config, 'model_config')}."
-        )
+    problems += _check_model_configs(config) + _check_module_ids(config)
     problems += [
         check_int(config, "evaluation_interval", 1, allow_none=True),
         check_int(config, "evaluation_duration", 1),
@@ -252,6 +259,73 @@ def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
                 f"evaluation_config has an unknown setting {key!r}. Fix: use a setting name"
                 + (f", e.g. {hint!r}." if hint else f" ({type(config).__name__}.setting_names() lists them).")
             )
+    return problems
+
+
+def _check_model_configs(config: AlgorithmConfig) -> list[str]:
+    """`model_config` (and the model_config of user specs) where flywheel's default modules read them;
+    custom module classes take any keys, as in RLlib."""
+    user = config.rl_module_spec
+    specs = dict(user.rl_module_specs) if hasattr(user, "rl_module_specs") else {None: user}
+    specs = {mid: spec if hasattr(spec, "module_class") else None for mid, spec in specs.items()}
+    if isinstance(config.policies, Mapping):
+        specs.update({mid: spec for mid, spec in config.policies.items() if hasattr(spec, "module_class")})
+    default = {mid: spec for mid, spec in specs.items() if _uses_default_model(spec)}
+    problems = model_config_problems(config.model_config, "model_config", closest) if default else []
+    for mid, spec in default.items():
+        if spec is not None and spec.model_config is not None:
+            name = "rl_module_spec" if mid is None else f"the spec of module {mid!r}"
+            problems += model_config_problems(spec.model_config, f"{name}.model_config", closest)
+    return problems
+
+
+def _uses_default_model(spec: Any) -> bool:
+    module_class = getattr(spec, "module_class", None)
+    return module_class is None or getattr(module_class, "uses_default_model_config", False)
+
+
+def _check_module_ids(config: AlgorithmConfig) -> list[str]:
+    """A MultiRLModuleSpec's module ids must be policies: others would be silently never built."""
+    spec = config.rl_module_spec
+    if not hasattr(spec, "rl_module_specs") or not isinstance(
+        config.policies, Mapping | set | frozenset | list | tuple
+    ):
+        return []
+    policies = set(config.policies)
+    extra = sorted(
+        mid
+        for mid, sub in spec.rl_module_specs.items()
+        if mid not in policies and not getattr(sub, "learner_only", False)
+    )
+    if not extra:
+        return []
+    return [
+        f"rl_module_spec is a MultiRLModuleSpec with the module ids {sorted(spec.rl_module_specs)}, but policies are "
+        f"{sorted(policies)}, so {extra} would never be built or trained. Fix: name them in "
+        "config.multi_agent(policies=..., policy_mapping_fn=...) (a multi-agent env maps its agents to them), "
+        "or remove them from the MultiRLModuleSpec."
+    ]
+
+
+def _check_attributes(config: AlgorithmConfig) -> list[str]:
+    """Attributes set on the config that are no setting (`config.lrr = 0.1`): a typo would else be ignored."""
+    try:
+        declared = set(vars(type(config)()))
+    except TypeError:  # a config subclass that cannot be built without arguments: nothing to compare with
+        return []
+    problems = []
+    for name in [n for n in vars(config) if not n.startswith("_") and n not in declared]:
+        hint = closest(name, config.setting_names())
+        fix = (
+            f"Did you mean {hint!r}? Fix: {where(config, hint)}."
+            if hint and config.section_of(hint)
+            else f"Fix: remove it ({type(config).__name__}.setting_names() lists the settings; a config subclass "
+            "declares its own attributes in __init__)."
+        )
+        problems.append(
+            f"{name}={getattr(config, name)!r} was set on the config, but {type(config).__name__} has no setting "
+            f"{name!r}. {fix}"
+        )
     return problems
 
 
@@ -284,6 +358,7 @@ def _check_rest(config: AlgorithmConfig) -> list[str | None]:
 
 
 _SECTION_CHECKS: tuple[Callable[[AlgorithmConfig], list[str | None]], ...] = (
+    _check_attributes,
     _check_env,
     _check_env_runners,
     _check_learners_and_training,

@@ -1,6 +1,6 @@
 """Checkpoints: `Checkpointable` components saved as directories of metadata, msgpack and safetensors.
 
-See `docs/concepts/checkpoints.md` for the on-disk layout.
+See `docs/concepts/checkpoints.md` for the on-disk layout and what loading may and may not do.
 """
 
 from flywheel.checkpoints.checkpointable import Checkpointable

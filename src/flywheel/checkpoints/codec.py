@@ -21,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from flywheel.checkpoints.registry import Allowed
 from flywheel.errors import CheckpointError
 
 _TAGS = (
@@ -193,85 +194,147 @@ def _resolve(module: str, qualname: str) -> Any:
     return obj
 
 
-def resolve_import(path: str, checkpoint: Any) -> Any:
-    """The class or function at `"module:qualname"` (CheckpointError naming `checkpoint` if it is gone)."""
-    module, _, qualname = path.partition(":")
+# ------------------------------------------------------------------------------------ decoding
+
+
+def decode(
+    data: Any, file: Any, allowed: Allowed | None = None, load_pickles: Callable[[], list] | None = None
+) -> Any:
+    """The value `encode` turned into `data`, read from `file` (named in errors).
+
+    Classes and functions come only from `allowed` (flywheel's registered classes, the caller's,
+    imports only when trusted); pickled values only from `load_pickles`, which callers pass only
+    when the load is trusted. Anything malformed raises a CheckpointError naming `file`.
+    """
+    decoder = _Decoder(file, allowed or Allowed(), load_pickles)
     try:
-        return _resolve(module, qualname)
-    except (ImportError, AttributeError) as e:
-        fix = (
-            "define it in an importable module (not the script you ran, __main__) and import it from there"
-            if module == "__main__"
-            else f"make {module} importable here (install it / add it to PYTHONPATH)"
-        )
+        return decoder.value(data)
+    except CheckpointError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as e:
         raise CheckpointError(
-            f"The checkpoint at {checkpoint} needs {qualname} from {module}, which cannot be imported "
-            f"here ({type(e).__name__}: {e}). Fix: {fix}."
+            f"{file} holds a value flywheel cannot rebuild ({type(e).__name__}: {e}): the file is damaged "
+            "or was edited. Fix: load another checkpoint."
         ) from e
 
 
-def decode(data: Any, checkpoint: Any, load_pickles: Callable[[], list] | None = None) -> Any:
-    """The value `encode` turned into `data`. `load_pickles` gives the pickled values; without it a
-    pickled reference raises (RLModules and connector pieces are never unpickled)."""
+def pickled_paths(data: Any, where: str) -> list[str]:
+    """Where `data` refers to pickled values, e.g. `["config.policy_mapping_fn"]` (nothing is decoded)."""
     if isinstance(data, list):
-        return [decode(item, checkpoint, load_pickles) for item in data]
+        return [path for i, item in enumerate(data) for path in pickled_paths(item, f"{where}[{i}]")]
     if not isinstance(data, dict):
-        return data
-    for tag in _TAGS:
-        if tag in data:
-            return _DECODERS[tag](data, checkpoint, load_pickles)
-    return {key: decode(item, checkpoint, load_pickles) for key, item in data.items()}
+        return []
+    if "__pickled__" in data:
+        return [where]
+    inner = (
+        data.get("settings", data.get("fields"))
+        if ("__config__" in data or "__dataclass__" in data)
+        else None
+    )
+    if isinstance(inner, dict):
+        return [path for key, item in inner.items() for path in pickled_paths(item, f"{where}.{key}")]
+    return [
+        path
+        for key, item in data.items()
+        for path in pickled_paths(item, where if key in _TAGS else f"{where}[{key!r}]")
+    ]
 
 
-def _decode_pickled(data: dict, checkpoint: Any, load_pickles: Callable[[], list] | None) -> Any:
-    if load_pickles is None:
-        raise CheckpointError(
-            f"The checkpoint at {checkpoint} refers to a pickled constructor argument, which this "
-            "component never unpickles. Fix: load it through the algorithm that saved it."
-        )
-    return load_pickles()[data["__pickled__"]]
+class _Decoder:
+    def __init__(self, file: Any, allowed: Allowed, load_pickles: Callable[[], list] | None) -> None:
+        self.file, self.allowed, self.load_pickles = file, allowed, load_pickles
+
+    def value(self, data: Any) -> Any:
+        if isinstance(data, list):
+            return [self.value(item) for item in data]
+        if not isinstance(data, dict):
+            return data
+        for tag in _TAGS:
+            if tag in data:
+                return getattr(self, tag[1:-2])(data)
+        return {key: self.value(item) for key, item in data.items()}
+
+    def _tuple(self, data: dict) -> tuple:
+        return tuple(self.value(data["__tuple__"]))
+
+    def _set(self, data: dict) -> set:
+        return set(self.value(data["__set__"]))
+
+    def _dict(self, data: dict) -> dict:
+        return {self.value(key): self.value(item) for key, item in data["__dict__"]}
+
+    def _ndarray(self, data: dict) -> Any:
+        dtype = _plain_dtype(data["dtype"])
+        array = np.array(data["__ndarray__"], dtype=dtype).reshape(_shape(data["shape"]))
+        return array[()] if data["scalar"] is True else array
+
+    def _space(self, data: dict) -> gym.Space:
+        return _decode_space(data["__space__"])
+
+    def _import(self, data: dict) -> Any:
+        return self.allowed.resolve(data["__import__"], self.file)
+
+    def _dataclass(self, data: dict) -> Any:
+        cls = self.allowed.resolve(data["__dataclass__"], self.file)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise CheckpointError(f"{self.file} names {cls!r} as a dataclass, which it is not.")
+        return cls(**self._fields(data["fields"]))
+
+    def _config(self, data: dict) -> Any:
+        cls = self.allowed.resolve(data["__config__"], self.file)
+        if not (isinstance(cls, type) and callable(getattr(cls, "from_dict", None))):
+            raise CheckpointError(f"{self.file} names {cls!r} as a config class, which it is not.")
+        return cls.from_dict(self._fields(data["settings"]))
+
+    def _pickled(self, data: dict) -> Any:
+        if self.load_pickles is None:
+            fix = (
+                "only components built from an algorithm config store pickles, so the file is damaged or was "
+                "edited. Fix: load another checkpoint."
+                if self.allowed.trusted
+                else "Fix: if you trust the checkpoint, load it with trusted=True."
+            )
+            raise CheckpointError(
+                f"{self.file} refers to a pickled value, which this load does not unpickle (unpickling runs "
+                f"code the file names); {fix}"
+            )
+        index = data["__pickled__"]
+        return self.load_pickles()[index if type(index) is int else _bad(index)]
+
+    def _fields(self, data: Any) -> dict:
+        value = self.value(data)
+        return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else _bad(data)
 
 
-def _decode_array(data: dict, checkpoint: Any, load_pickles: Any) -> Any:
-    array = np.array(data["__ndarray__"], dtype=np.dtype(data["dtype"])).reshape(data["shape"])
-    return array[()] if data["scalar"] else array
+def _bad(value: Any) -> Any:
+    raise ValueError(f"unexpected {value!r:.80}")
+
+
+def _plain_dtype(name: Any) -> np.dtype:
+    dtype = np.dtype(name) if isinstance(name, str) else _bad(name)
+    return dtype if dtype.kind in "biuf" else _bad(name)
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape):
+        return tuple(shape)
+    return _bad(shape)
 
 
 def _decode_space(spec: dict) -> gym.Space:
     kind = spec["type"]
     if kind == "Box":
-        shape, dtype = tuple(spec["shape"]), np.dtype(spec["dtype"])
+        shape, dtype = _shape(spec["shape"]), _plain_dtype(spec["dtype"])
         low, high = (np.broadcast_to(np.asarray(spec[k], dtype), shape) for k in ("low", "high"))
         return gym.spaces.Box(low, high, shape, dtype)
     if kind == "Discrete":
         return gym.spaces.Discrete(spec["n"], start=spec["start"])
     if kind == "MultiDiscrete":
-        return gym.spaces.MultiDiscrete(spec["nvec"], dtype=np.dtype(spec["dtype"]), start=spec["start"])
+        return gym.spaces.MultiDiscrete(spec["nvec"], dtype=_plain_dtype(spec["dtype"]), start=spec["start"])
     if kind == "MultiBinary":
         return gym.spaces.MultiBinary(spec["n"])
     if kind == "Dict":
         return gym.spaces.Dict({key: _decode_space(sub) for key, sub in spec["spaces"]})
-    return gym.spaces.Tuple([_decode_space(sub) for sub in spec["spaces"]])
-
-
-def _decode_config(data: dict, checkpoint: Any, load_pickles: Any) -> Any:
-    cls = resolve_import(data["__config__"], checkpoint)
-    return cls.from_dict(decode(data["settings"], checkpoint, load_pickles))
-
-
-def _decode_dataclass(data: dict, checkpoint: Any, load_pickles: Any) -> Any:
-    cls = resolve_import(data["__dataclass__"], checkpoint)
-    return cls(**decode(data["fields"], checkpoint, load_pickles))
-
-
-_DECODERS: dict[str, Callable[[dict, Any, Any], Any]] = {
-    "__tuple__": lambda d, c, p: tuple(decode(d["__tuple__"], c, p)),
-    "__set__": lambda d, c, p: set(decode(d["__set__"], c, p)),
-    "__dict__": lambda d, c, p: {decode(k, c, p): decode(v, c, p) for k, v in d["__dict__"]},
-    "__ndarray__": _decode_array,
-    "__space__": lambda d, c, p: _decode_space(d["__space__"]),
-    "__import__": lambda d, c, p: resolve_import(d["__import__"], c),
-    "__dataclass__": _decode_dataclass,
-    "__config__": _decode_config,
-    "__pickled__": _decode_pickled,
-}
+    if kind == "Tuple":
+        return gym.spaces.Tuple([_decode_space(sub) for sub in spec["spaces"]])
+    return _bad(kind)

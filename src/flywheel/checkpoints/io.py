@@ -1,31 +1,27 @@
-"""Checkpoint files on disk: atomic directory writes, state files, metadata and the completion marker.
+"""Checkpoint files of one component directory: state files, metadata and the completion marker.
 
 One component directory holds::
 
-    metadata.json         format version, flywheel version, class path, constructor arguments, components,
-                          CRC-32 checksums of the state files
+    metadata.json         format version, flywheel version, class, kind, constructor arguments,
+                          components, and the CRC-32 checksums of its files and of every
+                          sub-component's metadata.json
     state.msgpack         the component's own state (structure, numbers, strings)
     state.safetensors     every numpy array of that state, referenced from state.msgpack by key
     ctor_pickled.pkl      only for components built from an algorithm config that holds lambdas/closures
-    checkpoint_complete   written last: a directory without it is an interrupted save
+    checkpoint_complete   written last, holds the CRC-32 of metadata.json: a directory without it is
+                          an interrupted save
     <component>/ ...      one sub-directory per sub-component, laid out the same way
 
-A save writes the whole tree into a hidden temporary sibling and renames it into place, so the
-target path holds either the previous checkpoint or the new one, never a half-written one, whether
-the save raised or its process was killed. Like `torch.save`, it does not force the data to disk
-(one fsync per file cost more than the rest of a save); after a power cut a checkpoint may fail to
-load, and the checksums make sure it then raises instead of loading damaged data.
+`flywheel.checkpoints.tree` verifies a whole tree of these before anything is decoded;
+`flywheel.checkpoints.atomic` puts a new tree in place of an old one.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-import uuid
+import stat
 import zlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,141 +31,54 @@ import safetensors.numpy
 
 from flywheel.errors import CheckpointError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 METADATA_FILE = "metadata.json"
 STATE_FILE = "state.msgpack"
 TENSORS_FILE = "state.safetensors"
 PICKLE_FILE = "ctor_pickled.pkl"
 COMPLETE_MARKER = "checkpoint_complete"
+MARKER_KEY = "metadata_crc32"
 
 _EXT_ARRAY, _EXT_TUPLE, _EXT_SCALAR = 1, 2, 3
 
 
-# ------------------------------------------------------------------------------- atomic saves
-
-
-def save_directory(path: str | os.PathLike | None, write: Callable[[Path], None]) -> str:
-    """Runs `write(tmp_dir)` and moves `tmp_dir` to `path` only if it succeeded; returns the absolute path.
-
-    `path=None` saves to a new temporary directory. An existing checkpoint at `path` is replaced
-    only after the new one is complete; any other non-empty directory is refused.
-    """
-    target = Path(tempfile.mkdtemp(prefix="flywheel_checkpoint_") if path is None else path).absolute()
-    _check_target(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        write(tmp)
-        _move_into_place(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return str(target)
-
-
-def _check_target(target: Path) -> None:
-    if not target.exists():
-        return
-    if not target.is_dir():
-        raise CheckpointError(
-            f"Cannot save a checkpoint to {target}: it is a file, expected a directory path. "
-            "Fix: pass a new or empty directory, or an existing checkpoint directory to replace."
-        )
-    if any(target.iterdir()) and not (target / METADATA_FILE).exists():
-        raise CheckpointError(
-            f"Cannot save a checkpoint to {target}: the directory is not empty and is not a flywheel "
-            "checkpoint, so saving would mix or delete other files. Fix: pass a new or empty directory."
-        )
-
-
-def _move_into_place(tmp: Path, target: Path) -> None:
-    """Renames `tmp` to `target`; an old checkpoint there is moved aside first and removed last."""
-    if not target.exists():
-        os.rename(tmp, target)
-        return
-    if not any(target.iterdir()):
-        target.rmdir()
-        os.rename(tmp, target)
-        return
-    backup = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-    os.rename(target, backup)
-    try:
-        os.rename(tmp, target)
-    except BaseException:
-        os.rename(backup, target)
-        raise
-    shutil.rmtree(backup, ignore_errors=True)
+# ----------------------------------------------------------------------------------- files
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    """Writes `data` to `path` (every checkpoint file goes through here)."""
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-def mark_complete(directory: Path) -> None:
-    """Writes the completion marker; callers write it after everything else in `directory`."""
-    write_bytes(directory / COMPLETE_MARKER, b"")
-
-
-# -------------------------------------------------------------------------------- metadata
-
-
-def write_metadata(directory: Path, metadata: dict[str, Any]) -> None:
-    """Writes `metadata` (plain JSON data) with the format version added."""
-    data = {"format_version": FORMAT_VERSION, **metadata}
-    write_bytes(directory / METADATA_FILE, json.dumps(data, indent=2).encode())
-
-
-def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
-    """The metadata of the checkpoint directory `path`, after checking it is complete and readable."""
-    directory = Path(path)
-    if not directory.exists():
-        raise CheckpointError(
-            f"No checkpoint at {directory}: the path does not exist.{_sibling_hint(directory)}"
-        )
-    if not directory.is_dir():
-        raise CheckpointError(
-            f"{directory} is a file, not a checkpoint. Fix: pass the directory save_to_path() returned."
-        )
-    metadata_file = directory / METADATA_FILE
-    if not metadata_file.exists():
-        raise CheckpointError(
-            f"{directory} is not a flywheel checkpoint: it has no {METADATA_FILE}. "
-            "Fix: pass the directory save_to_path() returned (or one of its component sub-directories)."
-        )
-    if not (directory / COMPLETE_MARKER).exists():
-        raise CheckpointError(
-            f"The checkpoint at {directory} is incomplete: it has no {COMPLETE_MARKER} marker, so its "
-            "save was interrupted or it was copied only in part. Fix: load another checkpoint, or copy it again."
-        )
+    """Writes `data` to `path` (every checkpoint file goes through here); errors name the file."""
     try:
-        metadata = json.loads(metadata_file.read_text())
-    except (OSError, ValueError) as e:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(path)) from e
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of the regular file `path`; a symlink, a device or a FIFO in its place raises
+    (checkpoints hold none, and following one could read anything or block forever)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise CheckpointError(f"The checkpoint at {path.parent} is missing its file {path.name}.") from None
+    except OSError as e:
         raise CheckpointError(
-            f"{metadata_file} is corrupted ({type(e).__name__}: {e}). Fix: load another checkpoint."
+            f"{path} cannot be read ({e.strerror}); checkpoints hold regular files only (no symlinks)."
         ) from e
-    version = metadata.get("format_version") if isinstance(metadata, dict) else None
-    if version != FORMAT_VERSION:
-        raise CheckpointError(
-            f"The checkpoint at {directory} has format version {version!r} (written by flywheel "
-            f"{metadata.get('flywheel_version') if isinstance(metadata, dict) else '?'}); this flywheel reads "
-            f"format version {FORMAT_VERSION}. Fix: load it with the flywheel version that wrote it."
-        )
-    return metadata
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise CheckpointError(f"{path} is not a regular file; checkpoints hold regular files only.")
+        return f.read()
 
 
-def _sibling_hint(directory: Path) -> str:
-    """Names the components of the parent checkpoint, when the missing path sits inside one."""
-    parent_metadata = directory.parent / METADATA_FILE
-    if not parent_metadata.exists():
-        return ""
-    try:
-        components = json.loads(parent_metadata.read_text()).get("components", [])
-    except (OSError, ValueError):
-        return ""
-    return f" Its parent {directory.parent} is a checkpoint with the components {components}."
+def write_metadata(directory: Path, metadata: dict[str, Any]) -> int:
+    """Writes `metadata` (plain JSON data) with the format version added, then the completion
+    marker holding the metadata's CRC-32; returns that checksum (for the parent's metadata)."""
+    data = json.dumps({"format_version": FORMAT_VERSION, **metadata}, indent=2).encode()
+    write_bytes(directory / METADATA_FILE, data)
+    checksum = zlib.crc32(data)
+    write_bytes(directory / COMPLETE_MARKER, json.dumps({MARKER_KEY: checksum}).encode())
+    return checksum
 
 
 # ---------------------------------------------------------------------------------- states
@@ -198,17 +107,11 @@ def write_state(directory: Path, state: dict[str, Any], owner: str) -> dict[str,
     return {TENSORS_FILE: zlib.crc32(tensors), STATE_FILE: zlib.crc32(structure)}
 
 
-def read_state(path: str | os.PathLike, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The state `write_state` wrote to `path` (CheckpointError naming the file if it is damaged).
-
-    `metadata` is the directory's `read_metadata` (read here when not given); its checksums are checked.
-    """
-    directory = Path(path)
-    checksums = (metadata or read_metadata(directory)).get("checksums", {})
+def read_state(directory: Path, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The state `write_state` wrote to `directory`, whose verified metadata is `metadata`
+    (CheckpointError naming the file if it is damaged)."""
     tensors_file, state_file = directory / TENSORS_FILE, directory / STATE_FILE
-    tensors, structure = (
-        _read_checked(file, checksums.get(file.name)) for file in (tensors_file, state_file)
-    )
+    tensors, structure = (read_checked(file, metadata["checksums"]) for file in (tensors_file, state_file))
     try:
         arrays = safetensors.numpy.load(tensors)
     except Exception as e:
@@ -223,11 +126,10 @@ def read_state(path: str | os.PathLike, metadata: dict[str, Any] | None = None) 
         ) from e
 
 
-def _read_checked(file: Path, checksum: int | None) -> bytes:
-    if not file.exists():
-        raise CheckpointError(f"The checkpoint at {file.parent} is missing its state file {file.name}.")
-    data = file.read_bytes()
-    if checksum is None or zlib.crc32(data) != checksum:
+def read_checked(file: Path, checksums: dict[str, int]) -> bytes:
+    """The bytes of `file`, after checking them against its CRC-32 in `checksums` (its metadata's)."""
+    data = read_file(file)
+    if zlib.crc32(data) != checksums.get(file.name):
         raise CheckpointError(
             f"{file} is corrupted or truncated: its CRC-32 checksum does not match the one in "
             f"{METADATA_FILE} ({len(data)} bytes read). Fix: load another checkpoint."

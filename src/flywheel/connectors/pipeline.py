@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import gymnasium as gym
 
@@ -12,6 +11,10 @@ from flywheel.checkpoints.checkpointable import select
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.errors import ConnectorError
 from flywheel.typing import StateDict
+
+if TYPE_CHECKING:
+    from flywheel.checkpoints.registry import Allowed
+    from flywheel.checkpoints.tree import Node
 
 PieceRef = str | type | int
 
@@ -23,6 +26,8 @@ class ConnectorPipelineV2(ConnectorV2):
     pipeline's input spaces); they are recomputed after every structural change, and the pipeline's
     output spaces are the last piece's.
     """
+
+    _checkpoint_kind = "ConnectorPipelineV2"  # a piece's checkpoint does not restore into a pipeline
 
     def __init__(
         self,
@@ -170,12 +175,12 @@ class ConnectorPipelineV2(ConnectorV2):
         }
 
     @classmethod
-    def _from_metadata(cls, path: Path, metadata: dict[str, Any]) -> Self:
+    def _from_metadata(cls, node: Node, allowed: Allowed) -> Self:
         """The pipeline with every piece rebuilt from its sub-directory, in order (states come after,
         once the pieces know their input spaces)."""
-        pipeline = super()._from_metadata(path, metadata)
-        for name in metadata["components"]:
-            pipeline.append(ConnectorV2._construct_from(path / name))
+        pipeline = super()._from_metadata(node, allowed)
+        for child in node.children.values():
+            pipeline.append(ConnectorV2._construct_from(child, allowed))
         return pipeline
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "EnvContext",
     "make_env_creator",
     "make_vector_env",
+    "module_to_import",
     "register_env",
     "seed_for",
 ]
@@ -302,6 +304,16 @@ def _make_vector_entry_point(env: Any, creator: EnvCreator, num_envs: int) -> gy
             f"vector_entry_point, but env {env!r} has none. Modes that work for it: ['sync', 'async']."
         )
     return gym.make_vec(creator.env_id, num_envs, vectorization_mode="vector_entry_point")
+
+
+def module_to_import(env: Any) -> str | None:
+    """The module making ``env`` would import first: the ``module`` of a ``"module:Id-v0"`` gymnasium
+    id that is not a registered name, when that module is not imported yet (else None). Loading a
+    checkpoint checks this, since importing a module runs its code."""
+    if not isinstance(env, str) or env in _REGISTRY:
+        return None
+    module = env.rpartition(":")[0]
+    return module if module and module not in sys.modules else None
 
 
 def _gym_spec(env_id: str) -> gym.envs.registration.EnvSpec | None:

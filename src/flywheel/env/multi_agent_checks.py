@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.env.checks import _call, _check_supported, _describe, _explain
+from flywheel.env.checks import ObservationMonitor, _call, _check_supported, _describe, _explain
 from flywheel.env.multi_agent_env import MultiAgentEnv
 from flywheel.errors import EnvError
 
-__all__ = ["check_multi_agent_env"]
+__all__ = ["MultiAgentObservationMonitor", "check_multi_agent_env"]
 
 
 def check_multi_agent_env(env: MultiAgentEnv, *, num_steps: int = 10, seed: int = 0) -> None:
@@ -31,6 +31,16 @@ def check_multi_agent_env(env: MultiAgentEnv, *, num_steps: int = 10, seed: int 
     done, and infos only for agents that observe. Raises an `EnvError` naming the agent and the fix.
     """
     name = type(env).__name__
+    if not isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
+        spec = getattr(env, "spec", None)
+        with contextlib.suppress(Exception):
+            env.close()
+        raise EnvError(
+            f"env {spec.id if spec else name} is a single-agent env (not a MultiAgentEnv), but the config is "
+            "multi-agent (config.multi_agent() set policies other than 'default_policy' or a policy_mapping_fn). "
+            "Fix: remove the multi_agent() settings to train one policy on it, or use a MultiAgentEnv (for several "
+            "copies of a single-agent env, wrap it in a MultiAgentEnv that steps one copy per agent)."
+        )
     try:
         _Checker(env, name).run(num_steps, seed)
     except BaseException:
@@ -193,3 +203,26 @@ class _Checker:
                 f"env {self.name}.{what} returned infos for agents {extra} that got no observation in this step; "
                 "infos travel with observations. Fix: return infos only for agents in the observation dict."
             )
+
+
+class MultiAgentObservationMonitor(ObservationMonitor):
+    """`ObservationMonitor` for multi-agent runners: every `every`-th step, each agent's observation
+    in each sub-env is checked against that agent's space (`space` maps agent ids to spaces)."""
+
+    def check(self, obs: list[dict], episodes: list, terminateds: Any = None, truncateds: Any = None) -> None:
+        self._countdown -= 1
+        if self._countdown:
+            return
+        self._countdown = self.every
+        for i, agent_obs in enumerate(obs):
+            for agent_id, value in agent_obs.items():
+                space = self.space.get(agent_id)
+                if space is not None and not space.contains(value):
+                    problem, fix = _explain(value, space)
+                    raise EnvError(
+                        f"env {self.env_name} (sub-env {i} of runner {self.worker_index}) returned an observation "
+                        f"for agent {agent_id!r} outside its observation space at env step "
+                        f"{episodes[i].env_t + 1} of its episode: got {_describe(value)}, expected {space}: "
+                        f"{problem}. Fix: {fix}; or turn off flywheel's env checks with "
+                        "config.environment(disable_env_checking=True)."
+                    )

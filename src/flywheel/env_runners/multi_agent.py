@@ -20,8 +20,9 @@ from flywheel.columns import Columns
 from flywheel.connectors.env_to_module import DEFAULT_PIECE_TYPES, only_default_pieces
 from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+from flywheel.env.checks import env_name
 from flywheel.env.make import SUB_ENV_RESTARTED
-from flywheel.env.multi_agent_checks import check_multi_agent_env
+from flywheel.env.multi_agent_checks import MultiAgentObservationMonitor, check_multi_agent_env
 from flywheel.env.multi_agent_vector_env import FINAL_INFOS, FINAL_OBS, make_multi_agent_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.multi_agent_metrics import EpisodeStats, log_sample_metrics
@@ -62,6 +63,10 @@ class MultiAgentEnvRunner(EnvRunner):
         self._restart_sub_envs = config.restart_failed_sub_environments
         self._num_sub_env_restarts = 0  # since the last sample() logged them
         self._chunk_steps = [0] * self.num_envs  # steps counted per sub-env's chunk (restarts only)
+        self._obs_monitor = None
+        if not config.disable_env_checking:
+            spaces = dict(self.env.observation_spaces)
+            self._obs_monitor = MultiAgentObservationMonitor(env_name(config.env), spaces, self.worker_index)
 
     # ------------------------------------------------------------------ setup
 
@@ -149,6 +154,8 @@ class MultiAgentEnvRunner(EnvRunner):
         """One vector step. Returns (env or agent steps taken, finished episodes)."""
         actions, to_env, extras = self._random_actions() if random_actions else self._compute_actions(explore)
         obs, rewards, terminateds, truncateds, infos = self.env.step(to_env)
+        if self._obs_monitor is not None:
+            self._obs_monitor.check(obs, self._episodes)
         stepped = sum(map(len, actions)) if self._count_agent_steps else len(actions)
         restarted = self._count_chunk_steps(actions, infos) if self._restart_sub_envs else ()
         finished, starting = [], []

@@ -14,7 +14,7 @@ import numpy as np
 from flywheel.columns import Columns
 from flywheel.connectors.env_to_module import NumpyToTensor, only_default_pieces
 from flywheel.connectors.module_to_env import GetActions
-from flywheel.env.checks import check_env
+from flywheel.env.checks import ObservationMonitor, check_env, env_name
 from flywheel.env.make import SUB_ENV_RESTARTED, make_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.infos import row, unbatch_infos
@@ -57,6 +57,11 @@ class SingleAgentEnvRunner(EnvRunner):
         self._reset_pending = np.zeros(self.num_envs, bool)  # NEXT_STEP autoreset: env i resets next step
         self._restart_sub_envs = config.restart_failed_sub_environments
         self._num_sub_env_restarts = 0  # since the last sample() logged them
+        self._obs_monitor = None
+        if not config.disable_env_checking:
+            self._obs_monitor = ObservationMonitor(
+                env_name(config.env), self.env.single_observation_space, self.worker_index
+            )
 
     # ------------------------------------------------------------------ setup
 
@@ -123,6 +128,8 @@ class SingleAgentEnvRunner(EnvRunner):
         """One vector step: act, step the env, record. Returns (env steps recorded, finished episodes)."""
         to_env = self._random_actions() if random_actions else self._compute_actions(explore)
         obs, rewards, terminateds, truncateds, infos = self.env.step(to_env[Columns.ACTIONS_FOR_ENV])
+        if self._obs_monitor is not None:
+            self._obs_monitor.check(obs, self._episodes, terminateds, truncateds)
         self._returns += rewards
         if self._clip_rewards is not None:
             rewards = self._clip_rewards(rewards)

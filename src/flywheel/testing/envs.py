@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from flywheel.checkpoints.registry import checkpoint_class
 from flywheel.errors import EnvError
 
 __all__ = ["CountingContinuousEnv", "CountingEnv", "FailingEnv", "ObsOutOfSpaceEnv", "WrongSpaceTypeEnv"]
@@ -21,6 +22,7 @@ OBS_HIGH = 1e6
 """Upper bound of the counting envs' observation space: finite, so normalisers stay finite."""
 
 
+@checkpoint_class
 class CountingEnv(gym.Env):
     """Counts the steps since reset.
 
@@ -56,6 +58,7 @@ class CountingEnv(gym.Env):
         )
 
 
+@checkpoint_class
 class CountingContinuousEnv(CountingEnv):
     """:class:`CountingEnv` with ``Box(-1, 1, (1,))`` actions."""
 
@@ -64,17 +67,20 @@ class CountingContinuousEnv(CountingEnv):
         self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 
 
+@checkpoint_class
 class ObsOutOfSpaceEnv(CountingEnv):
     """:class:`CountingEnv` whose observations break the observation space.
 
     ``config["problem"]``: ``"bounds"`` (default; returns ``[-1.0]``), ``"dtype"`` (float64) or
-    ``"shape"`` (``[t, t]``); ``config["at"]``: ``"reset"`` (default) or ``"step"``.
+    ``"shape"`` (``[t, t]``) or ``"nan"``; ``config["at"]``: ``"reset"`` (default) or ``"step"``, and with
+    ``"step"``, ``config["after"]`` (default 0): the steps up to that one are fine.
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
         self.problem = self.config.get("problem", "bounds")
         self.at = self.config.get("at", "reset")
+        self.after = int(self.config.get("after", 0))
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         obs, info = super().reset(seed=seed, options=options)
@@ -82,9 +88,11 @@ class ObsOutOfSpaceEnv(CountingEnv):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         obs, *rest = super().step(action)
-        return (self._break(obs) if self.at == "step" else obs), *rest
+        return (self._break(obs) if self.at == "step" and self.t > self.after else obs), *rest
 
     def _break(self, obs: np.ndarray) -> np.ndarray:
+        if self.problem == "nan":
+            return np.array([np.nan], np.float32)
         if self.problem == "dtype":
             return obs.astype(np.float64)
         if self.problem == "shape":
@@ -92,6 +100,7 @@ class ObsOutOfSpaceEnv(CountingEnv):
         return np.array([-1.0], np.float32)
 
 
+@checkpoint_class
 class WrongSpaceTypeEnv(CountingEnv):
     """:class:`CountingEnv` whose ``config["attribute"]`` (default ``"observation_space"``) is a
     tuple of bounds ``(0.0, 1.0)`` instead of a space, a common slip."""
@@ -101,6 +110,7 @@ class WrongSpaceTypeEnv(CountingEnv):
         setattr(self, self.config.get("attribute", "observation_space"), (0.0, 1.0))
 
 
+@checkpoint_class
 class FailingEnv(CountingEnv):
     """:class:`CountingEnv` that raises ``RuntimeError`` in ``reset``/``step`` once it has taken
     ``config["fail_after"]`` steps in total (over all its episodes), e.g. to test fault tolerance.

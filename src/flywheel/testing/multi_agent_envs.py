@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from flywheel.checkpoints.registry import checkpoint_class
 from flywheel.env.multi_agent_env import MultiAgentEnv
 
 __all__ = ["BrokenMultiAgentEnv", "JoinLeaveEnv", "MultiCartPole", "TurnBasedEnv"]
@@ -25,6 +26,7 @@ def _count(value: float) -> np.ndarray:
     return np.array([value], np.float32)
 
 
+@checkpoint_class
 class TurnBasedEnv(MultiAgentEnv):
     """Players ``"p0"`` and ``"p1"`` move in turns, ``"p0"`` first; only the player to move observes.
 
@@ -66,6 +68,7 @@ class TurnBasedEnv(MultiAgentEnv):
         return obs, rewards, no_flags if self.truncate else flags, flags if self.truncate else no_flags, infos
 
 
+@checkpoint_class
 class JoinLeaveEnv(MultiAgentEnv):
     """Agents ``"a"``, ``"b"`` start; ``"b"`` finishes early, ``"c"`` joins late; ``"a"`` stays to the end.
 
@@ -110,6 +113,7 @@ class JoinLeaveEnv(MultiAgentEnv):
         return obs, rewards, terminateds, {"__all__": self.t >= self.episode_len}, {}
 
 
+@checkpoint_class
 class MultiCartPole(MultiAgentEnv):
     """``config["num_agents"]`` (default 2) independent ``CartPole-v1`` envs, agent ``i`` is ``"agent_i"``.
 
@@ -151,6 +155,7 @@ class MultiCartPole(MultiAgentEnv):
             env.close()
 
 
+@checkpoint_class
 class BrokenMultiAgentEnv(TurnBasedEnv):
     """:class:`TurnBasedEnv` breaking one rule, chosen by ``config["problem"]``:
 

@@ -19,12 +19,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from flywheel.checkpoints.registry import checkpoint_class
+
 __all__ = ["StatelessCartPole"]
 
 _KEPT = np.array([0, 2])
 """Indices of cart position and pole angle in CartPole's observation (velocities are 1 and 3)."""
 
 
+@checkpoint_class
 class StatelessCartPole(gym.ObservationWrapper):
     """CartPole-v1 (500-step time limit, same dynamics and rewards) observing `[x, theta]` only.
 

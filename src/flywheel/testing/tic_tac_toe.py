@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from flywheel.checkpoints.registry import checkpoint_class
 from flywheel.columns import Columns
 from flywheel.core.rl_module.apis import ValueFunctionAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
@@ -23,6 +24,7 @@ __all__ = ["RandomLegalMoveModule", "TicTacToe"]
 _LINES = np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]])
 
 
+@checkpoint_class
 class TicTacToe(MultiAgentEnv):
     """Players ``"X"`` (moves first) and ``"O"`` place marks on a 3x3 board; three in a line wins.
 

@@ -190,7 +190,11 @@ def test_dict_observations_without_flattening():
 
 
 def test_unknown_activation_fails_at_build():
-    with pytest.raises(ModuleError, match="Unknown activation 'sigmoid'"):
+    with pytest.raises(
+        ModuleError,
+        match=r"model_config\['fcnet_activation'\] must be one of \['tanh', 'relu', 'linear', 'swish', 'silu', 'elu'\], "
+        r"got 'sigmoid'",
+    ):
         build(fcnet_activation="sigmoid")
 
 

@@ -109,5 +109,12 @@ def test_restoring_a_module_checkpoint_reaches_the_remote_learners_and_the_runne
             np.testing.assert_array_equal(value, expected[name], err_msg=name)
         with pytest.raises(CheckpointError, match=r"LearnerGroup has no component 'learners/rl_module'"):
             algo.learner_group.restore_from_path(f"{path}/{component}", component="learners/rl_module")
+        with pytest.raises(
+            CheckpointError,
+            match=r"Cannot restore .*/default_policy into LearnerGroup's component 'learner/rl_module': it holds "
+            r"DefaultPPOTorchRLModule \(kind RLModule\), expected a checkpoint of kind MultiRLModule\. Fix: pass the "
+            r"component it belongs to, e\.g\. restore_from_path\(path, component='learner/rl_module/default_policy'\)",
+        ):
+            algo.learner_group.restore_from_path(f"{path}/{component}", component="learner/rl_module")
     finally:
         algo.stop()

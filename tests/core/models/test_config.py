@@ -22,9 +22,18 @@ def test_defaults_are_rllibs():
     }
 
 
-def test_resolve_overrides_keeps_custom_keys_and_copies():
-    resolved = resolve_model_config({"fcnet_hiddens": [8], "my_key": 1})
-    assert resolved["fcnet_hiddens"] == [8] and resolved["my_key"] == 1 and resolved["max_seq_len"] == 20
+def test_resolve_overrides_checks_and_copies():
+    resolved = resolve_model_config({"fcnet_hiddens": [8], "vf_share_layers": True})
+    assert resolved["fcnet_hiddens"] == [8] and resolved["vf_share_layers"] and resolved["max_seq_len"] == 20
+    with pytest.raises(
+        ModuleError,
+        match=r"Invalid model_config for a default module \(2 problem\(s\)\):\n- model_config has an unknown key "
+        r"'fcnet_hidden'\. Did you mean 'fcnet_hiddens'\? .*\n- model_config\['lstm_cell_size'\] must be an int >= 1, got -4",
+    ):
+        resolve_model_config({"fcnet_hidden": [8], "lstm_cell_size": -4})
+    assert (
+        resolve_model_config({"my_key": 1}, check=False)["my_key"] == 1
+    )  # subclasses reading their own keys
     resolve_model_config(None)["head_fcnet_hiddens"].append(3)
     assert DEFAULT_MODEL_CONFIG["head_fcnet_hiddens"] == []
 

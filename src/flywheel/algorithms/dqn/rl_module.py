@@ -47,6 +47,8 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
     nothing left to do.
     """
 
+    uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
+
     def setup(self) -> None:
         if not isinstance(self.action_space, gym.spaces.Discrete):
             raise ModuleError(
@@ -54,7 +56,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
                 "Fix: use SAC (flywheel.SACConfig) for continuous actions, or discretize the actions "
                 "with a gymnasium ActionWrapper."
             )
-        self.model_config = resolve_model_config(self.model_config)
+        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
         cfg = self.model_config
         if cfg["use_lstm"]:
             raise ModuleError(

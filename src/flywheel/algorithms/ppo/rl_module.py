@@ -39,8 +39,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     `compute_values(batch, embeddings)` reuses instead of encoding the batch again.
     """
 
+    uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
+
     def setup(self) -> None:
-        self.model_config = resolve_model_config(self.model_config)
+        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
         cfg = self.model_config
         self.encoder = build_encoder(self.observation_space, cfg)
         self.recurrent = isinstance(self.encoder, LSTMEncoder)

@@ -58,9 +58,11 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
     nothing left to do.
     """
 
+    uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
+
     def setup(self) -> None:
         self._check_spaces()
-        self.model_config = resolve_model_config(self.model_config)
+        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
         cfg = self.model_config
         self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._dist_cls, pi_outputs, q_outputs = self._output_layout()

@@ -21,8 +21,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
@@ -35,6 +34,10 @@ from flywheel.errors import ConfigError, LearnerError
 from flywheel.metrics.keys import NUM_ENV_STEPS_TRAINED, WEIGHTS_SEQ_NO
 from flywheel.metrics.metrics_logger import MetricsLogger
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID, ModuleID, StateDict
+
+if TYPE_CHECKING:
+    from flywheel.checkpoints.registry import Allowed
+    from flywheel.checkpoints.tree import Node
 
 DEFAULT_OPTIMIZER = "default_optimizer"
 TIMESTEP_KEY = "num_env_steps_sampled_lifetime"
@@ -353,9 +356,9 @@ class Learner(Checkpointable, abc.ABC):
         return (), {"config": self.config, "module_spec": self._module_spec, "spaces": self._spaces}
 
     @classmethod
-    def _from_metadata(cls, path: Path, metadata: dict[str, Any]) -> Self:
+    def _from_metadata(cls, node: Node, allowed: Allowed) -> Self:
         """The learner, built (module, optimizers, pipeline) and ready for its state."""
-        learner = super()._from_metadata(path, metadata)
+        learner = super()._from_metadata(node, allowed)
         learner.build()
         return learner
 

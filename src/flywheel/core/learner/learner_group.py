@@ -22,7 +22,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from flywheel.checkpoints.checkpointable import Checkpointable, read_tree_state, select
+from flywheel.checkpoints.checkpointable import Checkpointable, select
+from flywheel.checkpoints.tree import read_tree, tree_state
 from flywheel.core.learner.learner import Learner
 from flywheel.core.learner.learner_hosts import LearnerHost, RemoteLearners
 from flywheel.errors import CheckpointError
@@ -205,9 +206,14 @@ class LearnerGroup(Checkpointable):
                 f"LearnerGroup has no component {component!r}: at the top level the components are "
                 "['learner']. Fix: pass a path of these names."
             )
-        state = read_tree_state(path)
         if self._remote.broken:
             self._remote.heal()
+        node = read_tree(path)
+        kind = self.foreach_learner(
+            lambda learner: (learner._component(sub) if sub else learner).checkpoint_kind()
+        )
+        self.check_restorable(node, kind[0], component)
+        state = tree_state(node)
         self.foreach_learner(lambda learner: (learner._component(sub) if sub else learner).set_state(state))
 
 

@@ -1,16 +1,19 @@
 """`model_config` keys of the default models, their defaults, and name lookups.
 
 The keys and defaults are RLlib's, so a `model_config` written for RLlib builds the same
-network here. Unknown keys are kept (custom modules read their own keys from the same dict).
+network here. The default modules check it (`DefaultModelConfig`'s keys, values of the right type);
+custom modules read their own keys from the same dict, unchecked.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 from types import MappingProxyType
 
 from torch import nn
 
+from flywheel.core.rl_module.default_model_config import as_model_config_dict, model_config_problems
 from flywheel.errors import ModuleError
 
 DEFAULT_MODEL_CONFIG = MappingProxyType(
@@ -56,11 +59,24 @@ _DEFAULT_CONV_FILTERS = {
 }
 
 
-def resolve_model_config(model_config: dict | None) -> dict:
-    """A new dict: the defaults, overridden by `model_config`'s entries."""
+def resolve_model_config(model_config: dict | None, *, check: bool = True) -> dict:
+    """A new dict: the defaults, overridden by `model_config`'s entries. With `check`, a ModuleError
+    lists every key or value the default models cannot use (a subclass of a default module that reads
+    keys of its own sets `uses_default_model_config = False`, which passes `check=False`)."""
+    problems = model_config_problems(model_config or {}, "model_config", _closest) if check else []
+    if problems:
+        raise ModuleError(
+            f"Invalid model_config for a default module ({len(problems)} problem(s)):\n- "
+            + "\n- ".join(problems)
+        )
     resolved = copy.deepcopy(dict(DEFAULT_MODEL_CONFIG))
-    resolved.update(model_config or {})
+    resolved.update(as_model_config_dict(model_config) or {})
     return resolved
+
+
+def _closest(word: str, words: tuple[str, ...]) -> str | None:
+    matches = difflib.get_close_matches(word, words, n=1)
+    return matches[0] if matches else None
 
 
 def activation_layer(name: str | None) -> nn.Module | None:

@@ -1,17 +1,34 @@
-"""RLModules: the networks of policies (`RLModule`, `TorchRLModule`, `MultiRLModule`, specs, APIs)."""
+"""RLModules: the networks of policies (`RLModule`, `TorchRLModule`, `MultiRLModule`, specs, APIs).
 
-from flywheel.core.rl_module.apis import TargetNetworkAPI, ValueFunctionAPI
-from flywheel.core.rl_module.multi_rl_module import MultiRLModule
-from flywheel.core.rl_module.rl_module import RLModule
-from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
-from flywheel.core.rl_module.torch_rl_module import TorchRLModule
+Names are imported on first use, so `DefaultModelConfig` (which configs validate against) comes
+without torch.
+"""
 
-__all__ = [
-    "MultiRLModule",
-    "MultiRLModuleSpec",
-    "RLModule",
-    "RLModuleSpec",
-    "TargetNetworkAPI",
-    "TorchRLModule",
-    "ValueFunctionAPI",
-]
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "DefaultModelConfig": "flywheel.core.rl_module.default_model_config",
+    "MultiRLModule": "flywheel.core.rl_module.multi_rl_module",
+    "MultiRLModuleSpec": "flywheel.core.rl_module.spec",
+    "RLModule": "flywheel.core.rl_module.rl_module",
+    "RLModuleSpec": "flywheel.core.rl_module.spec",
+    "TargetNetworkAPI": "flywheel.core.rl_module.apis",
+    "TorchRLModule": "flywheel.core.rl_module.torch_rl_module",
+    "ValueFunctionAPI": "flywheel.core.rl_module.apis",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'flywheel.core.rl_module' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

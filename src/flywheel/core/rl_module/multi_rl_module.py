@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from torch import nn
 
@@ -13,6 +12,10 @@ from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.core.rl_module.torch_rl_module import without_grad
 from flywheel.errors import ModuleError
 from flywheel.typing import ModuleID
+
+if TYPE_CHECKING:
+    from flywheel.checkpoints.registry import Allowed
+    from flywheel.checkpoints.tree import Node
 
 
 class MultiRLModule(nn.Module, Checkpointable):
@@ -145,9 +148,9 @@ class MultiRLModule(nn.Module, Checkpointable):
         return (), {}
 
     @classmethod
-    def _from_metadata(cls, path: Path, metadata: dict[str, Any]) -> Self:
+    def _from_metadata(cls, node: Node, allowed: Allowed) -> Self:
         """The container with every module rebuilt from its sub-directory (weights come after)."""
-        multi = super()._from_metadata(path, metadata)
-        for module_id in metadata["components"]:
-            multi.add_module(module_id, RLModule._construct_from(path / module_id))
+        multi = super()._from_metadata(node, allowed)
+        for module_id, child in node.children.items():
+            multi.add_module(module_id, RLModule._construct_from(child, allowed))
         return multi

@@ -20,6 +20,7 @@ import gymnasium as gym
 
 from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.core.distributions import Distribution, distribution_for_space
+from flywheel.core.rl_module.default_model_config import as_model_config_dict
 from flywheel.errors import ModuleError
 
 
@@ -31,7 +32,8 @@ class RLModule(Checkpointable):
             the env-to-module pipeline).
         action_space: Space of the actions the module's distributions produce.
         inference_only: Build only what runners need to act (e.g. no value branch).
-        model_config: Free-form settings for `setup()` (default `{}`).
+        model_config: Free-form settings for `setup()` (default `{}`); a `DefaultModelConfig` counts as
+            the dict of its fields.
     """
 
     def __init__(
@@ -44,7 +46,7 @@ class RLModule(Checkpointable):
         self.observation_space = observation_space
         self.action_space = action_space
         self.inference_only = inference_only
-        self.model_config = dict(model_config) if model_config else {}
+        self.model_config = dict(as_model_config_dict(model_config)) if model_config else {}
         self._default_dist_cls: type[Distribution] | None = None
         self._is_stateful: bool | None = None
         self.setup()

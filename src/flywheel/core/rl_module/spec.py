@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 
 import gymnasium as gym
 
+from flywheel.checkpoints.registry import checkpoint_class
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.errors import ModuleError
 from flywheel.typing import ModuleID
 
 
+@checkpoint_class
 @dataclass
 class RLModuleSpec:
     """Everything needed to build one RLModule: `module_class(**the other fields)`.
@@ -68,6 +70,7 @@ class RLModuleSpec:
         return self
 
 
+@checkpoint_class
 @dataclass
 class MultiRLModuleSpec:
     """How to build a `MultiRLModule`: one `RLModuleSpec` per module id."""

@@ -20,7 +20,8 @@ class TorchRLModule(nn.Module, RLModule):
 
     `forward_inference` / `forward_exploration` run in eval mode without gradients;
     `forward_train` runs in train mode. The mode is only switched when it is wrong, so
-    calling the same phase every step costs one attribute check.
+    calling the same phase every step costs one attribute check. The acting passes also take
+    numpy arrays wherever they take tensors.
 
     State is a flat dict `{parameter or buffer name: numpy array}` (names as in
     `state_dict()`), which is what runners receive as weights and checkpoints store.
@@ -39,12 +40,24 @@ class TorchRLModule(nn.Module, RLModule):
     def forward_inference(self, batch: dict, **kwargs) -> dict:
         if self.training:
             self.eval()
-        return without_grad(self._forward_inference, batch, **kwargs)
+        return without_grad(self._forward_inference, self._tensors(batch), **kwargs)
 
     def forward_exploration(self, batch: dict, **kwargs) -> dict:
         if self.training:
             self.eval()
-        return without_grad(self._forward_exploration, batch, **kwargs)
+        return without_grad(self._forward_exploration, self._tensors(batch), **kwargs)
+
+    def _tensors(self, batch: dict) -> dict:
+        """`batch` with its numpy arrays (nested dicts too) as tensors on the module's device, float64
+        as float32 (as `NumpyToTensor` makes them); the batch itself, after one loop, when it holds
+        no arrays (the runners' case)."""
+        for value in batch.values():
+            if isinstance(value, np.ndarray | dict) and _holds_array(value):
+                break
+        else:
+            return batch
+        device = next(self.parameters(), torch.empty(0)).device
+        return {key: _to_tensors(value, device) for key, value in batch.items()}
 
     def forward_train(self, batch: dict, **kwargs) -> dict:
         if not self.training:
@@ -122,6 +135,20 @@ def without_grad(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     finally:
         torch.set_grad_enabled(True)
+
+
+def _holds_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or (
+        isinstance(value, dict) and any(map(_holds_array, value.values()))
+    )
+
+
+def _to_tensors(value: Any, device: torch.device) -> Any:
+    if isinstance(value, dict):
+        return {key: _to_tensors(item, device) for key, item in value.items()}
+    if not isinstance(value, np.ndarray):
+        return value
+    return _as_tensor(value.astype(np.float32) if value.dtype == np.float64 else value).to(device)
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
