@@ -55,7 +55,7 @@ def test_a_failed_iteration_moves_no_counter_and_a_save_stores_the_last_complete
     assert second["env_runners"]["num_env_steps_sampled"] == 40
     assert second["learners"]["__all_modules__"]["weights_seq_no"] == 2
     assert second["learners"]["default_policy"]["num_module_steps_trained"] == 80
-    restored = Algorithm.from_checkpoint(path)
+    restored = Algorithm.from_checkpoint(path, classes=[LossFailsOnce])
     try:
         assert restored.iteration == 1
         for name, value in restored.learner_group.get_weights(inference_only=False)["default_policy"].items():
