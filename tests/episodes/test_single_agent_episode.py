@@ -340,5 +340,5 @@ def test_api_snippet_runs_as_written():
 
 def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/episodes.md: its code blocks continue one another, so they run in one namespace."""
-    namespace = run_doc_blocks("docs/concepts/episodes.md", blocks=7)
+    namespace = run_doc_blocks("docs/concepts/episodes.md", blocks=9)
     assert len(namespace["whole"]) == 6 and namespace["whole"].is_numpy

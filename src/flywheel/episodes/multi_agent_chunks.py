@@ -46,8 +46,10 @@ def cut(episode: MultiAgentEpisode, len_lookback_buffer: int) -> MultiAgentEpiso
         if sa_episode.is_done:
             successor._finished_agents.add(agent_id)
             continue
-        successor.agent_episodes[agent_id] = sa_episode.cut(n)
         tail = episode.env_t_to_agent_t[agent_id].tail(env_lookback + 1)
+        # A lookback stretched for a waiting agent also keeps the other agents' steps inside it.
+        steps_in_window = n if env_lookback == n else sum(t != NOT_OBSERVED for t in tail) - 1
+        successor.agent_episodes[agent_id] = sa_episode.cut(max(n, steps_in_window))
         successor.env_t_to_agent_t[agent_id] = LookbackBuffer(tail, env_lookback)
     successor._finished_agents |= episode._finished_agents
     successor._in_flight = {agent_id: list(step) for agent_id, step in episode._in_flight.items()}

@@ -126,12 +126,12 @@ def _make_history(episode: MultiAgentEpisode, n: int) -> None:
 
 
 def _shift_agent_timesteps(episode: MultiAgentEpisode, agent_t_started: dict) -> None:
-    """Moves each given agent's timesteps so that its chunk starts at ``agent_t_started[agent_id]``."""
-    for agent_id, t_started in agent_t_started.items():
-        sa_episode = episode.agent_episodes.get(agent_id)
-        if sa_episode is None:
+    """Moves each agent's timesteps so that its chunk starts at ``agent_t_started[agent_id]`` (default 0,
+    as for the env steps: steps in the lookback then have negative timesteps)."""
+    for agent_id, sa_episode in episode.agent_episodes.items():
+        shift = agent_t_started.get(agent_id, 0) - sa_episode.t_started
+        if not shift:
             continue
-        shift = t_started - sa_episode.t_started
         sa_episode.t_started += shift
         sa_episode.t += shift
         mapping = episode.env_t_to_agent_t[agent_id]
