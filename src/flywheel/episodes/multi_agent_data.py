@@ -49,6 +49,9 @@ def record_from_data(
         _apply_final_flags(episode, _final(data["terminateds"]), _final(data["truncateds"]))
     _make_history(episode, lookback)
     _shift_agent_timesteps(episode, data["agent_t_started"] or {})
+    episode._start_time = None  # Built, not played: no duration (as for a SingleAgentEpisode from data).
+    for sa_episode in episode.agent_episodes.values():
+        sa_episode._start_time = None
 
 
 def _check_lengths(episode: MultiAgentEpisode, data: dict, per_step: dict, n_steps: int) -> None:
