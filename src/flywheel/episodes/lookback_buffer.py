@@ -54,8 +54,12 @@ class LookbackBuffer:
     __slots__ = ("data", "lookback", "_space", "_struct")
 
     def __init__(self, data: Any = None, lookback: int = 0, space: gym.Space | None = None):
-        self.data = [] if data is None else data
-        self.lookback = min(lookback, self.len_incl_lookback()) if lookback else 0
+        self.data = data = [] if data is None else data
+        if lookback:  # (no min(): runners build buffers at every reset and cut)
+            total = len(data) if type(data) is list else self.len_incl_lookback()
+            if lookback > total:
+                lookback = total
+        self.lookback = lookback
         self.space = space
 
     # ------------------------------------------------------------------------ properties
@@ -89,7 +93,8 @@ class LookbackBuffer:
 
     def __len__(self) -> int:
         """Number of the chunk's own items (without the lookback)."""
-        return self.len_incl_lookback() - self.lookback
+        data = self.data
+        return (len(data) if type(data) is list else self.len_incl_lookback()) - self.lookback
 
     def __iter__(self) -> Iterator[Any]:
         return (self.get(i) for i in range(len(self)))
@@ -163,7 +168,6 @@ class LookbackBuffer:
     def get(
         self,
         indices: Indices = None,
-        *,
         neg_index_as_lookback: bool = False,
         fill: Any = None,
         one_hot_discrete: bool = False,
@@ -171,6 +175,7 @@ class LookbackBuffer:
         """Returns one item (int index) or several (slice, list of ints, None = the whole chunk).
 
         Several items come as a list from a list-based buffer, stacked arrays from a finalized one.
+        (RLlib takes the options as keywords only; episodes pass them by position, which is faster.)
         """
         data = self.data
         if (
@@ -243,10 +248,11 @@ class LookbackBuffer:
 
         Finalized data is copied first, so the returned items do not keep the big arrays alive.
         """
+        data = self.data
+        if type(data) is list:
+            return data[-n:] if n else []
         start = max(self.len_incl_lookback() - n, 0)
-        if type(self.data) is list:
-            return self.data[start:]
-        return unstack(map_leaves(lambda a: a[start:].copy(), self.data))
+        return unstack(map_leaves(lambda a: a[start:].copy(), data))
 
     def sliced(self, start: int, stop: int, lookback: int | None = None) -> LookbackBuffer:
         """Returns a new buffer with the chunk items ``[start, stop)`` (``0 <= start <= stop``).

@@ -241,15 +241,13 @@ class SingleAgentEpisode:
         one_hot_discrete: bool = False,
     ) -> Any:
         """Observations at ``indices`` (see `LookbackBuffer` for indices, ``fill`` and ``one_hot_discrete``)."""
-        return self.observations.get(
-            indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill, one_hot_discrete=one_hot_discrete
-        )
+        return self.observations.get(indices, neg_index_as_lookback, fill, one_hot_discrete)
 
     def get_infos(
         self, indices: Indices = None, *, neg_index_as_lookback: bool = False, fill: Any = None
     ) -> Any:
         """Infos at ``indices``; infos stay a list even on a numpy'd episode."""
-        return self.infos.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+        return self.infos.get(indices, neg_index_as_lookback, fill)
 
     def get_actions(
         self,
@@ -259,14 +257,12 @@ class SingleAgentEpisode:
         fill: Any = None,
         one_hot_discrete: bool = False,
     ) -> Any:
-        return self.actions.get(
-            indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill, one_hot_discrete=one_hot_discrete
-        )
+        return self.actions.get(indices, neg_index_as_lookback, fill, one_hot_discrete)
 
     def get_rewards(
         self, indices: Indices = None, *, neg_index_as_lookback: bool = False, fill: Any = None
     ) -> Any:
-        return self.rewards.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+        return self.rewards.get(indices, neg_index_as_lookback, fill)
 
     def get_extra_model_outputs(
         self,
@@ -279,10 +275,10 @@ class SingleAgentEpisode:
         """One extra model output column at ``indices``, or all of them as a dict (``key=None``)."""
         if key is None:
             return {
-                k: buffer.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+                k: buffer.get(indices, neg_index_as_lookback, fill)
                 for k, buffer in self.extra_model_outputs.items()
             }
-        return self._extra_buffer(key).get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+        return self._extra_buffer(key).get(indices, neg_index_as_lookback, fill)
 
     def _extra_buffer(self, key: str) -> LookbackBuffer:
         buffer = self.extra_model_outputs.get(key)
