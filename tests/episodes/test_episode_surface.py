@@ -110,13 +110,12 @@ def test_setters_by_agent_step_and_unknown_agents():
 
 def test_slice_syntax_and_print(capsys):
     episode = turn_based()
-    with pytest.raises(EpisodeError, match=r"got episode\[0\]; read one env step with get_observations\(0\)"):
+    with pytest.raises(EpisodeError, match=r"got episode\[0\]; read one step with get_observations\(0\)"):
         episode[0]
     assert episode[1:3].get_actions(-1) == {"a0": 2}
     episode.print()
     assert (
-        capsys.readouterr().out
-        == "t    0   1   2   3   4\na0   x   .   x   .   x\na1   .   x   .   x   .\n"
+        capsys.readouterr().out == "t    0   1   2   3   4\na0   x   .   x   .   x\na1   .   x   .   x   .\n"
     )
 
 

@@ -51,6 +51,16 @@ def cut(episode: SingleAgentEpisode, len_lookback_buffer: int) -> SingleAgentEpi
     return successor
 
 
+def as_slice(item: Any) -> slice:
+    """The slice of ``episode[item]``; episodes are only sliced (their steps are read with the getters)."""
+    if not isinstance(item, slice):
+        raise EpisodeError(
+            f"Episodes can only be sliced (episode[a:b]), got episode[{item!r}]; read one step with "
+            f"get_observations({item!r}), get_actions({item!r}), ... instead."
+        )
+    return item
+
+
 def slice_bounds(slc: slice, length: int) -> tuple[int, int]:
     """`(start, stop)` of `slc` over `length` steps (stop >= start); episodes slice with step 1 only."""
     start, stop, step = slc.indices(length)

@@ -211,12 +211,20 @@ class LookbackBuffer:
 
     # ---------------------------------------------------------------------- writing
 
-    def set(self, new_data: Any, *, at_indices: Indices = None, neg_index_as_lookback: bool = False) -> None:
+    def set(self, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False) -> None:
         """Overwrites stored items in place (positions as in `get`; no ``fill``, no growing).
 
         An int index takes one item; a slice, list of ints or None (the whole chunk) takes one
         item per position (a list, or stacked arrays on a finalized buffer).
         """
+        data = self.data
+        if type(at_indices) is int and type(data) is list and not neg_index_as_lookback:
+            # The per-step path (e.g. a connector rewriting the newest observation): a plain list index.
+            try:
+                data[at_indices + self.lookback if at_indices >= 0 else at_indices] = new_data
+                return
+            except IndexError:
+                pass  # Out of range: the general path below raises the explanatory error.
         total = self.len_incl_lookback()
         if isinstance(at_indices, int | np.integer):
             position = self._position(int(at_indices), neg_index_as_lookback, total)

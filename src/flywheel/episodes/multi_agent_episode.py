@@ -28,7 +28,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from flywheel.episodes import multi_agent_chunks, multi_agent_data
+from flywheel.episodes import chunks, multi_agent_chunks, multi_agent_data
 from flywheel.episodes import multi_agent_contract as contract
 from flywheel.episodes.episode_id import new_episode_id
 from flywheel.episodes.lookback_buffer import LookbackBuffer
@@ -369,12 +369,7 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
 
     def __getitem__(self, item: slice) -> MultiAgentEpisode:
         """``episode[a:b]`` is ``episode.slice(slice(a, b))``; single steps are read with the getters."""
-        if not isinstance(item, slice):
-            raise EpisodeError(
-                f"Episodes can only be sliced (episode[a:b]), got episode[{item!r}]; read one env step with "
-                f"get_observations({item!r}), get_actions({item!r}), ... instead."
-            )
-        return self.slice(item)
+        return self.slice(chunks.as_slice(item))
 
     def concat_episode(self, other: MultiAgentEpisode) -> None:
         """Appends ``other`` (the successor chunk from `cut`, or the next slice) to this episode, in place."""

@@ -295,24 +295,22 @@ class SingleAgentEpisode:
         self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
     ) -> None:
         """Overwrites observations in place (e.g. a connector normalizing the newest one)."""
-        self.observations.set(new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback)
+        self.observations.set(new_data, at_indices, neg_index_as_lookback)
 
     def set_actions(
         self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
     ) -> None:
-        self.actions.set(new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback)
+        self.actions.set(new_data, at_indices, neg_index_as_lookback)
 
     def set_rewards(
         self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
     ) -> None:
-        self.rewards.set(new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback)
+        self.rewards.set(new_data, at_indices, neg_index_as_lookback)
 
     def set_extra_model_outputs(
         self, *, key: str, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
     ) -> None:
-        self._extra_buffer(key).set(
-            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
-        )
+        self._extra_buffer(key).set(new_data, at_indices, neg_index_as_lookback)
 
     # ----------------------------------------------------------------- chunks and slices
 
@@ -332,12 +330,7 @@ class SingleAgentEpisode:
 
     def __getitem__(self, item: slice) -> SingleAgentEpisode:
         """``episode[a:b]`` is ``episode.slice(slice(a, b))``; single steps are read with the getters."""
-        if not isinstance(item, slice):
-            raise EpisodeError(
-                f"Episodes can only be sliced (episode[a:b]), got episode[{item!r}]; read one step with "
-                f"get_observations({item!r}), get_actions({item!r}), ... instead."
-            )
-        return self.slice(item)
+        return self.slice(chunks.as_slice(item))
 
     def slice(self, slc: slice, *, len_lookback_buffer: int | None = None) -> SingleAgentEpisode:
         """Returns a new episode holding the steps ``slc`` (a step-1 slice) of this chunk.
