@@ -134,12 +134,8 @@ def test_init():
     assert a1.rewards.data == [0.1, 0.2, 0.3]
     assert episode.get_actions(-3) == {"a0": 0, "a1": 0} and episode.get_rewards(-3) == {"a0": 0.1, "a1": 0.1}
     assert episode.env_t_to_agent_t["a0"].data == [0, S, S, S]
-    assert episode.env_t_to_agent_t["a1"].data == [
-        -3,
-        -2,
-        -1,
-        0,
-    ]  # agent timesteps count from 0 at the chunk start
+    # Agent timesteps count from 0 at the chunk start (RLlib 2.60's agent_t_started default).
+    assert episode.env_t_to_agent_t["a1"].data == [-3, -2, -1, 0]
     assert episode.env_t_to_agent_t["a0"].lookback == episode.env_t_to_agent_t["a1"].lookback == 3
     episode = MultiAgentEpisode(
         observations=[{"a0": 0}, {"a1": 1}, {"a0": 2, "a1": 2}, {"a1": 3}, {"a1": 4}],
@@ -191,9 +187,8 @@ def test_add_env_step():
     episode = play(MultiAgentEpisode(), env, 100, seed=10)
     assert episode.env_t == 100 and not episode.is_done
     assert episode.agent_episodes["agent_1"].is_terminated and episode.agent_episodes["agent_5"].is_terminated
-    done = episode.get_actions(
-        -1, ["agent_1", "agent_5"], env_steps=False
-    )  # their final steps, none in flight
+    # Their newest agent steps are their final ones (nothing in flight).
+    done = episode.get_actions(-1, ["agent_1", "agent_5"], env_steps=False)
     assert done == {a: episode.agent_episodes[a].get_actions(-1) for a in ("agent_1", "agent_5")}
     play(episode, env, 100, reset=False)
     assert episode.is_truncated and all(e.is_done for e in episode.agent_episodes.values())
@@ -333,9 +328,8 @@ def test_get_actions():
     episode = MultiAgentEpisode(
         observations=observations, actions=actions, rewards=[{a: 1 for a in s} for s in actions]
     )
-    assert [episode.get_actions(i) for i in (-1, -2, -3, -4)] == actions[
-        ::-1
-    ]  # a0's action at -3 is in flight
+    # a0's action at env step -3 is in flight (a0 never observes again).
+    assert [episode.get_actions(i) for i in (-1, -2, -3, -4)] == actions[::-1]
     for i in (0, 1, 4, -5, -9):
         with pytest.raises(
             IndexError, match=f"Env-step index {i} is out of range: the episode chunk has 0 env steps"
