@@ -28,6 +28,17 @@ class EpisodeError(FlywheelError, ValueError):
     """An episode was used against its contract (e.g. a step after it ended)."""
 
 
+class EpisodeIndexError(EpisodeError, IndexError):
+    """An episode or lookback-buffer index lies outside the stored data (RLlib raises IndexError there)."""
+
+
+class EpisodeKeyError(EpisodeError, KeyError):
+    """An episode has no such agent or extra model output (RLlib raises KeyError/AssertionError there)."""
+
+    # KeyError's own __str__ would print the message as a quoted repr.
+    __str__ = BaseException.__str__
+
+
 class CheckpointError(FlywheelError, ValueError):
     """A path is not a (readable, compatible) flywheel checkpoint."""
 

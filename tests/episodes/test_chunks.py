@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from episode_scenarios import counting_episode, obs, step_more, values
 
-from flywheel.errors import EpisodeError
+from flywheel.errors import EpisodeError, EpisodeIndexError
 
 
 @pytest.mark.parametrize("numpy", [False, True])
@@ -57,7 +57,7 @@ def test_cut_without_lookback_and_beyond_the_data():
     episode = counting_episode(3)
     bare = episode.cut()
     assert bare.observations.lookback == 0 and bare.actions.lookback == 0
-    with pytest.raises(EpisodeError, match="Index out of range"):
+    with pytest.raises(EpisodeIndexError, match="Cannot get at index"):
         bare.get_actions(-1, neg_index_as_lookback=True)
     deep = episode.cut(len_lookback_buffer=10)
     assert deep.actions.lookback == 3 and deep.observations.lookback == 3

@@ -130,12 +130,17 @@ def test_turn_based_agents_to_act_alternate():
     assert seen == [["p0"], ["p1"], ["p0"], ["p1"], ["p0"], ["p1"], []]
 
 
-def test_in_flight_step_is_not_visible_until_the_agent_observes():
+def test_in_flight_step_is_read_by_env_step_but_not_stored():
     (episode,) = play(TurnBasedEnv(), steps=3)  # p0 acted at env step 2 and waits.
     assert contents(episode)["p0"] == ([0, 2], [1], [0.0], [0])
-    assert episode.get_actions(-1) == {}  # env step 2 is p0's, still in flight
-    assert episode.get_actions(slice(0, 3)) == {"p0": [1], "p1": [1]}
-    assert episode.get_return() == 1.0 and episode.agent_steps() == 2
+    assert episode.get_actions(-1) == {"p0": 1}  # env step 2 is p0's, still in flight
+    assert episode.get_rewards(-1) == {"p0": 3.0}  # the rewards of its step so far
+    assert episode.get_extra_model_outputs("vf", -1) == {"p0": 2.0}
+    assert episode.get_actions(slice(0, 3)) == {"p0": [1, 1], "p1": [1]}
+    assert episode.get_actions(-1, env_steps=False) == {"p0": 1, "p1": 1}  # p0's newest step is in flight
+    assert episode.get_actions(env_steps=False) == {"p0": [1], "p1": [1]}  # indices=None: stored steps only
+    assert episode.get_return() == 1.0 and episode.get_return(include_hanging_rewards=True) == 4.0
+    assert episode.agent_steps() == 2
     episode.validate()
 
 
@@ -161,7 +166,7 @@ def test_join_late_and_finish_early_exact_contents():
         "c": ([23, 24, 25], [0, 0], [24.0, 25.0], [3, 4]),
     }
     assert maps(episode) == {"a": [0, 1, 2, 3, 4, 5], "b": [0, 1, 2, X, X, X], "c": [X, X, X, 0, 1, 2]}
-    assert episode.agent_ids == ["a", "b", "c"]
+    assert episode.agent_ids == {"a", "b", "c"}
     assert episode.is_truncated and not episode.is_terminated
     assert episode.get_return() == 87.0 and episode.agent_steps() == 9
     episode.validate()
@@ -258,7 +263,7 @@ def test_cut_moves_in_flight_steps_and_keeps_lookback():
 
 def test_cut_leaves_finished_agents_behind():
     first, second = play(JoinLeaveEnv(), steps=2, cut_at={2}, lookback=1)
-    assert first.agent_ids == ["a", "b"] and second.agent_ids == ["a"]
+    assert first.agent_ids == {"a", "b"} and second.agent_ids == {"a"}
     assert second.get_observations(agent_ids="b") == {}  # b took part, so asking is no error
     assert first.get_agents_that_stepped() == {"a", "b"} and second.get_agents_that_stepped() == {"a"}
     with pytest.raises(
@@ -491,7 +496,7 @@ def test_slice_takes_the_agent_steps_ending_inside():
     }
     assert piece.agent_episodes["b"].is_terminated
     later = episode.slice(slice(3, None))
-    assert later.agent_ids == ["a", "c"] and later.is_truncated
+    assert later.agent_ids == {"a", "c"} and later.is_truncated
     assert later.get_observations(agent_ids="b") == {}
     later.validate()
     piece.validate()

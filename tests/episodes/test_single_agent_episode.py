@@ -6,7 +6,7 @@ import pytest
 from episode_scenarios import ACT_SPACE, OBS_SPACE, counting_episode, obs, step_more, values
 
 from flywheel import SingleAgentEpisode
-from flywheel.errors import EpisodeError
+from flywheel.errors import EpisodeError, EpisodeIndexError
 
 
 def test_recording_counts_steps_and_return():
@@ -123,7 +123,9 @@ def test_lookback_and_fill(numpy):
     assert values(episode.get_observations(slice(-2, 5), fill=-1)) == [4, 5, -1, -1]
     filled = episode.get_observations(7, fill=0)
     assert filled.dtype == np.float32 and filled.tolist() == [0.0]
-    with pytest.raises(EpisodeError, match="Index out of range: position 7 relative to the chunk start"):
+    with pytest.raises(
+        EpisodeIndexError, match="Cannot get at index 7: out of range of the buffer's 3 lookback"
+    ):
         episode.get_observations(7)
     assert episode.get_return() == 9.0
 
@@ -338,5 +340,5 @@ def test_api_snippet_runs_as_written():
 
 def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/episodes.md: its code blocks continue one another, so they run in one namespace."""
-    namespace = run_doc_blocks("docs/concepts/episodes.md", blocks=7)
+    namespace = run_doc_blocks("docs/concepts/episodes.md", blocks=9)
     assert len(namespace["whole"]) == 6 and namespace["whole"].is_numpy

@@ -1,4 +1,4 @@
-"""Chunk operations of `SingleAgentEpisode`: cut, slice and concat.
+"""Whole-episode operations of `SingleAgentEpisode`: cut, slice, concat, validate, state.
 
 An episode that outlives one ``EnvRunner.sample()`` call is handed out in chunks: `cut` makes
 the successor that keeps recording, `concat` glues chunks back together (e.g. in a replay
@@ -51,6 +51,16 @@ def cut(episode: SingleAgentEpisode, len_lookback_buffer: int) -> SingleAgentEpi
     return successor
 
 
+def as_slice(item: Any) -> slice:
+    """The slice of ``episode[item]``; episodes are only sliced (their steps are read with the getters)."""
+    if not isinstance(item, slice):
+        raise EpisodeError(
+            f"Episodes can only be sliced (episode[a:b]), got episode[{item!r}]; read one step with "
+            f"get_observations({item!r}), get_actions({item!r}), ... instead."
+        )
+    return item
+
+
 def slice_bounds(slc: slice, length: int) -> tuple[int, int]:
     """`(start, stop)` of `slc` over `length` steps (stop >= start); episodes slice with step 1 only."""
     start, stop, step = slc.indices(length)
@@ -87,17 +97,19 @@ def slice_episode(
 def concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     """See `SingleAgentEpisode.concat_episode`."""
     _check_concat(episode, other)
-    # The other's first observation is our last one; its info may be newer, so it wins.
-    episode.infos.set(other.get_infos(0), -1)
-    episode.observations.extend_from(other.observations, skip=1)
-    episode.infos.extend_from(other.infos, skip=1)
-    episode.actions.extend_from(other.actions)
-    episode.rewards.extend_from(other.rewards)
+    # The other's first observation is our last one (its info may be newer, so the other's wins).
+    episode.observations.pop()
+    episode.infos.pop()
+    episode.observations.concat(other.observations)
+    episode.infos.concat(other.infos)
+    episode.actions.concat(other.actions)
+    episode.rewards.concat(other.rewards)
     for key, buffer in episode.extra_model_outputs.items():
-        buffer.extend_from(other.extra_model_outputs[key])
+        buffer.concat(other.extra_model_outputs[key])
     episode.t = other.t
     episode.is_terminated = other.is_terminated
     episode.is_truncated = other.is_truncated
+    episode.custom_data.update(other.custom_data)  # The later chunk knows more.
 
 
 def _items_equal(a: Any, b: Any) -> bool:
@@ -131,3 +143,77 @@ def _check_concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> Non
             f"Cannot concat chunks of episode {episode.id_}: the other's extra model outputs "
             f"{sorted(other.extra_model_outputs)} differ from this one's {sorted(episode.extra_model_outputs)}."
         )
+
+
+def validate(episode: SingleAgentEpisode) -> None:
+    """See `SingleAgentEpisode.validate`."""
+    n_obs = len(episode.observations)
+    n_steps = max(n_obs - 1, 0)
+    expected = {"infos": (episode.infos, n_obs), "actions": (episode.actions, n_steps)}
+    expected["rewards"] = (episode.rewards, n_steps)
+    expected.update(
+        {f"extra_model_outputs[{k!r}]": (b, n_steps) for k, b in episode.extra_model_outputs.items()}
+    )
+    problems = [
+        f"{name} has {len(buffer)} items, expected {n}"
+        for name, (buffer, n) in expected.items()
+        if len(buffer) != n
+    ]
+    if episode.t_started < 0:
+        problems.append(f"t_started is {episode.t_started}, expected >= 0")
+    if episode.t - episode.t_started != n_steps:
+        problems.append(
+            f"t - t_started is {episode.t - episode.t_started}, expected {n_steps} (one per step)"
+        )
+    if episode.is_done and n_obs == 0:
+        problems.append("the episode is done but holds no observation (add_env_reset() never ran)")
+    if problems:
+        raise EpisodeError(
+            f"Episode {episode.id_} (observations: {n_obs} in the chunk, so {n_steps} steps) is inconsistent: "
+            + "; ".join(problems)
+            + ". Record data only through add_env_reset()/add_env_step(), or pass matching lengths."
+        )
+
+
+def get_state(episode: SingleAgentEpisode) -> dict[str, Any]:
+    """See `SingleAgentEpisode.get_state`."""
+    return {
+        "id_": episode.id_,
+        "agent_id": episode.agent_id,
+        "module_id": episode.module_id,
+        "multi_agent_episode_id": episode.multi_agent_episode_id,
+        "observations": episode.observations.get_state(),
+        "infos": episode.infos.get_state(),
+        "actions": episode.actions.get_state(),
+        "rewards": episode.rewards.get_state(),
+        "extra_model_outputs": {k: b.get_state() for k, b in episode.extra_model_outputs.items()},
+        "t_started": episode.t_started,
+        "is_terminated": episode.is_terminated,
+        "is_truncated": episode.is_truncated,
+        "custom_data": copy.deepcopy(episode.custom_data),
+        "start_time": episode._start_time,
+        "end_time": episode._end_time,
+    }
+
+
+def from_state(cls: type[SingleAgentEpisode], state: dict[str, Any]) -> SingleAgentEpisode:
+    """See `SingleAgentEpisode.from_state`."""
+    episode = cls(
+        state["id_"],
+        observations=LookbackBuffer.from_state(state["observations"]),
+        infos=LookbackBuffer.from_state(state["infos"]),
+        actions=LookbackBuffer.from_state(state["actions"]),
+        rewards=LookbackBuffer.from_state(state["rewards"]),
+        extra_model_outputs={
+            k: LookbackBuffer.from_state(s) for k, s in state["extra_model_outputs"].items()
+        },
+        terminated=state["is_terminated"],
+        truncated=state["is_truncated"],
+        t_started=state["t_started"],
+        agent_id=state["agent_id"],
+        module_id=state["module_id"],
+        multi_agent_episode_id=state["multi_agent_episode_id"],
+    )
+    episode.custom_data = state["custom_data"]
+    episode._start_time, episode._end_time = state["start_time"], state["end_time"]
+    return episode

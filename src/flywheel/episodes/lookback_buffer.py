@@ -1,89 +1,38 @@
-"""`LookbackBuffer`: one column of episode data plus the history in front of it.
+"""`LookbackBuffer` (RLlib's `InfiniteLookbackBuffer`): one column of episode data plus the history in front of it.
 
 An episode chunk that continues an earlier chunk still needs a little of the past (the
 previous action for ``PrevActionsPrevRewards``, the last frames for ``FrameStacking``). The
 buffer keeps that past in front of the chunk's own data: ``data[:lookback]`` is history,
 ``data[lookback:]`` belongs to the chunk. This module is the one place where the index
-arithmetic lives (chunk-relative indices, ``neg_index_as_lookback``, ``fill`` padding);
-episodes only delegate to it.
+arithmetic lives (chunk-relative indices, ``neg_index_as_lookback``, ``fill`` padding,
+``one_hot_discrete``); episodes only delegate to it.
 
-While sampling, ``data`` is a Python list (appends are O(1)); ``to_numpy()`` stacks it once
-into an array, or, for ``Dict``/``Tuple`` spaces, a dict/tuple of arrays (leaf-wise).
+While sampling, ``data`` is a Python list (appends are O(1)); `finalize` stacks it once into
+an array, or, for ``Dict``/``Tuple`` spaces, a dict/tuple of arrays (leaf-wise).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import tree
+from gymnasium.utils.env_checker import data_equivalence
 
-from flywheel.errors import EpisodeError
+from flywheel.episodes.space_items import (
+    fill_item,
+    first_leaf,
+    leaves,
+    map_leaves,
+    one_hot,
+    space_struct,
+    stack_items,
+    unstack,
+)
+from flywheel.errors import EpisodeError, EpisodeIndexError
 
 Indices = int | slice | list[int] | None
-
-
-_FLAT_SPACES = frozenset(
-    (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
-)
-
-
-def space_struct(space: gym.Space | None) -> Any:
-    """Returns ``space`` as plain nested dicts/tuples of leaf spaces (``None`` stays ``None``).
-
-    dm-tree cannot rebuild gymnasium's ``Dict``/``Tuple`` spaces, so stacking and fill items
-    work on this plain mirror of the space instead.
-    """
-    if space is None or type(space) in _FLAT_SPACES:  # (the common spaces, without ABC checks)
-        return space
-    if isinstance(space, gym.spaces.Dict):
-        return {key: space_struct(sub) for key, sub in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(space_struct(sub) for sub in space.spaces)
-    return space
-
-
-def stack_items(items: list, struct: Any = None) -> Any:
-    """Stacks a list of items into one array (nested items: one array per leaf).
-
-    With a (plain, see `space_struct`) space the arrays get the space's dtypes and an empty
-    list still gets the right trailing shape; without one numpy infers both.
-    """
-    if struct is None:
-        if items and _is_nested(items[0]):
-            return tree.map_structure(lambda *leaves: np.asarray(leaves), *items, check_types=False)
-        return np.asarray(items)
-    if not items:
-        return tree.map_structure(lambda sp: np.zeros((0, *(sp.shape or ())), sp.dtype), struct)
-    if isinstance(struct, dict | tuple):  # `space_struct` output: nested exactly when a dict/tuple
-        return tree.map_structure(
-            lambda sp, *leaves: np.asarray(leaves, dtype=sp.dtype), struct, *items, check_types=False
-        )
-    return np.asarray(items, dtype=struct.dtype)
-
-
-def _is_nested(item: Any) -> bool:
-    """`tree.is_nested`, answered without a call into dm-tree for the common flat items (to_numpy
-    asks once per column of every finished episode)."""
-    if isinstance(item, np.ndarray | np.generic | float | int):
-        return False
-    return tree.is_nested(item)
-
-
-def _map(fn, data: Any, *rest: Any) -> Any:
-    """Applies ``fn`` to an array, or leaf-wise to a dict/tuple of arrays."""
-    if isinstance(data, np.ndarray):
-        return fn(data, *rest)
-    return tree.map_structure(fn, data, *rest, check_types=False)
-
-
-def _unstack(data: Any) -> list:
-    """Stacked arrays (or a dict/tuple of them) → list of per-item values."""
-    if isinstance(data, np.ndarray):
-        return list(data)
-    n = len(tree.flatten(data)[0])
-    return [tree.map_structure(lambda a, i=i: a[i], data) for i in range(n)]
 
 
 class LookbackBuffer:
@@ -92,22 +41,32 @@ class LookbackBuffer:
     Indices are chunk-relative: ``0`` is the chunk's first item, ``-1`` the newest one. Negative
     indices normally count back from the newest item (and may run on into the history); with
     ``neg_index_as_lookback=True`` they count back from the chunk's start instead (``-1`` = the
-    last history item). Positions outside the stored data raise `EpisodeError`, unless ``fill``
-    is given: then they are padded with ``fill`` shaped like one item (from the space, or, once
-    numpy'd, from the stored arrays). Slices clip to the stored data when ``fill`` is None,
-    like Python slices do.
+    last history item). Slices may step backwards (``buffer[3:0:-1]``). Positions outside the
+    stored data raise `EpisodeIndexError` for ints and lists, and are left out of slices,
+    unless ``fill`` is given: then they read as ``fill`` shaped like one item (from the space,
+    or, once finalized, from the stored arrays). ``one_hot_discrete=True`` returns the
+    ``Discrete``/``MultiDiscrete`` parts of the items one-hot encoded (fill items: all ``fill``).
+
+    ``buffer[i]``, ``buffer[a:b]`` and ``buffer[i] = x`` are `get` and `set`; ``len(buffer)``
+    and iteration cover the chunk's items only.
     """
 
     __slots__ = ("data", "lookback", "_space", "_struct")
 
     def __init__(self, data: Any = None, lookback: int = 0, space: gym.Space | None = None):
-        self.data = [] if data is None else data
+        self.data = data = [] if data is None else data
+        if lookback:  # (no min(): runners build buffers at every reset and cut)
+            total = len(data) if type(data) is list else self.len_incl_lookback()
+            if lookback > total:
+                lookback = total
         self.lookback = lookback
         self.space = space
 
+    # ------------------------------------------------------------------------ properties
+
     @property
     def space(self) -> gym.Space | None:
-        """The space one item belongs to (used for `to_numpy` dtypes and ``fill`` items)."""
+        """The space one item belongs to (used for finalized dtypes, ``fill`` items and one-hot)."""
         return self._space
 
     @space.setter
@@ -116,91 +75,192 @@ class LookbackBuffer:
         self._struct = space_struct(value)
 
     @property
-    def is_numpy(self) -> bool:
-        """Whether ``data`` has been stacked into arrays (then it can no longer grow)."""
-        return not isinstance(self.data, list)
+    def space_struct(self) -> Any:
+        """The space as plain nested dicts/tuples of leaf spaces."""
+        return self._struct
 
-    def total_len(self) -> int:
+    @property
+    def finalized(self) -> bool:
+        """Whether `finalize` stacked ``data`` into arrays (appends then concatenate)."""
+        return type(self.data) is not list
+
+    def len_incl_lookback(self) -> int:
         """Number of stored items, history included."""
         data = self.data
         if type(data) is list or isinstance(data, np.ndarray):
             return len(data)
-        return len(tree.flatten(data)[0])
+        return len(first_leaf(data))
 
     def __len__(self) -> int:
         """Number of the chunk's own items (without the lookback)."""
-        return self.total_len() - self.lookback
+        data = self.data
+        return (len(data) if type(data) is list else self.len_incl_lookback()) - self.lookback
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self.get(i) for i in range(len(self)))
+
+    def __getitem__(self, indices: Indices) -> Any:
+        return self.get(indices)
+
+    def __setitem__(self, indices: Indices, value: Any) -> None:
+        self.set(value, at_indices=indices)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, LookbackBuffer)
+            and self.lookback == other.lookback
+            and self.finalized == other.finalized
+            and self._space == other._space
+            and data_equivalence(self.data, other.data)
+        )
+
+    __hash__ = None  # Mutable and compared by value.
 
     def __repr__(self) -> str:
-        return f"LookbackBuffer(len={len(self)}, lookback={self.lookback}, numpy={self.is_numpy})"
+        return f"LookbackBuffer(len={len(self)}, lookback={self.lookback}, finalized={self.finalized})"
+
+    # ---------------------------------------------------------------------- growing
 
     def append(self, item: Any) -> None:
-        """Appends one item (list-based buffers only)."""
-        self.data.append(item)
+        """Appends one item (to a finalized buffer by concatenating, which copies)."""
+        if type(self.data) is list:
+            self.data.append(item)
+        else:
+            self.extend(stack_items([item], self._struct))
 
-    def to_numpy(self) -> None:
-        """Stacks the list into arrays using the space's dtypes; a no-op when already numpy'd."""
-        if isinstance(self.data, list):
+    def extend(self, items: Any) -> None:
+        """Appends several items: a list of items, or stacked arrays (a dict/tuple of them for nested items)."""
+        if type(self.data) is list:
+            self.data.extend(items if type(items) is list else unstack(map_leaves(np.array, items)))
+            return
+        if type(items) is list:
+            if not items:
+                return
+            items = stack_items(items, self._struct)
+        self.data = map_leaves(lambda a, b: np.concatenate([a, np.asarray(b, a.dtype)]), self.data, items)
+
+    def concat(self, other: LookbackBuffer) -> None:
+        """Appends ``other``'s chunk items (not its lookback)."""
+        self.extend(other.get())
+
+    def pop(self, index: int = -1) -> Any:
+        """Removes and returns the item at ``index`` (chunk-relative, as in `get`)."""
+        total = self.len_incl_lookback()
+        position = self._position(index, False, total)
+        if not 0 <= position < total:
+            self._raise_out_of_range(index, "pop")
+        item = self._take(position)
+        if type(self.data) is list:
+            del self.data[position]
+        else:
+            self.data = map_leaves(lambda a: np.delete(a, position, axis=0), self.data)
+        if position < self.lookback:
+            self.lookback -= 1
+        return item
+
+    def finalize(self) -> None:
+        """Stacks the list into arrays using the space's dtypes; a no-op when already finalized."""
+        if type(self.data) is list:
             self.data = stack_items(self.data, self._struct)
 
-    def get(self, indices: Indices = None, neg_index_as_lookback: bool = False, fill: Any = None) -> Any:
-        """Returns one item (int index) or several (slice, list of ints, None = whole chunk).
+    # ---------------------------------------------------------------------- reading
 
-        Several items come as a list from a list-based buffer, stacked arrays from a numpy'd one.
+    def get(
+        self,
+        indices: Indices = None,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+    ) -> Any:
+        """Returns one item (int index) or several (slice, list of ints, None = the whole chunk).
+
+        Several items come as a list from a list-based buffer, stacked arrays from a finalized one.
+        (RLlib takes the options as keywords only; episodes pass them by position, which is faster.)
         """
         data = self.data
-        if type(indices) is int and type(data) is list and fill is None and not neg_index_as_lookback:
+        if (
+            type(indices) is int
+            and type(data) is list
+            and fill is None
+            and not (neg_index_as_lookback or one_hot_discrete)
+        ):
             # The per-step path (e.g. ``get_observations(-1)``): a plain list index.
             try:
                 return data[indices + self.lookback if indices >= 0 else indices]
             except IndexError:
                 pass  # Out of range: the general path below raises the explanatory error.
+        if one_hot_discrete:
+            return self._get_one_hot(indices, neg_index_as_lookback, fill)
+        total = self.len_incl_lookback()
         if indices is None:
-            return self._range(self.lookback, self.total_len(), None)
+            return self._take(slice(self.lookback, total))
         if isinstance(indices, slice):
-            start, stop, step = self._slice_bounds(indices, neg_index_as_lookback)
-            items = self._range(start, stop, fill)
-            if step == 1:
+            front, valid, back = self._slice_parts(indices, neg_index_as_lookback, total)
+            items = self._take(_python_slice(valid))
+            if fill is None or not (front or back):
                 return items
-            return _map(lambda a: a[::step], items) if self.is_numpy else items[::step]
+            return self._pad(items, front, back, fill)
         if isinstance(indices, int | np.integer):
-            return self._item(self._position(int(indices), neg_index_as_lookback), fill)
-        items = [self._item(self._position(int(i), neg_index_as_lookback), fill) for i in indices]
-        return stack_items(items) if self.is_numpy else items
+            return self._item_or_fill(
+                self._position(int(indices), neg_index_as_lookback, total), fill, indices
+            )
+        items = [
+            self._item_or_fill(self._position(int(i), neg_index_as_lookback, total), fill, i) for i in indices
+        ]
+        return stack_items(items) if self.finalized else items
+
+    # ---------------------------------------------------------------------- writing
 
     def set(self, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False) -> None:
         """Overwrites stored items in place (positions as in `get`; no ``fill``, no growing).
 
-        An int index takes one item; a slice, list of ints or None (whole chunk) takes one
-        item per position (a list, or stacked arrays on a numpy'd buffer).
+        An int index takes one item; a slice, list of ints or None (the whole chunk) takes one
+        item per position (a list, or stacked arrays on a finalized buffer).
         """
-        total = self.total_len()
+        data = self.data
+        if type(at_indices) is int and type(data) is list and not neg_index_as_lookback:
+            # The per-step path (e.g. a connector rewriting the newest observation): a plain list index.
+            try:
+                data[at_indices + self.lookback if at_indices >= 0 else at_indices] = new_data
+                return
+            except IndexError:
+                pass  # Out of range: the general path below raises the explanatory error.
+        total = self.len_incl_lookback()
         if isinstance(at_indices, int | np.integer):
-            position = self._position(int(at_indices), neg_index_as_lookback)
-            self._check_inside(position, position, total, at_indices)
-            self._set_item(position, new_data)
+            position = self._position(int(at_indices), neg_index_as_lookback, total)
+            if not 0 <= position < total:
+                self._raise_out_of_range(at_indices, "set")
+            if type(self.data) is list or isinstance(self.data, np.ndarray):
+                self.data[position] = new_data
+            else:
+                map_leaves(lambda a, v: a.__setitem__(position, v), self.data, new_data)
             return
         if at_indices is None or isinstance(at_indices, slice):
             slc = slice(None) if at_indices is None else at_indices
-            start, stop, step = self._slice_bounds(slc, neg_index_as_lookback)
-            where = slice(start, stop, step)
-            first, last, n = start, stop - 1, len(range(start, stop, step))
+            front, valid, back = self._slice_parts(slc, neg_index_as_lookback, total)
+            if front or back:
+                self._raise_out_of_range(at_indices, "set")
+            where: slice | list[int] = _python_slice(valid)
+            n = len(valid)
         else:
-            where = [self._position(int(i), neg_index_as_lookback) for i in at_indices]
-            first, last, n = min(where, default=0), max(where, default=0), len(where)
-        if n:
-            self._check_inside(first, last, total, at_indices)
-        self._set_many(where, n, new_data)
+            where = [self._position(int(i), neg_index_as_lookback, total) for i in at_indices]
+            if any(not 0 <= p < total for p in where):
+                self._raise_out_of_range(at_indices, "set")
+            n = len(where)
+        self._set_many(where, n, new_data, at_indices)
+
+    # ------------------------------------------------------------- flywheel extras
 
     def tail(self, n: int) -> list:
         """Returns the last ``n`` stored items (fewer if there are fewer) as a fresh list.
 
-        Numpy'd data is copied first, so the returned items do not keep the big arrays alive.
+        Finalized data is copied first, so the returned items do not keep the big arrays alive.
         """
-        start = max(self.total_len() - n, 0)
-        if isinstance(self.data, list):
-            return self.data[start:]
-        return _unstack(_map(lambda a: a[start:].copy(), self.data))
+        data = self.data
+        if type(data) is list:
+            return data[-n:] if n else []
+        start = max(self.len_incl_lookback() - n, 0)
+        return unstack(map_leaves(lambda a: a[start:].copy(), data))
 
     def sliced(self, start: int, stop: int, lookback: int | None = None) -> LookbackBuffer:
         """Returns a new buffer with the chunk items ``[start, stop)`` (``0 <= start <= stop``).
@@ -211,127 +271,167 @@ class LookbackBuffer:
         """
         wanted = self.lookback if lookback is None else lookback
         new_lookback = min(wanted, self.lookback + start)
-        data = self._range(self.lookback + start - new_lookback, self.lookback + stop, None)
-        if not isinstance(data, list):
-            data = _map(np.copy, data)
+        data = self._take(slice(self.lookback + start - new_lookback, self.lookback + stop))
+        if type(data) is not list:
+            data = map_leaves(np.copy, data)
         return LookbackBuffer(data, new_lookback, self._space)
 
-    def extend_from(self, other: LookbackBuffer, skip: int = 0) -> None:
-        """Appends ``other``'s chunk items (without its lookback and first ``skip`` items)."""
-        start = other.lookback + skip
-        if isinstance(self.data, list):
-            self.data.extend(other.tail(other.total_len() - start))
-            return
-        items = other._range(start, other.total_len(), None)
-        if isinstance(items, list):
-            items = stack_items(items, self._struct)
-        self.data = _map(lambda a, b: np.concatenate([a, b]), self.data, items)
+    def with_item(self, item: Any) -> LookbackBuffer:
+        """A new buffer viewing this one's data with ``item`` appended (this buffer is unchanged)."""
+        view = LookbackBuffer(
+            list(self.data) if type(self.data) is list else self.data, self.lookback, self._space
+        )
+        view.append(item)  # (Appending to a finalized buffer makes new arrays.)
+        return view
+
+    # ------------------------------------------------------------------------ state
 
     def get_state(self) -> dict[str, Any]:
-        """Plain data (a copy of the list, or the arrays) for transport and checkpoints."""
-        data = list(self.data) if isinstance(self.data, list) else self.data
-        return {"data": data, "lookback": self.lookback}
+        """Plain data (a copy of the list, or the arrays) and the space, for transport and checkpoints."""
+        data = list(self.data) if type(self.data) is list else self.data
+        return {"data": data, "lookback": self.lookback, "finalized": self.finalized, "space": self._space}
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], space: gym.Space | None = None) -> LookbackBuffer:
+    def from_state(cls, state: dict[str, Any]) -> LookbackBuffer:
         """Rebuilds a buffer from `get_state` output."""
-        return cls(data=state["data"], lookback=state["lookback"], space=space)
+        return cls(data=state["data"], lookback=state["lookback"], space=state.get("space"))
 
-    def _position(self, index: int, neg_index_as_lookback: bool) -> int:
+    # --------------------------------------------------------------------- internals
+
+    def _position(self, index: int, neg_index_as_lookback: bool, total: int) -> int:
         """Chunk-relative index → position in ``data`` (may lie outside the data)."""
         if index >= 0 or neg_index_as_lookback:
             return self.lookback + index
-        return self.total_len() + index
+        return total + index
 
-    def _slice_bounds(self, slc: slice, neg_index_as_lookback: bool) -> tuple[int, int, int]:
+    def _slice_parts(self, slc: slice, neg_index_as_lookback: bool, total: int) -> tuple[int, range, int]:
+        """(positions before the data, the positions inside it, positions after it) of ``slc``.
+
+        "Before" and "after" follow the slice's direction: a backwards slice starts on the right.
+        """
         step = 1 if slc.step is None else slc.step
-        if step < 1:
-            raise EpisodeError(
-                f"Expected a slice with a positive step, got {slc}; reverse the result instead."
-            )
-        start = self.lookback if slc.start is None else self._position(slc.start, neg_index_as_lookback)
-        stop = self.total_len() if slc.stop is None else self._position(slc.stop, neg_index_as_lookback)
-        return start, max(stop, start), step
+        if step == 0:
+            raise EpisodeError(f"Expected a slice with a non-zero step, got {slc}.")
+        if slc.start is None:
+            start = self.lookback if step > 0 else total - 1
+        else:
+            start = self._position(slc.start, neg_index_as_lookback, total)
+        if slc.stop is None:
+            stop = total if step > 0 else self.lookback - 1
+        else:
+            stop = self._position(slc.stop, neg_index_as_lookback, total)
+        if step > 0:
+            front = len(range(start, min(stop, 0), step)) if start < 0 else 0
+            first = start + front * step
+            valid = range(first, min(stop, total), step) if first < total else range(0)
+        else:
+            front = len(range(start, max(stop, total - 1), step)) if start >= total else 0
+            first = start + front * step
+            valid = range(first, max(stop, -1), step) if first >= 0 else range(0)
+        return front, valid, len(range(start, stop, step)) - front - len(valid)
 
-    def _range(self, start: int, stop: int, fill: Any) -> Any:
-        """Items at positions ``[start, stop)``: clipped to the data, or padded with ``fill``."""
-        total = self.total_len()
-        lo, hi = min(max(start, 0), total), min(max(stop, 0), total)
-        left, right = max(min(stop, 0) - start, 0), max(stop - max(start, total), 0)
+    def _take(self, where: int | slice) -> Any:
+        """The stored item(s) at a position or a (Python) slice of positions inside the data."""
         data = self.data
-        if isinstance(data, list):
-            items = data[lo:hi]
-            if fill is not None and (left or right):
-                item = self._fill_item(fill)
-                items = [item] * left + items + [item] * right
-            return items
-        items = _map(lambda a: a[lo:hi], data)
-        if fill is None or not (left or right):
-            return items
-        return _map(
+        if type(data) is list or isinstance(data, np.ndarray):
+            return data[where]
+        return map_leaves(lambda a: a[where], data)
+
+    def _item_or_fill(self, position: int, fill: Any, index: Any) -> Any:
+        if 0 <= position < self.len_incl_lookback():
+            return self._take(position)
+        if fill is None:
+            self._raise_out_of_range(index, "get")
+        return self._fill_item(fill)
+
+    def _fill_item(self, fill: Any) -> Any:
+        """One item of value ``fill``, shaped like the space's (or the stored arrays') items."""
+        if type(self.data) is list:
+            return fill_item(self._struct, fill)
+        return map_leaves(lambda a: np.full(a.shape[1:], fill, a.dtype)[()], self.data)
+
+    def _pad(self, items: Any, front: int, back: int, fill: Any) -> Any:
+        if type(items) is list:
+            item = self._fill_item(fill)
+            return [item] * front + items + [item] * back
+        return map_leaves(
             lambda a: np.concatenate(
                 [
-                    np.full((left, *a.shape[1:]), fill, a.dtype),
+                    np.full((front, *a.shape[1:]), fill, a.dtype),
                     a,
-                    np.full((right, *a.shape[1:]), fill, a.dtype),
+                    np.full((back, *a.shape[1:]), fill, a.dtype),
                 ]
             ),
             items,
         )
 
-    def _item(self, position: int, fill: Any) -> Any:
-        if 0 <= position < self.total_len():
-            data = self.data
-            return (
-                data[position] if isinstance(data, list | np.ndarray) else _map(lambda a: a[position], data)
-            )
-        if fill is None:
+    def _get_one_hot(self, indices: Indices, neg_index_as_lookback: bool, fill: Any) -> Any:
+        if self._struct is None:
             raise EpisodeError(
-                f"Index out of range: position {position - self.lookback} relative to the chunk start, but "
-                f"the buffer holds {self.lookback} lookback and {len(self)} chunk items; pass fill=... to "
-                f"pad, or neg_index_as_lookback=True to count negative indices into the lookback."
+                "get(..., one_hot_discrete=True) needs the buffer's space to know each Discrete's size, but "
+                "this buffer has none; give the episode an observation_space/action_space (or the buffer a space)."
             )
-        return self._fill_item(fill)
-
-    def _fill_item(self, fill: Any) -> Any:
-        """One item of value ``fill``, shaped like the space's (or the stored arrays') items."""
-        if isinstance(self.data, list):
-            if self._struct is None:
-                return fill
-            return tree.map_structure(lambda sp: np.full(sp.shape or (), fill, sp.dtype)[()], self._struct)
-        return _map(lambda a: np.full(a.shape[1:], fill, a.dtype)[()], self.data)
-
-    def _check_inside(self, first: int, last: int, total: int, at_indices: Indices) -> None:
-        if first < 0 or last >= total:
-            raise EpisodeError(
-                f"Cannot set at {at_indices!r}: it reaches positions {first - self.lookback} to "
-                f"{last - self.lookback} relative to the chunk start, but the buffer holds {self.lookback} "
-                f"lookback and {len(self)} chunk items; setters only overwrite existing items."
-            )
-
-    def _set_item(self, position: int, new_data: Any) -> None:
-        if isinstance(self.data, list | np.ndarray):
-            self.data[position] = new_data
+        total = self.len_incl_lookback()
+        if isinstance(indices, int | np.integer):
+            return self._one_hot_at(self._position(int(indices), neg_index_as_lookback, total), fill, indices)
+        if indices is None or isinstance(indices, slice):
+            slc = slice(None) if indices is None else indices
+            front, valid, back = self._slice_parts(slc, neg_index_as_lookback, total)
+            positions = [-1] * front + list(valid) + [total] * back if fill is not None else list(valid)
         else:
-            _map(lambda a, v: a.__setitem__(position, v), self.data, new_data)
+            positions = [self._position(int(i), neg_index_as_lookback, total) for i in indices]
+        items = [self._one_hot_at(p, fill, p - self.lookback) for p in positions]
+        return stack_items(items) if self.finalized else items
 
-    def _set_many(self, where: slice | list[int], n: int, new_data: Any) -> None:
-        if isinstance(self.data, list):
-            new_items = list(new_data)
+    def _one_hot_at(self, position: int, fill: Any, index: Any) -> Any:
+        if 0 <= position < self.len_incl_lookback():
+            return one_hot(self._take(position), self._struct)
+        if fill is None:
+            self._raise_out_of_range(index, "get")
+        return fill_item(self._struct, fill, one_hot_discrete=True)
+
+    def _set_many(self, where: slice | list[int], n: int, new_data: Any, at_indices: Indices) -> None:
+        if type(self.data) is list:
+            new_items = list(new_data) if type(new_data) is list else unstack(new_data)
             if len(new_items) != n:
-                raise EpisodeError(
-                    f"Expected {n} new items for {n} positions, got {len(new_items)}; pass exactly one item "
-                    f"per position (setters never change an episode's length)."
-                )
+                self._raise_wrong_count(n, len(new_items), at_indices)
             if isinstance(where, slice):
                 self.data[where] = new_items
             else:
                 for position, item in zip(where, new_items):
                     self.data[position] = item
             return
-        try:
-            _map(lambda a, v: a.__setitem__(where, v), self.data, new_data)
-        except ValueError as error:
-            raise EpisodeError(
-                f"Expected new data for {n} positions shaped like the stored items; numpy said: {error}"
-            ) from error
+        for leaf in leaves(new_data):
+            got = len(leaf) if np.ndim(leaf) else 1
+            if got != n:
+                self._raise_wrong_count(n, got, at_indices)
+        map_leaves(lambda a, v: a.__setitem__(where, v), self.data, new_data)
+
+    def _raise_out_of_range(self, index: Any, what: str) -> None:
+        fix = (
+            "pass fill=... to pad positions outside the data"
+            if what == "get"
+            else "only stored items can change"
+        )
+        raise EpisodeIndexError(
+            f"Cannot {what} at index {index!r}: out of range of the buffer's {self.lookback} lookback and "
+            f"{len(self)} chunk items (indices count from the chunk start, negative ones from its end, or "
+            f"into the lookback with neg_index_as_lookback=True); {fix}."
+        )
+
+    @staticmethod
+    def _raise_wrong_count(n: int, got: int, at_indices: Indices) -> None:
+        raise EpisodeIndexError(
+            f"Cannot set {got} new items at {at_indices!r}, which covers {n} positions; pass exactly one item "
+            f"per position (setters never change a buffer's length)."
+        )
+
+
+InfiniteLookbackBuffer = LookbackBuffer
+"""RLlib's name for `LookbackBuffer` (the same class)."""
+
+
+def _python_slice(valid: range) -> slice:
+    if not valid:
+        return slice(0, 0)
+    return slice(valid.start, valid.stop if valid.stop >= 0 else None, valid.step)

@@ -1,4 +1,4 @@
-"""Whole-episode operations of `MultiAgentEpisode`: building from data, cut, slice, concat, validate, state.
+"""Whole-episode operations of `MultiAgentEpisode`: cut, slice, concat, validate, state.
 
 Each operation works per agent through the `SingleAgentEpisode` chunk operations and keeps
 the env-step map (``env_t_to_agent_t``) in line with them. The methods of
@@ -26,86 +26,11 @@ def _successor_shell(episode: MultiAgentEpisode, env_t_started: int) -> MultiAge
         episode.id_,
         agent_module_ids=episode._agent_to_module,
         agent_to_module_mapping_fn=episode.agent_to_module_mapping_fn,
+        agent_episode_ids=episode._agent_episode_ids,
         observation_space=episode.observation_space,
         action_space=episode.action_space,
         env_t_started=env_t_started,
     )
-
-
-def record_from_data(
-    episode: MultiAgentEpisode,
-    observations: list[dict],
-    infos: list[dict] | None,
-    actions: list[dict] | None,
-    rewards: list[dict] | None,
-    terminateds: list[dict] | None,
-    truncateds: list[dict] | None,
-    extra_model_outputs: list[dict] | None,
-    len_lookback_buffer: int | str,
-) -> None:
-    """Records given per-env-step dicts; the first ``len_lookback_buffer`` steps become history."""
-    n_steps = len(observations) - 1
-    expected = {"infos": (infos, n_steps + 1), "actions": (actions, n_steps), "rewards": (rewards, n_steps)}
-    expected.update(terminateds=(terminateds, n_steps), truncateds=(truncateds, n_steps))
-    expected["extra_model_outputs"] = (extra_model_outputs, n_steps)
-    wrong = [
-        f"{name} has {len(data)} dicts, expected {n}"
-        for name, (data, n) in expected.items()
-        if (data is not None or name in ("actions", "rewards")) and len(data or ()) != n
-    ]
-    if wrong:
-        raise EpisodeError(
-            f"Cannot build episode {episode.id_} from {len(observations)} observation dicts ({n_steps} env "
-            f"steps): {'; '.join(wrong)}. Pass one dict per env step (observations and infos: one more)."
-        )
-    lookback = _lookback_from(len_lookback_buffer, n_steps)
-    episode.env_t_started = episode.env_t = episode.env_t_started - lookback
-    episode.add_env_reset(observations=observations[0], infos=infos[0] if infos else None)
-    for k in range(n_steps):
-        episode.add_env_step(
-            observations[k + 1],
-            actions[k],
-            rewards[k],
-            infos[k + 1] if infos else None,
-            terminateds=terminateds[k] if terminateds else None,
-            truncateds=truncateds[k] if truncateds else None,
-            extra_model_outputs=extra_model_outputs[k] if extra_model_outputs else None,
-        )
-    _make_history(episode, lookback)
-
-
-def _lookback_from(len_lookback_buffer: int | str, n_steps: int) -> int:
-    if len_lookback_buffer == "auto":
-        return n_steps
-    if not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
-        raise EpisodeError(
-            f"Expected len_lookback_buffer to be an int >= 0 or 'auto', got {len_lookback_buffer!r}."
-        )
-    return min(len_lookback_buffer, n_steps)
-
-
-def _make_history(episode: MultiAgentEpisode, n: int) -> None:
-    """Turns the first ``n`` recorded env steps into lookback, as if a `cut` had happened after them."""
-    episode.env_t_started += n
-    episode._env_lookback = n
-    for agent_id in list(episode.agent_episodes):
-        sa_episode, mapping = episode.agent_episodes[agent_id], episode.env_t_to_agent_t[agent_id]
-        mapping.lookback = n
-        seen = [t for t in mapping.data[: n + 1] if t != NOT_OBSERVED]
-        k = seen[-1] - sa_episode.t_started if seen else 0
-        if sa_episode.is_done and k == len(sa_episode):
-            _forget(episode, agent_id)
-            continue
-        buffers = [sa_episode.observations, sa_episode.infos, sa_episode.actions, sa_episode.rewards]
-        for buffer in [*buffers, *sa_episode.extra_model_outputs.values()]:
-            buffer.lookback += k
-        sa_episode.t_started += k
-
-
-def _forget(episode: MultiAgentEpisode, agent_id: object) -> None:
-    """Drops a done agent from the chunk but remembers that it took part."""
-    del episode.agent_episodes[agent_id], episode.env_t_to_agent_t[agent_id]
-    episode._finished_agents.add(agent_id)
 
 
 def cut(episode: MultiAgentEpisode, len_lookback_buffer: int) -> MultiAgentEpisode:
@@ -114,20 +39,33 @@ def cut(episode: MultiAgentEpisode, len_lookback_buffer: int) -> MultiAgentEpiso
         raise EpisodeError(f"Expected len_lookback_buffer >= 0 for cut(), got {len_lookback_buffer}.")
     n = len_lookback_buffer
     successor = _successor_shell(episode, episode.env_t)
-    successor._env_lookback = min(n, episode._env_lookback + len(episode))
+    # Agents with a step in flight keep their last observation inside the env-step lookback.
+    waits = (_steps_since_observed(episode.env_t_to_agent_t[agent_id]) for agent_id in episode._in_flight)
+    successor._env_lookback = env_lookback = min(max(n, *waits, 0), episode._env_lookback + len(episode))
     for agent_id, sa_episode in episode.agent_episodes.items():
         if sa_episode.is_done:
             successor._finished_agents.add(agent_id)
             continue
-        successor.agent_episodes[agent_id] = sa_episode.cut(n)
-        tail = episode.env_t_to_agent_t[agent_id].tail(n + 1)
-        successor.env_t_to_agent_t[agent_id] = LookbackBuffer(tail, successor._env_lookback)
+        tail = episode.env_t_to_agent_t[agent_id].tail(env_lookback + 1)
+        # A lookback stretched for a waiting agent also keeps the other agents' steps inside it.
+        steps_in_window = n if env_lookback == n else sum(t != NOT_OBSERVED for t in tail) - 1
+        successor.agent_episodes[agent_id] = sa_episode.cut(max(n, steps_in_window))
+        successor.env_t_to_agent_t[agent_id] = LookbackBuffer(tail, env_lookback)
     successor._finished_agents |= episode._finished_agents
     successor._in_flight = {agent_id: list(step) for agent_id, step in episode._in_flight.items()}
     successor._agents_that_stepped = episode._agents_that_stepped & successor.agent_episodes.keys()
     successor._agents_to_act = set(episode._agents_to_act)
     successor.custom_data = copy.deepcopy(episode.custom_data)
     return successor
+
+
+def _steps_since_observed(mapping: LookbackBuffer) -> int:
+    """Env steps since the agent's last observation in ``mapping`` (all of them if it has none)."""
+    data = mapping.data
+    for steps, t in enumerate(reversed(data)):
+        if t != NOT_OBSERVED:
+            return steps
+    return len(data)
 
 
 def slice_episode(
@@ -152,6 +90,9 @@ def slice_episode(
             slice(first, last), len_lookback_buffer=len_lookback_buffer
         )
         sliced.env_t_to_agent_t[agent_id] = mapping.sliced(start, stop + 1, env_lookback)
+        step = None if mapping.get(stop) != NOT_OBSERVED else _step_from(episode, agent_id, last)
+        if step is not None:
+            sliced._in_flight[agent_id] = step
     if stop == len(episode):
         sliced.is_terminated, sliced.is_truncated = episode.is_terminated, episode.is_truncated
     sliced._agents_that_stepped = {
@@ -159,6 +100,16 @@ def slice_episode(
     }
     sliced._agents_to_act = {a for a in sliced._agents_that_stepped if not sliced.agent_episodes[a].is_done}
     return sliced
+
+
+def _step_from(episode: MultiAgentEpisode, agent_id: object, index: int) -> list | None:
+    """The agent's step begun at its chunk index ``index`` as an in-flight step, or None if there is none."""
+    sa_episode = episode.agent_episodes[agent_id]
+    if index < len(sa_episode):
+        extras = {key: buffer.get(index) for key, buffer in sa_episode.extra_model_outputs.items()}
+        return [sa_episode.get_actions(index), extras or None, sa_episode.get_rewards(index)]
+    step = episode._in_flight.get(agent_id)
+    return None if step is None else copy.deepcopy(step)
 
 
 def _agent_bounds(
@@ -189,7 +140,7 @@ def concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
         if agent_id in other.agent_episodes:
             _add_missing_extra_outputs(episode.agent_episodes[agent_id], other.agent_episodes[agent_id])
             episode.agent_episodes[agent_id].concat_episode(other.agent_episodes[agent_id])
-            mapping.extend_from(other.env_t_to_agent_t[agent_id], skip=1)
+            mapping.extend(other.env_t_to_agent_t[agent_id].get(slice(1, None)))
         else:
             mapping.data.extend([NOT_OBSERVED] * len(other))
     for agent_id, sa_episode in other.agent_episodes.items():
@@ -202,6 +153,7 @@ def concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
         episode.env_t_to_agent_t[agent_id] = LookbackBuffer(joined, episode._env_lookback)
     episode.env_t = other.env_t
     episode.is_terminated, episode.is_truncated = other.is_terminated, other.is_truncated
+    episode.custom_data.update(other.custom_data)  # The later chunk knows more.
     episode._in_flight = {agent_id: list(step) for agent_id, step in other._in_flight.items()}
     episode._finished_agents |= other._finished_agents
     episode._agent_to_module.update(other._agent_to_module)
@@ -212,7 +164,7 @@ def concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
 def _add_missing_extra_outputs(sa_episode: SingleAgentEpisode, successor: SingleAgentEpisode) -> None:
     """An agent that never acted yet (e.g. joined just before a cut) has no extra output columns; its
     successor may. Zero actions means zero outputs in every column, so empty columns make them match."""
-    if sa_episode.actions.total_len() == 0:
+    if sa_episode.actions.len_incl_lookback() == 0:
         for key in successor.extra_model_outputs.keys() - sa_episode.extra_model_outputs.keys():
             sa_episode.extra_model_outputs[key] = LookbackBuffer()
 
@@ -316,6 +268,10 @@ def get_state(episode: MultiAgentEpisode) -> dict[str, Any]:
         "agents_that_stepped": list(episode._agents_that_stepped),
         "agents_to_act": list(episode._agents_to_act),
         "custom_data": copy.deepcopy(episode.custom_data),
+        "agent_to_module_mapping_fn": episode.agent_to_module_mapping_fn,
+        "agent_episode_ids": dict(episode._agent_episode_ids),
+        "start_time": episode._start_time,
+        "end_time": episode._end_time,
     }
 
 
@@ -324,7 +280,8 @@ def from_state(cls: type[MultiAgentEpisode], state: dict[str, Any], mapping_fn: 
     episode = cls(
         state["id_"],
         agent_module_ids=state["agent_to_module"],
-        agent_to_module_mapping_fn=mapping_fn,
+        agent_to_module_mapping_fn=mapping_fn or state["agent_to_module_mapping_fn"],
+        agent_episode_ids=state["agent_episode_ids"],
         observation_space=state["observation_space"],
         action_space=state["action_space"],
         env_t_started=state["env_t_started"],
@@ -339,4 +296,17 @@ def from_state(cls: type[MultiAgentEpisode], state: dict[str, Any], mapping_fn: 
     episode._agents_that_stepped = set(state["agents_that_stepped"])
     episode._agents_to_act = set(state["agents_to_act"])
     episode.custom_data = copy.deepcopy(state["custom_data"])
+    episode._start_time, episode._end_time = state["start_time"], state["end_time"]
     return episode
+
+
+def timeline(episode: MultiAgentEpisode) -> str:
+    """A table of the env timesteps (lookback negative) at which each agent observed (``x``)."""
+    lookback = episode._env_lookback
+    width = max([len("t"), *(len(str(agent_id)) for agent_id in episode.env_t_to_agent_t)])
+    steps = range(-lookback, len(episode) + 1)
+    lines = ["t".ljust(width) + "".join(f"{t:>4}" for t in steps)]
+    for agent_id, mapping in episode.env_t_to_agent_t.items():
+        marks = "".join("   x" if t != NOT_OBSERVED else "   ." for t in mapping.data)
+        lines.append(str(agent_id).ljust(width) + marks)
+    return "\n".join(lines)

@@ -22,15 +22,18 @@ completes the step. ``env_t_to_agent_t`` ties the two timelines together (see
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
 
-from flywheel.episodes import multi_agent_chunks
+from flywheel.episodes import chunks, multi_agent_chunks, multi_agent_data
+from flywheel.episodes import multi_agent_contract as contract
 from flywheel.episodes.episode_id import new_episode_id
 from flywheel.episodes.lookback_buffer import LookbackBuffer
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED, MultiAgentGetters
+from flywheel.episodes.multi_agent_setters import MultiAgentSetters
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 from flywheel.errors import EpisodeError
 from flywheel.typing import DEFAULT_MODULE_ID, AgentID, ModuleID
@@ -38,46 +41,49 @@ from flywheel.typing import DEFAULT_MODULE_ID, AgentID, ModuleID
 MappingFn = Callable[..., ModuleID]
 
 
-def _space_dict(spaces: gym.spaces.Dict | Mapping | None) -> dict | None:
-    if spaces is None:
-        return None
-    return dict(spaces.spaces) if isinstance(spaces, gym.spaces.Dict) else dict(spaces)
-
-
-class MultiAgentEpisode(MultiAgentGetters):
+class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
     """One multi-agent episode chunk: a `SingleAgentEpisode` per agent plus the env-step timeline.
 
     ``observation_space`` / ``action_space`` (dicts or ``Dict`` spaces keyed by agent id) give
     each agent episode its spaces; when given, an agent without a space is an error. The module
     of an agent is ``agent_module_ids[agent_id]`` if given, else
     ``agent_to_module_mapping_fn(agent_id, episode)`` called once per agent and episode, else
-    ``"default_policy"``. Built from data, ``observations`` (``n + 1`` dicts) and ``actions``,
-    ``rewards``, ``terminateds``, ``truncateds``, ``extra_model_outputs`` (``n`` dicts each) are
-    recorded step by step; ``len_lookback_buffer`` of those steps (``"auto"``: all of them, as
-    for `SingleAgentEpisode`) become history in front of a chunk starting at ``env_t_started``.
+    ``"default_policy"``; ``agent_episode_ids`` names the agents' `SingleAgentEpisode` ids.
+
+    Built from data (as in RLlib), ``observations`` (``n + 1`` dicts) and ``actions``,
+    ``rewards``, ``extra_model_outputs`` (``n`` dicts each) are recorded step by step;
+    ``terminateds``/``truncateds`` are dicts of final per-agent flags (with ``"__all__"``), a
+    bool, or one dict per env step. ``len_lookback_buffer`` of the steps (``"auto"``: all of
+    them, as for `SingleAgentEpisode`) become history in front of a chunk starting at
+    ``env_t_started``; ``agent_t_started`` gives agents' chunk starts in their own steps.
     """
+
+    SKIP_ENV_TS_TAG = NOT_OBSERVED
+    """``env_t_to_agent_t`` entry for env timesteps at which an agent did not observe (RLlib's name)."""
 
     def __init__(
         self,
         id_: str | None = None,
         *,
-        agent_module_ids: Mapping[AgentID, ModuleID] | None = None,
-        agent_to_module_mapping_fn: MappingFn | None = None,
-        observation_space: gym.spaces.Dict | Mapping[AgentID, gym.Space] | None = None,
-        action_space: gym.spaces.Dict | Mapping[AgentID, gym.Space] | None = None,
         observations: list[dict] | None = None,
+        observation_space: gym.spaces.Dict | Mapping[AgentID, gym.Space] | None = None,
         infos: list[dict] | None = None,
         actions: list[dict] | None = None,
+        action_space: gym.spaces.Dict | Mapping[AgentID, gym.Space] | None = None,
         rewards: list[dict] | None = None,
-        terminateds: list[dict] | None = None,
-        truncateds: list[dict] | None = None,
+        terminateds: dict | bool | list[dict] | None = None,
+        truncateds: dict | bool | list[dict] | None = None,
         extra_model_outputs: list[dict] | None = None,
         env_t_started: int | None = None,
+        agent_t_started: Mapping[AgentID, int] | None = None,
         len_lookback_buffer: int | str = "auto",
+        agent_episode_ids: Mapping[AgentID, str] | None = None,
+        agent_module_ids: Mapping[AgentID, ModuleID] | None = None,
+        agent_to_module_mapping_fn: MappingFn | None = None,
     ):
         self.id_ = new_episode_id() if id_ is None else id_
-        self.observation_space = _space_dict(observation_space)
-        self.action_space = _space_dict(action_space)
+        self.observation_space = contract.space_dict(observation_space)
+        self.action_space = contract.space_dict(action_space)
         self.agent_to_module_mapping_fn = agent_to_module_mapping_fn
         self.agent_episodes: dict[AgentID, SingleAgentEpisode] = {}
         self.env_t_to_agent_t: dict[AgentID, LookbackBuffer] = {}
@@ -86,23 +92,28 @@ class MultiAgentEpisode(MultiAgentGetters):
         self.is_truncated = False
         self.custom_data: dict[str, Any] = {}
         self._agent_to_module: dict[AgentID, ModuleID] = dict(agent_module_ids or {})
+        self._agent_episode_ids: dict[AgentID, str] = dict(agent_episode_ids or {})
         self._in_flight: dict[AgentID, list] = {}  # agent -> [action, extra model outputs, summed reward]
         self._finished_agents: set[AgentID] = set()  # Done in an earlier chunk (not in agent_episodes).
         self._env_lookback = 0
         self._agents_that_stepped: set[AgentID] = set()
         self._agents_to_act: set[AgentID] = set()
+        self._start_time: float | None = None
+        self._end_time: float | None = None
         if observations is not None:
-            multi_agent_chunks.record_from_data(
-                self,
-                observations,
-                infos,
-                actions,
-                rewards,
-                terminateds,
-                truncateds,
-                extra_model_outputs,
-                len_lookback_buffer,
-            )
+            data = {
+                "observations": observations,
+                "infos": infos,
+                "actions": actions,
+                "rewards": rewards,
+                "terminateds": terminateds,
+                "truncateds": truncateds,
+                "extra_model_outputs": extra_model_outputs,
+                "agent_t_started": agent_t_started,
+            }
+            multi_agent_data.record_from_data(self, data, len_lookback_buffer)
+        elif terminateds is True or truncateds is True:
+            self.is_terminated, self.is_truncated = terminateds is True, truncateds is True
 
     # ----------------------------------------------------------------- recording (hot path)
 
@@ -118,6 +129,7 @@ class MultiAgentEpisode(MultiAgentGetters):
             self._join(agent_id, observation, infos.get(agent_id))
         self._agents_that_stepped = set(observations)
         self._agents_to_act = set(observations)
+        self._start_time = time.perf_counter()
 
     def add_env_step(
         self,
@@ -149,7 +161,7 @@ class MultiAgentEpisode(MultiAgentGetters):
         for agent_id, reward in rewards.items():
             step = in_flight.get(agent_id)
             if step is None:
-                self._raise_reward_without_action(agent_id, reward)
+                contract.raise_reward_without_action(self, agent_id, reward)
             step[2] += reward
         self.env_t += 1
         terminateds, truncateds, infos = terminateds or {}, truncateds or {}, infos or {}
@@ -196,10 +208,11 @@ class MultiAgentEpisode(MultiAgentGetters):
     def _join(self, agent_id: AgentID, observation: Any, info: dict | None) -> SingleAgentEpisode:
         """Starts the agent episode of an agent's first observation (its timestep 0)."""
         if agent_id in self.agent_episodes or agent_id in self._finished_agents:
-            self._raise_observation_without_action(agent_id)
+            contract.raise_observation_without_action(self, agent_id)
         sa_episode = SingleAgentEpisode(
-            observation_space=self._space_of(agent_id, self.observation_space, "observation_space"),
-            action_space=self._space_of(agent_id, self.action_space, "action_space"),
+            self._agent_episode_ids.get(agent_id),
+            observation_space=contract.space_of(self, agent_id, self.observation_space, "observation_space"),
+            action_space=contract.space_of(self, agent_id, self.action_space, "action_space"),
             agent_id=agent_id,
             module_id=self.module_for(agent_id),
             multi_agent_episode_id=self.id_,
@@ -228,11 +241,7 @@ class MultiAgentEpisode(MultiAgentGetters):
     def _end_in_flight_step(self, agent_id: AgentID, terminated: bool, truncated: bool) -> None:
         """A terminated agent's last step ends on a copy of its last observation (nothing bootstraps from it)."""
         if not terminated:
-            raise EpisodeError(
-                f"Agent {agent_id!r} was truncated at env step {self.env_t} of episode {self.id_} while its "
-                f"step was in flight (it acted and had not observed again), so there is no observation to "
-                f"bootstrap from. Fix the env: return a final observation for every agent it truncates."
-            )
+            contract.raise_truncated_in_flight(self, agent_id)
         action, extras, reward = self._in_flight.pop(agent_id)
         sa_episode = self.agent_episodes[agent_id]
         sa_episode.add_env_step(
@@ -240,45 +249,6 @@ class MultiAgentEpisode(MultiAgentGetters):
         )
         self.env_t_to_agent_t[agent_id].data[-1] = sa_episode.t
         self._agents_that_stepped.add(agent_id)
-
-    def _space_of(self, agent_id: AgentID, spaces: dict | None, name: str) -> gym.Space | None:
-        if spaces is None:
-            return None
-        space = spaces.get(agent_id)
-        if space is None:
-            raise EpisodeError(
-                f"Agent {agent_id!r} observed in episode {self.id_}, but the episode's {name} has no space "
-                f"for it (it has spaces for {list(spaces)}). Expected every agent id to be one of the env's "
-                f"possible_agents with a space; fix the env's spaces or the agent id it returns."
-            )
-        return space
-
-    def _raise_reward_without_action(self, agent_id: AgentID, reward: float) -> None:
-        sa_episode = self.agent_episodes.get(agent_id)
-        if agent_id in self._finished_agents or (sa_episode is not None and sa_episode.is_done):
-            state = "is done"
-        elif sa_episode is not None:
-            state = "did not act on its last observation"
-        else:
-            state = "never observed"
-        raise EpisodeError(
-            f"Agent {agent_id!r} got reward {reward!r} at env step {self.env_t + 1} of episode {self.id_}, "
-            f"but it has no step in flight (it {state}). Expected rewards only for agents that acted on an "
-            f"observation. Fix the env (flywheel.env.multi_agent_checks.check_multi_agent_env finds this)."
-        )
-
-    def _raise_observation_without_action(self, agent_id: AgentID) -> None:
-        sa_episode = self.agent_episodes.get(agent_id)
-        if sa_episode is None or sa_episode.is_done:
-            problem = "after it was done"
-            fix = "return no data for agents once they are terminated or truncated"
-        else:
-            problem = "but it did not act on its previous observation"
-            fix = "send an action for every agent in get_agents_to_act() with each step"
-        raise EpisodeError(
-            f"Agent {agent_id!r} received an observation at env step {self.env_t} of episode {self.id_} "
-            f"{problem}. Fix: {fix}."
-        )
 
     # ------------------------------------------------------------------------ properties
 
@@ -292,9 +262,24 @@ class MultiAgentEpisode(MultiAgentGetters):
         return bool(self.agent_episodes) and all(e.is_numpy for e in self.agent_episodes.values())
 
     @property
-    def agent_ids(self) -> list[AgentID]:
-        """The agents of this chunk, in the order they joined (agents done in earlier chunks are gone)."""
-        return list(self.agent_episodes)
+    def is_reset(self) -> bool:
+        """Whether any agent holds an observation (`add_env_reset` ran, or the episode was built from data)."""
+        return any(e.is_reset for e in self.agent_episodes.values())
+
+    @property
+    def agent_ids(self) -> set[AgentID]:
+        """The agents of this chunk (agents done in earlier chunks are gone)."""
+        return set(self.agent_episodes)
+
+    @property
+    def agent_episode_ids(self) -> dict[AgentID, str]:
+        """Each agent's `SingleAgentEpisode` id (kept across `cut`)."""
+        return {agent_id: sa_episode.id_ for agent_id, sa_episode in self.agent_episodes.items()}
+
+    @property
+    def agent_t_started(self) -> dict[AgentID, int]:
+        """Each agent's timestep (in its own steps) at which its chunk starts."""
+        return {agent_id: sa_episode.t_started for agent_id, sa_episode in self.agent_episodes.items()}
 
     def __len__(self) -> int:
         """Number of env steps in this chunk (lookback excluded)."""
@@ -324,15 +309,36 @@ class MultiAgentEpisode(MultiAgentGetters):
         """Agents that observed in the newest env step (done ones included)."""
         return set(self._agents_that_stepped)
 
-    def get_return(self) -> float:
-        """Sum of this chunk's rewards over agents (in-flight rewards count once their step completes)."""
-        return float(sum(sa_episode.get_return() for sa_episode in self.agent_episodes.values()))
+    def get_terminateds(self) -> dict:
+        """``{agent_id: terminated}`` for this chunk's agents, plus ``"__all__"`` for the episode."""
+        return {**{a: e.is_terminated for a, e in self.agent_episodes.items()}, "__all__": self.is_terminated}
+
+    def get_truncateds(self) -> dict:
+        """``{agent_id: truncated}`` for this chunk's agents, plus ``"__all__"`` for the episode."""
+        return {**{a: e.is_truncated for a, e in self.agent_episodes.items()}, "__all__": self.is_truncated}
+
+    def get_return(self, include_hanging_rewards: bool = False) -> float:
+        """Sum of this chunk's rewards over agents (in-flight steps' rewards so far: if ``include_hanging_rewards``)."""
+        total = sum(sa_episode.get_return() for sa_episode in self.agent_episodes.values())
+        if include_hanging_rewards:
+            total += sum(step[2] for step in self._in_flight.values())
+        return float(total)
+
+    def get_duration_s(self) -> float:
+        """Seconds from this chunk's start (reset or cut) to its end (`cut` or `to_numpy`), or to now while it runs."""
+        if self._start_time is None:
+            return 0.0
+        return (time.perf_counter() if self._end_time is None else self._end_time) - self._start_time
 
     def __repr__(self) -> str:
         return (
             f"MultiAgentEpisode(id_={self.id_[:8]}, len={len(self)}, env_t_started={self.env_t_started}, "
-            f"agents={self.agent_ids}, terminated={self.is_terminated}, truncated={self.is_truncated})"
+            f"agents={list(self.agent_episodes)}, terminated={self.is_terminated}, truncated={self.is_truncated})"
         )
+
+    def print(self) -> None:
+        """Prints which agents observed at which env timestep (``x``), lookback included."""
+        print(multi_agent_chunks.timeline(self))
 
     # ----------------------------------------------------------------- chunks and slices
 
@@ -341,24 +347,32 @@ class MultiAgentEpisode(MultiAgentGetters):
 
         Same ``id_``; ``env_t_started = self.env_t``; every agent episode that is not done is
         `SingleAgentEpisode.cut` with ``len_lookback_buffer`` agent steps of lookback, and the
-        env-step map keeps ``len_lookback_buffer`` env steps. In-flight steps move to the
-        successor (they complete there); agents that are done stay behind. ``custom_data`` is
-        deep-copied.
+        env-step map keeps ``len_lookback_buffer`` env steps, more if an agent's step is in
+        flight: then back to that agent's last observation (as in RLlib). In-flight steps move
+        to the successor (they complete there); agents that are done stay behind.
+        ``custom_data`` is deep-copied.
         """
-        return multi_agent_chunks.cut(self, len_lookback_buffer)
+        self._end_time = time.perf_counter()
+        successor = multi_agent_chunks.cut(self, len_lookback_buffer)
+        successor._start_time = self._end_time
+        return successor
 
     def slice(self, slc: slice, *, len_lookback_buffer: int | None = None) -> MultiAgentEpisode:
         """Returns a new episode holding the env steps ``slc`` (step 1) of this chunk, copied.
 
         Each agent gets the agent steps that end inside the slice, starting from its last
-        observation at or before the slice's start; agents that finished before it are left out.
-        Steps still in flight at the slice's end are not part of it. Lookback: up to
+        observation at or before the slice's start (agents done before it are left out); a step
+        in flight at the slice's end is in flight in the slice. Lookback: up to
         ``len_lookback_buffer`` env steps and, per agent, agent steps (default: as deep as now).
         """
         return multi_agent_chunks.slice_episode(self, slc, len_lookback_buffer)
 
+    def __getitem__(self, item: slice) -> MultiAgentEpisode:
+        """``episode[a:b]`` is ``episode.slice(slice(a, b))``; single steps are read with the getters."""
+        return self.slice(chunks.as_slice(item))
+
     def concat_episode(self, other: MultiAgentEpisode) -> None:
-        """Appends ``other`` (the successor chunk from `cut`) to this episode, in place."""
+        """Appends ``other`` (the successor chunk from `cut`, or the next slice) to this episode, in place."""
         multi_agent_chunks.concat(self, other)
 
     # ------------------------------------------------------------- numpy, checks, state
@@ -367,6 +381,8 @@ class MultiAgentEpisode(MultiAgentGetters):
         """Turns every agent episode's data into arrays (see `SingleAgentEpisode.to_numpy`); returns self."""
         for sa_episode in self.agent_episodes.values():
             sa_episode.to_numpy()
+        if self._end_time is None and self._start_time is not None:
+            self._end_time = time.perf_counter()
         return self
 
     def validate(self) -> None:
@@ -374,12 +390,12 @@ class MultiAgentEpisode(MultiAgentGetters):
         multi_agent_chunks.validate(self)
 
     def get_state(self) -> dict[str, Any]:
-        """Plain data for transport and checkpoints (the mapping function is not part of it)."""
+        """Plain data (and the mapping function) for transport and checkpoints."""
         return multi_agent_chunks.get_state(self)
 
     @classmethod
     def from_state(
         cls, state: dict[str, Any], *, agent_to_module_mapping_fn: MappingFn | None = None
     ) -> MultiAgentEpisode:
-        """Rebuilds an episode from `get_state` output (pass the mapping function for agents still to join)."""
+        """Rebuilds an episode from `get_state` output (``agent_to_module_mapping_fn`` replaces the stored one)."""
         return multi_agent_chunks.from_state(cls, state, agent_to_module_mapping_fn)

@@ -18,7 +18,7 @@ does all index arithmetic.
 
 from __future__ import annotations
 
-import copy
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -27,7 +27,7 @@ import numpy as np
 from flywheel.episodes import chunks
 from flywheel.episodes.episode_id import new_episode_id
 from flywheel.episodes.lookback_buffer import Indices, LookbackBuffer
-from flywheel.errors import EpisodeError
+from flywheel.errors import EpisodeError, EpisodeKeyError
 
 # Rewards have no space of their own; this one gives them float32 when stacked and a scalar fill.
 _REWARD_SPACE = gym.spaces.Box(-np.inf, np.inf, (), np.float32)
@@ -80,7 +80,7 @@ class SingleAgentEpisode:
         lookback = self._lookback_from(len_lookback_buffer, rewards)
         self.observations = _buffer(observations, lookback, observation_space)
         if infos is None:
-            infos = [{} for _ in range(self.observations.total_len())]
+            infos = [{} for _ in range(self.observations.len_incl_lookback())]
         self.infos = _buffer(infos, lookback)
         self.actions = _buffer(actions, lookback, action_space)
         self.rewards = _buffer(rewards, lookback, _REWARD_SPACE)
@@ -92,6 +92,8 @@ class SingleAgentEpisode:
         self.t_started = t_started or 0
         self.t = self.t_started + len(self.rewards)
         self.custom_data: dict[str, Any] = {}
+        self._start_time: float | None = None
+        self._end_time: float | None = None
         if any(data is not None for data in given):
             self.validate()  # Runners build empty episodes once per reset: nothing to check then.
 
@@ -119,6 +121,7 @@ class SingleAgentEpisode:
             )
         self.observations.data.append(observation)
         self.infos.data.append({} if infos is None else infos)
+        self._start_time = time.perf_counter()
 
     def add_env_step(
         self,
@@ -188,7 +191,12 @@ class SingleAgentEpisode:
     @property
     def is_numpy(self) -> bool:
         """Whether `to_numpy` turned the data into arrays (the episode can then no longer grow)."""
-        return self.observations.is_numpy
+        return self.observations.finalized
+
+    @property
+    def is_reset(self) -> bool:
+        """Whether the episode holds its first observation (`add_env_reset` ran, or it was built from data)."""
+        return self.observations.len_incl_lookback() > 0
 
     def __len__(self) -> int:
         """Number of env steps in this chunk (lookback excluded)."""
@@ -205,6 +213,17 @@ class SingleAgentEpisode:
         rewards = self.rewards.get()
         return float(rewards.sum()) if isinstance(rewards, np.ndarray) else float(sum(rewards))
 
+    def get_duration_s(self) -> float:
+        """Seconds from this chunk's start (reset or cut) to its end (`cut` or `to_numpy`), or to now while it runs.
+
+        0.0 for an episode built from data. The end is taken when the runner hands the chunk out
+        rather than at every step, so recording stays free of clock reads.
+        """
+        if self._start_time is None:
+            return 0.0
+        end = time.perf_counter() if self._end_time is None else self._end_time
+        return end - self._start_time
+
     def __repr__(self) -> str:
         return (
             f"SingleAgentEpisode(id_={self.id_[:8]}, len={len(self)}, t_started={self.t_started}, "
@@ -214,10 +233,15 @@ class SingleAgentEpisode:
     # --------------------------------------------------------------------------- getters
 
     def get_observations(
-        self, indices: Indices = None, *, neg_index_as_lookback: bool = False, fill: Any = None
+        self,
+        indices: Indices = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
     ) -> Any:
-        """Observations at ``indices`` (see `LookbackBuffer` for index and ``fill`` semantics)."""
-        return self.observations.get(indices, neg_index_as_lookback, fill)
+        """Observations at ``indices`` (see `LookbackBuffer` for indices, ``fill`` and ``one_hot_discrete``)."""
+        return self.observations.get(indices, neg_index_as_lookback, fill, one_hot_discrete)
 
     def get_infos(
         self, indices: Indices = None, *, neg_index_as_lookback: bool = False, fill: Any = None
@@ -226,9 +250,14 @@ class SingleAgentEpisode:
         return self.infos.get(indices, neg_index_as_lookback, fill)
 
     def get_actions(
-        self, indices: Indices = None, *, neg_index_as_lookback: bool = False, fill: Any = None
+        self,
+        indices: Indices = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
     ) -> Any:
-        return self.actions.get(indices, neg_index_as_lookback, fill)
+        return self.actions.get(indices, neg_index_as_lookback, fill, one_hot_discrete)
 
     def get_rewards(
         self, indices: Indices = None, *, neg_index_as_lookback: bool = False, fill: Any = None
@@ -254,7 +283,7 @@ class SingleAgentEpisode:
     def _extra_buffer(self, key: str) -> LookbackBuffer:
         buffer = self.extra_model_outputs.get(key)
         if buffer is None:
-            raise EpisodeError(
+            raise EpisodeKeyError(
                 f"Episode {self.id_} has no extra model output {key!r}; it has "
                 f"{sorted(self.extra_model_outputs)} (outputs are recorded via add_env_step(extra_model_outputs=...))."
             )
@@ -294,7 +323,14 @@ class SingleAgentEpisode:
         list-based (even when this chunk was numpy'd) and not done: cutting a done episode gives
         a successor nobody should step. ``custom_data`` is deep-copied into it.
         """
-        return chunks.cut(self, len_lookback_buffer)
+        self._end_time = time.perf_counter()
+        successor = chunks.cut(self, len_lookback_buffer)
+        successor._start_time = self._end_time
+        return successor
+
+    def __getitem__(self, item: slice) -> SingleAgentEpisode:
+        """``episode[a:b]`` is ``episode.slice(slice(a, b))``; single steps are read with the getters."""
+        return self.slice(chunks.as_slice(item))
 
     def slice(self, slc: slice, *, len_lookback_buffer: int | None = None) -> SingleAgentEpisode:
         """Returns a new episode holding the steps ``slc`` (a step-1 slice) of this chunk.
@@ -307,10 +343,11 @@ class SingleAgentEpisode:
         return chunks.slice_episode(self, slc, len_lookback_buffer)
 
     def concat_episode(self, other: SingleAgentEpisode) -> None:
-        """Appends ``other`` (a successor chunk from `cut`) to this episode, in place.
+        """Appends ``other`` (the successor chunk from `cut`, or the next slice) to this episode, in place.
 
         ``other`` must have this ``id_``, start at this episode's ``t`` and begin with this
-        episode's last observation; this episode then also takes ``other``'s done flags.
+        episode's last observation; this episode then also takes ``other``'s done flags and
+        infos at the seam, and updates its ``custom_data`` with ``other``'s.
         """
         chunks.concat(self, other)
 
@@ -322,78 +359,24 @@ class SingleAgentEpisode:
         ``Dict``/``Tuple`` observations and actions become dicts/tuples of arrays; infos stay a
         list. Idempotent. Returns the episode for chaining.
         """
-        self.observations.to_numpy()
-        self.actions.to_numpy()
-        self.rewards.to_numpy()
+        self.observations.finalize()
+        self.actions.finalize()
+        self.rewards.finalize()
         for buffer in self.extra_model_outputs.values():
-            buffer.to_numpy()
+            buffer.finalize()
+        if self._end_time is None and self._start_time is not None:
+            self._end_time = time.perf_counter()
         return self
 
     def validate(self) -> None:
         """Checks the episode's lengths, timesteps and done flags; raises `EpisodeError` listing every problem."""
-        n_obs = len(self.observations)
-        n_steps = max(n_obs - 1, 0)
-        expected = {"infos": (self.infos, n_obs), "actions": (self.actions, n_steps)}
-        expected["rewards"] = (self.rewards, n_steps)
-        expected.update(
-            {f"extra_model_outputs[{k!r}]": (b, n_steps) for k, b in self.extra_model_outputs.items()}
-        )
-        problems = [
-            f"{name} has {len(buffer)} items, expected {n}"
-            for name, (buffer, n) in expected.items()
-            if len(buffer) != n
-        ]
-        if self.t_started < 0:
-            problems.append(f"t_started is {self.t_started}, expected >= 0")
-        if self.t - self.t_started != n_steps:
-            problems.append(f"t - t_started is {self.t - self.t_started}, expected {n_steps} (one per step)")
-        if self.is_done and n_obs == 0:
-            problems.append("the episode is done but holds no observation (add_env_reset() never ran)")
-        if problems:
-            raise EpisodeError(
-                f"Episode {self.id_} (observations: {n_obs} in the chunk, so {n_steps} steps) is inconsistent: "
-                + "; ".join(problems)
-                + ". Record data only through add_env_reset()/add_env_step(), or pass matching lengths."
-            )
+        chunks.validate(self)
 
     def get_state(self) -> dict[str, Any]:
         """Plain data (dicts, lists, arrays, the spaces) for transport and checkpoints."""
-        return {
-            "id_": self.id_,
-            "agent_id": self.agent_id,
-            "module_id": self.module_id,
-            "multi_agent_episode_id": self.multi_agent_episode_id,
-            "observation_space": self.observation_space,
-            "action_space": self.action_space,
-            "observations": self.observations.get_state(),
-            "infos": self.infos.get_state(),
-            "actions": self.actions.get_state(),
-            "rewards": self.rewards.get_state(),
-            "extra_model_outputs": {k: b.get_state() for k, b in self.extra_model_outputs.items()},
-            "t_started": self.t_started,
-            "is_terminated": self.is_terminated,
-            "is_truncated": self.is_truncated,
-            "custom_data": copy.deepcopy(self.custom_data),
-        }
+        return chunks.get_state(self)
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SingleAgentEpisode:
         """Rebuilds an episode from `get_state` output."""
-        episode = cls(
-            state["id_"],
-            observations=LookbackBuffer.from_state(state["observations"], state["observation_space"]),
-            infos=LookbackBuffer.from_state(state["infos"]),
-            actions=LookbackBuffer.from_state(state["actions"], state["action_space"]),
-            rewards=LookbackBuffer.from_state(state["rewards"]),
-            extra_model_outputs={
-                k: LookbackBuffer.from_state(s) for k, s in state["extra_model_outputs"].items()
-            },
-            terminated=state["is_terminated"],
-            truncated=state["is_truncated"],
-            t_started=state["t_started"],
-            agent_id=state["agent_id"],
-            module_id=state["module_id"],
-            multi_agent_episode_id=state["multi_agent_episode_id"],
-        )
-        episode.custom_data = state["custom_data"]
-        return episode
+        return chunks.from_state(cls, state)

@@ -21,8 +21,8 @@ import numpy as np
 import tree
 
 from flywheel.checkpoints import codec
-from flywheel.episodes.lookback_buffer import space_struct, stack_items
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+from flywheel.episodes.space_items import space_struct, stack_items
 from flywheel.errors import CheckpointError, EpisodeError
 from flywheel.replay.column_store import ColumnStore, take
 
