@@ -42,13 +42,18 @@ def test_lr_and_ppo_settings_change_in_place_and_the_next_update_uses_them(confi
     assert flat(second, f"{LEARNER}/default_optimizer_learning_rate") == 2e-4
     assert flat(second, f"{LEARNER}/curr_entropy_coeff") == 0.05
     assert second["num_env_steps_sampled_lifetime"] == 200 + 300
-    assert flat(second, "learners/__all_modules__/num_env_steps_trained") == 300 * 3  # 3 epochs over 300 steps
+    assert (
+        flat(second, "learners/__all_modules__/num_env_steps_trained") == 300 * 3
+    )  # 3 epochs over 300 steps
 
 
 def test_a_setting_read_only_at_build_is_refused_and_nothing_changes(config):
     algo = config.build_algo()
     before = algo.config
-    assert algo.reset_config(config.copy().training(lr=5e-4).rl_module(model_config={"fcnet_hiddens": [8]})) is False
+    assert (
+        algo.reset_config(config.copy().training(lr=5e-4).rl_module(model_config={"fcnet_hiddens": [8]}))
+        is False
+    )
     assert algo.reset_config(config.copy().environment("Pendulum-v1")) is False
     assert algo.config is before
     result = algo.train()
@@ -69,6 +74,8 @@ def test_functions_unpickled_in_another_process_count_as_unchanged(config):
 
 def test_an_invalid_new_config_raises_the_usual_config_error(config):
     algo = config.build_algo()
-    with pytest.raises(ValueError, match=r"minibatch_size=300 is larger than train_batch_size_per_learner=200"):
+    with pytest.raises(
+        ValueError, match=r"minibatch_size=300 is larger than train_batch_size_per_learner=200"
+    ):
         algo.reset_config(config.copy().training(minibatch_size=300))
     algo.stop()

@@ -38,7 +38,9 @@ def test_a_grid_of_two_trials_queues_and_its_best_checkpoint_restores_for_infere
 
     assert results.errors == [] and Path(results.experiment_path).is_relative_to(tmp_path)
     assert sorted(r.config["lr"] for r in results) == [1e-4, 1e-3]
-    assert [(r.metrics["training_iteration"], r.metrics["num_env_steps_sampled_lifetime"]) for r in results] == [
+    assert [
+        (r.metrics["training_iteration"], r.metrics["num_env_steps_sampled_lifetime"]) for r in results
+    ] == [
         (2, 400),
         (2, 400),
     ]
@@ -71,7 +73,9 @@ def test_a_stop_criterion_on_the_return_stops_a_trial_registered_by_name(ray_ses
     assert result.metrics["training_iteration"] == len(returns) < 5
     assert all(value < 20.0 for value in returns[:-1]) and returns[-1] >= 20.0
     assert Path(result.path).parent.name.startswith("PPO_")
-    assert not [name for name in sys.modules if name.startswith("ray.rllib")]  # Tune did not fall back to RLlib
+    assert not [
+        name for name in sys.modules if name.startswith("ray.rllib")
+    ]  # Tune did not fall back to RLlib
 
 
 def raise_once(*, result, marker, **kwargs):
@@ -82,7 +86,9 @@ def raise_once(*, result, marker, **kwargs):
 
 
 def failing_once_tuner(tmp_path, max_failures):
-    config = tiny_config().callbacks(on_train_result=functools.partial(raise_once, marker=str(tmp_path / "failed")))
+    config = tiny_config().callbacks(
+        on_train_result=functools.partial(raise_once, marker=str(tmp_path / "failed"))
+    )
     return tune.Tuner(
         flywheel.tune.trainable("PPO"),
         param_space=config,
@@ -115,7 +121,9 @@ def test_tuner_restore_continues_an_interrupted_experiment(ray_session, tmp_path
     assert failed.metrics["training_iteration"] == 1
 
     tuner = tune.Tuner.restore(
-        str(tmp_path / "ray_results" / "failing_once"), trainable=flywheel.tune.trainable("PPO"), resume_errored=True
+        str(tmp_path / "ray_results" / "failing_once"),
+        trainable=flywheel.tune.trainable("PPO"),
+        resume_errored=True,
     )
     (result,) = tuner.fit()
     assert result.error is None

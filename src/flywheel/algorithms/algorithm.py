@@ -399,9 +399,9 @@ def _differs(a: Any, b: Any) -> bool:
     arrays do) but pickle to the same bytes count as equal: a lambda and its copy unpickled in another
     process (how Ray Tune hands a trial its config) are the same setting."""
     try:
-        if not a != b:
+        if a == b:
             return False
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # numpy arrays compare to arrays, not to a bool
         pass
     try:
         return cloudpickle.dumps(a) != cloudpickle.dumps(b)

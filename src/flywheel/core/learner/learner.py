@@ -65,7 +65,15 @@ class Learner(Checkpointable, abc.ABC):
     """
 
     reconfigurable_settings: ClassVar[frozenset[str]] = frozenset(
-        {"lr", "gamma", "grad_clip", "grad_clip_by", "num_epochs", "minibatch_size", "shuffle_batch_per_epoch"}
+        {
+            "lr",
+            "gamma",
+            "grad_clip",
+            "grad_clip_by",
+            "num_epochs",
+            "minibatch_size",
+            "shuffle_batch_per_epoch",
+        }
     )
     """Settings `reset_config` changes in place (the others are fixed once the learner is built)."""
 
