@@ -37,21 +37,19 @@ def build_config(lrs: list[float], num_env_runners: int) -> PPOConfig:
     )
 
 
-def play(path: str, episodes: int) -> list[float]:
-    """Greedy episodes of the checkpoint's policy in a fresh CartPole env; returns their returns."""
+def greedy_returns(path: str, episodes: int) -> list[float]:
+    """Returns of `episodes` greedy CartPole episodes of the checkpoint's policy, played side by side in a
+    vector env with one batched policy call per step."""
     policy = load_policy(path)
-    env = gym.make("CartPole-v1")
-    returns = []
-    for seed in range(episodes):
-        obs, _ = env.reset(seed=seed)
-        done, total = False, 0.0
-        while not done:
-            obs, reward, terminated, truncated, _ = env.step(policy.compute_single_action(obs))
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    env.close()
-    return returns
+    envs = gym.make_vec("CartPole-v1", num_envs=episodes)
+    obs, _ = envs.reset(seed=0)
+    returns, done = np.zeros(episodes), np.zeros(episodes, dtype=bool)
+    while not done.all():
+        obs, rewards, terminated, truncated, _ = envs.step(policy.compute_actions(obs))
+        returns += rewards * ~done  # finished episodes' envs reset and play on: not counted
+        done |= terminated | truncated
+    envs.close()
+    return returns.tolist()
 
 
 def main(argv: list[str] | None = None) -> list[float]:
@@ -100,7 +98,7 @@ def main(argv: list[str] | None = None) -> list[float]:
         )
     best = results.get_best_result()
     print(f"best: lr={best.config['lr']:g}, checkpoint {best.checkpoint.path}")
-    returns = play(best.checkpoint.path, args.episodes)
+    returns = greedy_returns(best.checkpoint.path, args.episodes)
     print(f"greedy returns of the best policy: {returns} (mean {np.mean(returns):.1f})")
     return returns
 

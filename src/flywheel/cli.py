@@ -7,8 +7,8 @@ Settings are layered: the algorithm's defaults, then `--config FILE`, then `--en
 `--seed`, then each `--set key=value` in order. Mistakes a user can make (a bad setting, env id or
 path) print one ``flywheel <command>: error: ...`` line on stderr and exit with code 2.
 
-Only the standard library is imported up front, so `flywheel --help` answers at once; torch and the
-algorithms are imported when a command runs.
+Only the standard library and the (torch-free) algorithm registry are imported up front, so
+`flywheel --help` answers at once; torch and the algorithms are imported when a command runs.
 """
 
 from __future__ import annotations

@@ -31,9 +31,15 @@ def test_lr_and_ppo_settings_change_in_place_and_the_next_update_uses_them(confi
     first = algo.train()
     assert flat(first, f"{LEARNER}/default_optimizer_learning_rate") == 1e-3
 
-    new = config.copy().training(lr=2e-4, entropy_coeff=0.05, num_epochs=3, train_batch_size_per_learner=300)
+    new = config.copy().training(
+        lr=2e-4, entropy_coeff=0.05, num_epochs=3, train_batch_size_per_learner=300, gamma=0.9, lambda_=0.5
+    )
     assert algo.reset_config(new) is True
     assert (algo.config.lr, algo.config.num_epochs, algo.config.is_frozen) == (2e-4, 3, True)
+    (gae,) = algo.learner_group.foreach_learner(
+        lambda learner: learner.learner_connector["GeneralAdvantageEstimation"]
+    )
+    assert (gae.gamma, gae.lambda_) == (0.9, 0.5)  # the learner pipeline was rebuilt from the new config
     second = algo.train()
     algo.stop()
 

@@ -15,7 +15,7 @@ def test_optuna_search_runs_three_samples(ray_session, tmp_path):
     config = tiny_config(lr=tune.loguniform(1e-4, 1e-2), gamma=tune.uniform(0.9, 0.99))
     tuner = tune.Tuner(
         flywheel.tune.trainable("PPO"),
-        param_space=config,
+        param_space=config.to_dict(),  # a config's dict works as well as the config
         tune_config=tune.TuneConfig(
             search_alg=OptunaSearch(seed=0),
             metric=RETURN,

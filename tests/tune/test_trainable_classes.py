@@ -6,6 +6,7 @@ import sys
 
 import pytest
 from ray import tune
+from ray.tune.search.variant_generator import generate_variants
 
 import flywheel.tune
 from flywheel import PPO, DQNConfig, PPOConfig, RLModuleSpec, register_env
@@ -56,6 +57,27 @@ def test_the_trial_config_is_the_settings_over_the_defaults_and_tune_only_keys_a
     assert type(config) is PPOConfig and config.to_dict() == settings
     partial = flywheel.tune.trainable("PPO").algorithm_config({"env": "CartPole-v1", "clip_param": 0.1})
     assert (partial.clip_param, partial.lr, partial.env) == (0.1, 3e-4, "CartPole-v1")
+
+
+def map_to_p1(agent_id, episode, **kwargs):
+    return "p1"
+
+
+def test_search_spaces_nested_in_dicts_and_lists_resolve_into_valid_trial_configs():
+    config = (
+        tiny_config(lr=[[0, tune.choice([1e-3])], [1000, 1e-5]])
+        .multi_agent(policies={"p0": None, "p1": tune.choice([RLModuleSpec()])}, policy_mapping_fn=map_to_p1)
+        .rl_module(model_config={"fcnet_hiddens": tune.grid_search([[8], [16, 16]])})
+    )
+    trainable = flywheel.tune.trainable("PPO")
+    # What Tune does with a param space (a config goes through its to_dict()).
+    trial_configs = [trainable.algorithm_config(spec) for _, spec in generate_variants(config.to_dict())]
+    for trial_config in trial_configs:
+        trial_config.validate()
+    assert [c.model_config for c in trial_configs] == [{"fcnet_hiddens": [8]}, {"fcnet_hiddens": [16, 16]}]
+    assert [(c.lr, c.policies, c.policy_mapping_fn) for c in trial_configs] == [
+        ([[0, 1e-3], [1000, 1e-5]], {"p0": None, "p1": RLModuleSpec()}, map_to_p1)
+    ] * 2
 
 
 def test_search_spaces_left_inside_objects_are_named_with_a_fix():
@@ -115,11 +137,11 @@ def test_resources_settings_are_validated():
     config = (
         PPOConfig()
         .environment("CartPole-v1")
-        .resources(num_cpus_for_main_process=-1, placement_strategy="pack")
+        .resources(num_cpus_for_main_process=0, placement_strategy="pack")
     )
     with pytest.raises(ConfigError) as error:
         config.validate()
-    assert "num_cpus_for_main_process=-1 must be a number >= 0." in str(error.value)
+    assert "num_cpus_for_main_process=0 must be a number > 0." in str(error.value)
     assert (
         "placement_strategy='pack' is not one of ['PACK', 'SPREAD', 'STRICT_PACK', 'STRICT_SPREAD']"
         in str(error.value)

@@ -183,8 +183,8 @@ class AlgorithmSettings:
 
     # resources()
     num_cpus_for_main_process: float = setting("resources", 1)
-    """CPUs of the process that runs `algo.train()` when Ray Tune runs the algorithm as a trial (it also
-    samples and learns when there are no remote runners and learners)."""
+    """CPUs (> 0) of the process that runs `algo.train()` when Ray Tune runs the algorithm as a trial (it
+    also samples and learns when there are no remote runners and learners)."""
     placement_strategy: str = setting("resources", "PACK")
     """How Ray Tune places a trial's bundles (main process, runners, learners) on the cluster's nodes:
     "PACK" (few nodes), "SPREAD", "STRICT_PACK" (one node) or "STRICT_SPREAD"."""

@@ -117,4 +117,4 @@ def resource_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
         *[{"CPU": config.num_cpus_per_learner, "GPU": config.num_gpus_per_learner}] * config.num_learners,
     ]
     bundles = [{key: value for key, value in bundle.items() if value} for bundle in bundles]
-    return bundles[:1] + [bundle for bundle in bundles[1:] if bundle]
+    return [bundle for bundle in bundles if bundle]  # the main process's is never empty (validated)
