@@ -28,6 +28,9 @@ def test_a_grid_of_two_trials_queues_and_its_best_checkpoint_restores_for_infere
     tuner = tune.Tuner(
         flywheel.tune.trainable("PPO"),
         param_space=config,
+        tune_config=tune.TuneConfig(
+            reuse_actors=True
+        ),  # the second trial starts afresh in the first's process
         run_config=run_config(
             tmp_path,
             stop={"training_iteration": 2},

@@ -86,8 +86,8 @@ def test_search_spaces_left_inside_objects_are_named_with_a_fix():
         "rl_module_spec": spec,
         "policies": {"p0": RLModuleSpec(model_config={"h": tune.grid_search([1])})},
     }
-    with pytest.raises(ConfigError) as error:
-        flywheel.tune.trainable("PPO").algorithm_config(settings)
+    with pytest.raises(ConfigError) as error:  # Tune asks for the trial's resources first, on the driver
+        flywheel.tune.trainable("PPO").default_resource_request(settings)
     assert str(error.value).startswith(
         "Ray Tune left search spaces unresolved at rl_module_spec.model_config['hidden'], "
         "policies['p0'].model_config['h']: Tune resolves them only inside dicts and lists"
