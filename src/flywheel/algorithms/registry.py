@@ -1,7 +1,7 @@
 """The built-in algorithms by name: "PPO" -> `PPOConfig` (and so -> `PPO`).
 
 The command line (`flywheel train --algo PPO`) and Ray Tune (`flywheel.tune.trainable("PPO")`) look
-names up here. Only the standard library is imported up front; a config module is imported when
+names up here. Nothing heavy is imported up front (no torch, no ray); a config module is imported when
 its name is asked for.
 """
 
