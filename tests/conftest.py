@@ -19,7 +19,9 @@ def ray_session():
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # address="local": a new Ray of its own, even while a cluster started elsewhere on this machine
+        # (e.g. another test run's multi-node test) would otherwise be joined.
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -8,8 +8,9 @@ Settings are layered: the algorithm's defaults, then `--config FILE`, then `--en
 `--seed`, then each `--set key=value` in order. Mistakes a user can make (a bad setting, env id or
 path) print one ``flywheel <command>: error: ...`` line on stderr and exit with code 2.
 
-Only the standard library is imported up front, so `flywheel --help` answers at once; torch, the
-algorithms and libcst (for `port`) are imported when a command runs.
+Only the standard library and the (torch-free) algorithm registry are imported up front, so
+`flywheel --help` answers at once; torch, the algorithms and libcst (for `port`) are imported when a
+command runs.
 """
 
 from __future__ import annotations
@@ -23,40 +24,15 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from importlib import import_module
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from flywheel.algorithms.registry import algorithm_name, available_algorithms, config_class
 from flywheel.errors import CheckpointError, ConfigError, FlywheelError
-
-ALGORITHMS: dict[str, str] = {
-    "PPO": "flywheel.algorithms.ppo:PPOConfig",
-    "DQN": "flywheel.algorithms.dqn:DQNConfig",
-    "SAC": "flywheel.algorithms.sac:SACConfig",
-}
-"""`--algo` name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 
 EXIT_LEFT_TO_PORT = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
-
-
-def available_algorithms() -> list[str]:
-    """The `--algo` names whose config module exists (found without importing it)."""
-    return [name for name, target in ALGORITHMS.items() if find_spec(target.partition(":")[0]) is not None]
-
-
-def _algo_name(config_cls: type) -> str:
-    """The `--algo` name registered for `config_cls` (else its class name without "Config"), for run dirs."""
-    registered = (name for name, target in ALGORITHMS.items() if target.endswith(f":{config_cls.__name__}"))
-    return next(registered, config_cls.__name__.removesuffix("Config"))
-
-
-def config_class(algo: str) -> type:
-    """The config class registered for `algo` (e.g. "PPO" -> PPOConfig)."""
-    module, _, name = ALGORITHMS[algo].partition(":")
-    return getattr(import_module(module), name)
 
 
 # ------------------------------------------------------------------------------------- settings
@@ -148,7 +124,7 @@ def make_config(args: argparse.Namespace) -> tuple[str, Any]:
                 f"--algo {args.algo} expects a {default_class.__name__}, but --config {args.config} gives a "
                 f"{type(config).__name__}. Fix: drop --algo or make the file build a {default_class.__name__}."
             )
-        algo = _algo_name(type(config))
+        algo = algorithm_name(type(config))
     if args.env is not None:
         config.environment(args.env)
     if args.num_envs is not None:

@@ -54,6 +54,7 @@ SECTION_KEYWORDS = {
         "shuffle_batch_per_epoch",
     },
     "multi_agent": {"policies", "policy_mapping_fn", "policies_to_train", "count_steps_by"},
+    "resources": {"num_cpus_for_main_process", "placement_strategy"},
     "rl_module": {"rl_module_spec", "model_config"},
     "evaluation": {
         "evaluation_interval",

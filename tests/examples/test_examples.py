@@ -3,6 +3,7 @@
 import re
 import runpy
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -25,16 +26,17 @@ def test_the_examples_are_found():
 
 
 # Examples that start Ray actors use the shared Ray session.
-RAY_EXAMPLES = {"distributed_ppo.py"}
+RAY_EXAMPLES = {"distributed_ppo.py", "tune_ppo_cartpole.py"}
 
 
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.ray) if n in RAY_EXAMPLES else n for n in NAMES]
 )
-def test_script_runs_as_main(name, monkeypatch, capsys, request):
+def test_script_runs_as_main(name, monkeypatch, capsys, request, tmp_path):
     if name in RAY_EXAMPLES:
         request.getfixturevalue("ray_session")
     monkeypatch.setattr(sys, "argv", [name, "--smoke"])
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # checkpoints and Tune results go here
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
     # Every example takes --smoke (one tiny iteration) and reports its training iteration.
     assert re.search(r"^iteration 1: mean return (\d+\.\d|nan)", capsys.readouterr().out, re.M)

@@ -23,8 +23,9 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
+import cloudpickle
 import numpy as np
 import torch
 
@@ -56,6 +57,11 @@ class Algorithm(Checkpointable):
     """Base class of every algorithm (PPO, ...): `train()`, `evaluate()`, `get_module()`, `stop()`."""
 
     ctor_args_may_pickle = True
+
+    reconfigurable_settings: ClassVar[frozenset[str]] = frozenset(
+        {"min_time_s_per_iteration", "min_sample_timesteps_per_iteration"}
+    )
+    """Settings `reset_config` changes in place, with those of the learner class (e.g. `lr`)."""
 
     def __init__(self, config: Any, **kwargs: Any) -> None:
         if not config.is_frozen:
@@ -301,6 +307,29 @@ class Algorithm(Checkpointable):
             self.eval_env_runner_group.update_config(config.get_evaluation_config_object())
         return config
 
+    def reset_config(self, new_config: Any) -> bool:
+        """Takes `new_config` in place when it differs from the current config only in settings read while
+        training (`reconfigurable_settings` here and on the learner class: `lr`, `gamma`, `num_epochs`,
+        PPO's `clip_param`, ...): runners, learners, weights, optimizer states and metrics stay, and
+        the learners use the new values from the next update. Returns False and changes nothing for
+        any other difference (build a new algorithm then). Ray Tune's PBT uses this through
+        `flywheel.tune`.
+        """
+        config = new_config.copy()
+        config.validate()
+        config.freeze()
+        learner_class = config.learner_class or config.get_default_learner_class()
+        in_place = self.reconfigurable_settings | learner_class.reconfigurable_settings
+        changed = {n for n in config.setting_names() if _differs(getattr(config, n), getattr(self.config, n))}
+        if type(config) is not type(self.config) or not changed <= in_place:
+            return False
+        self.config = config
+        self.env_runner_group.update_config(config)
+        if self.eval_env_runner_group is not None:
+            self.eval_env_runner_group.update_config(config.get_evaluation_config_object())
+        self.learner_group.foreach_learner(lambda learner: learner.reset_config(config))
+        return True
+
     # ---------------------------------------------------------- checkpoints
 
     @classmethod
@@ -413,6 +442,21 @@ def _runner_class(config: Any) -> type:
     from flywheel.env_runners.single_agent import SingleAgentEnvRunner
 
     return SingleAgentEnvRunner
+
+
+def _differs(a: Any, b: Any) -> bool:
+    """Whether two values of a setting differ. Values that compare unequal (or not to a bool, as numpy
+    arrays do) but pickle to the same bytes count as equal: a lambda and its copy unpickled in another
+    process (how Ray Tune hands a trial its config) are the same setting."""
+    try:
+        if a == b:
+            return False
+    except (TypeError, ValueError):  # numpy arrays compare to arrays, not to a bool
+        pass
+    try:
+        return cloudpickle.dumps(a) != cloudpickle.dumps(b)
+    except Exception:  # a value that cannot be pickled cannot be shown equal
+        return True
 
 
 def _rng_state() -> dict[str, Any]:

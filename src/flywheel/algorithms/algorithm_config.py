@@ -190,6 +190,10 @@ class AlgorithmConfig(AlgorithmSettings):
         """Metrics: metrics_num_episodes_for_smoothing, min_time_s_per_iteration, min_sample_timesteps_per_iteration."""
         return self._section("reporting", kwargs)
 
+    def resources(self, **kwargs: Any) -> Self:
+        """What a Ray Tune trial reserves beyond its actors: num_cpus_for_main_process, placement_strategy."""
+        return self._section("resources", kwargs)
+
     def debugging(self, **kwargs: Any) -> Self:
         """Reproducibility and logs: seed, log_level."""
         return self._section("debugging", kwargs)

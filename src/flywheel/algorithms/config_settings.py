@@ -182,6 +182,14 @@ class AlgorithmSettings:
     min_sample_timesteps_per_iteration: int = setting("reporting", 0)
     """train() repeats training steps until at least this many env steps were sampled."""
 
+    # resources()
+    num_cpus_for_main_process: float = setting("resources", 1)
+    """CPUs (> 0) of the process that runs `algo.train()` when Ray Tune runs the algorithm as a trial (it
+    also samples and learns when there are no remote runners and learners)."""
+    placement_strategy: str = setting("resources", "PACK")
+    """How Ray Tune places a trial's bundles (main process, runners, learners) on the cluster's nodes:
+    "PACK" (few nodes), "SPREAD", "STRICT_PACK" (one node) or "STRICT_SPREAD"."""
+
     # debugging()
     seed: int | None = setting("debugging")
     """Seeds torch, numpy and the envs (per runner and sub-env) for reproducible runs."""

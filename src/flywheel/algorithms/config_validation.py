@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 SCHEDULE_EXAMPLE = "[[0, 3e-4], [100_000, 1e-5]]"
 LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
@@ -334,6 +335,8 @@ def _check_rest(config: AlgorithmConfig) -> list[str | None]:
         check_int(config, "max_num_env_runner_restarts", 0),
         check_number(config, "delay_between_env_runner_restarts_s", 0),
         check_int(config, "metrics_num_episodes_for_smoothing", 1),
+        check_number(config, "num_cpus_for_main_process", 0, strict=True),
+        check_choice(config, "placement_strategy", PLACEMENT_STRATEGIES),
         check_number(config, "min_time_s_per_iteration", 0, allow_none=True),
         check_int(config, "min_sample_timesteps_per_iteration", 0, allow_none=True),
         check_int(config, "seed", 0, allow_none=True),

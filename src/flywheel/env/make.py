@@ -108,6 +108,12 @@ def register_env(name: str, creator: EnvCreator) -> None:
     _REGISTRY[name] = creator
 
 
+def registered_envs() -> dict[str, EnvCreator]:
+    """A copy of the registry: every name given to `register_env` with its creator (e.g. for processes
+    that start later, such as Ray Tune trials, to register them again)."""
+    return dict(_REGISTRY)
+
+
 def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> EnvCreator:
     """Resolves ``env`` into ``creator(env_context) -> gymnasium.Env``.
 

@@ -24,6 +24,16 @@ class PPOTorchLearner(TorchLearner):
     exceeds 2×`kl_target`, ×0.5 below 0.5×`kl_target`).
     """
 
+    reconfigurable_settings = TorchLearner.reconfigurable_settings | {
+        "clip_param",
+        "vf_clip_param",
+        "vf_loss_coeff",
+        "entropy_coeff",
+        "kl_target",
+        "lambda_",
+        "use_gae",
+    }
+
     def build(self) -> None:
         super().build()
         self._loss_stats = LossStats()
@@ -41,6 +51,13 @@ class PPOTorchLearner(TorchLearner):
         super().remove_module(module_id, config=config)
         for per_module in (self.entropy_coeff_schedulers, self.curr_entropy_coeffs, self.curr_kl_coeffs):
             per_module.pop(module_id, None)
+
+    def reset_config(self, config: Any) -> None:
+        """The base class's, and each module's entropy coefficient follows the new `entropy_coeff`
+        (the adaptive KL coefficients keep their values)."""
+        super().reset_config(config)
+        for module_id in self.entropy_coeff_schedulers:
+            self.entropy_coeff_schedulers[module_id] = Scheduler(config.entropy_coeff, name="entropy_coeff")
 
     def _set_up_module(self, module_id: ModuleID) -> None:
         """Checks the module has a value function; starts its entropy schedule and KL coefficient."""

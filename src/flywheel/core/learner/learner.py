@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
@@ -53,6 +53,8 @@ class OptimizerSlot:
     optimizer: Any
     params: list
     lr_scheduler: Scheduler
+    follows_config_lr: bool = False
+    """True when registered without its own lr: `reset_config` then gives it the new `config.lr`."""
 
 
 class Learner(Checkpointable, abc.ABC):
@@ -65,6 +67,19 @@ class Learner(Checkpointable, abc.ABC):
         spaces: `(observation_space, action_space)` after the env-to-module pipeline, used when
             `module_spec` is missing or has no spaces.
     """
+
+    reconfigurable_settings: ClassVar[frozenset[str]] = frozenset(
+        {
+            "lr",
+            "gamma",
+            "grad_clip",
+            "grad_clip_by",
+            "num_epochs",
+            "minibatch_size",
+            "shuffle_batch_per_epoch",
+        }
+    )
+    """Settings `reset_config` changes in place (the others are fixed once the learner is built)."""
 
     def __init__(
         self,
@@ -94,14 +109,30 @@ class Learner(Checkpointable, abc.ABC):
                 "Fix: config.training(grad_clip_by='global_norm')."
             )
         self.module = self._build_module()
+        self._learner_connector = self._build_learner_connector()
+        for module_id in self.module:
+            if self.should_module_be_updated(module_id):
+                self.configure_optimizers_for_module(module_id, self.config)
+
+    def _build_learner_connector(self) -> Any:
         spaces = (None, None)
         if DEFAULT_MODULE_ID in self.module:
             default = self.module[DEFAULT_MODULE_ID]
             spaces = (default.observation_space, default.action_space)
-        self._learner_connector = self.config.build_learner_connector(*spaces)
-        for module_id in self.module:
-            if self.should_module_be_updated(module_id):
-                self.configure_optimizers_for_module(module_id, self.config)
+        return self.config.build_learner_connector(*spaces)
+
+    def reset_config(self, config: Any) -> None:
+        """Makes `config` the learner's config, keeping module, optimizers and state: the learning rates
+        of optimizers registered without their own follow `config.lr` from the next update, and the
+        learner pipeline is rebuilt (with its state) from `config` (e.g. a new `gamma`). Only the
+        `reconfigurable_settings` may differ from the current config (`Algorithm.reset_config` checks)."""
+        self.config = config
+        for slot in self._optimizer_slots.values():
+            if slot.follows_config_lr:
+                slot.lr_scheduler = Scheduler(config.lr, name="lr")
+        state = self._learner_connector.get_state()
+        self._learner_connector = self._build_learner_connector()
+        self._learner_connector.set_state(state)
 
     def _build_module(self) -> MultiRLModule:
         spec = self._module_spec
@@ -163,7 +194,7 @@ class Learner(Checkpointable, abc.ABC):
         lr = self.config.lr if lr_or_lr_schedule is None else lr_or_lr_schedule
         scheduler = Scheduler(lr, name="lr")
         self._optimizer_slots[(module_id, optimizer_name)] = OptimizerSlot(
-            module_id, optimizer_name, optimizer, list(params), scheduler
+            module_id, optimizer_name, optimizer, list(params), scheduler, lr_or_lr_schedule is None
         )
         self._set_optimizer_lr(optimizer, scheduler.value(self._timestep))
 

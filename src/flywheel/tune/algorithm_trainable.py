@@ -1,0 +1,120 @@
+"""`AlgorithmTrainable`: a flywheel algorithm as a Ray Tune `Trainable` (`flywheel.tune.trainable` makes
+one subclass per algorithm).
+
+Tune drives it as::
+
+    trial = Trainable(config)          # setup(): the algorithm built from the trial's settings
+    trial.train()                      # step(): algo.train(), one result dict per iteration
+    trial.save() / trial.restore(...)  # save_checkpoint() / load_checkpoint(): flywheel checkpoints
+    trial.reset(new_config)            # reset_config(): PBT and reuse_actors=True (see below)
+
+A reset keeps the algorithm when a restore follows (PBT: the trial takes another trial's state
+and new hyperparameters) and `Algorithm.reset_config` can take the new settings in place (`lr`,
+...): runners and envs are not rebuilt. When no restore follows (a reused actor starting a new
+trial) the first step builds a fresh algorithm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ray import tune
+from ray.tune.search.repeater import TRIAL_INDEX
+
+from flywheel.algorithms.algorithm import Algorithm
+from flywheel.algorithms.algorithm_config import AlgorithmConfig
+from flywheel.env.make import register_env, registered_envs
+from flywheel.tune import compat
+from flywheel.tune.search_spaces import check_resolved
+
+compat.accept_configs_as_param_space(AlgorithmConfig)
+
+
+class AlgorithmTrainable(tune.Trainable):
+    """Trains `algo_class` with a `config_class` config built from the trial's settings."""
+
+    algo_class: ClassVar[type[Algorithm]]
+    config_class: ClassVar[type[AlgorithmConfig]]
+    env_registry: ClassVar[dict[str, Any]]
+    """The `register_env` names and creators of the process that made the class."""
+
+    @classmethod
+    def algorithm_config(cls, settings: Mapping[str, Any]) -> AlgorithmConfig:
+        """The config of a trial: `settings` (Tune's resolved param space) over the defaults."""
+        settings = {name: value for name, value in settings.items() if name != TRIAL_INDEX}
+        check_resolved(settings)
+        config = cls.config_class.from_dict(settings)
+        config.algo_class = cls.algo_class
+        return config
+
+    @classmethod
+    def default_resource_request(cls, config: Mapping[str, Any]) -> tune.PlacementGroupFactory:
+        """One placement group per trial: its main process, remote runners (training and evaluation) and
+        remote learners, so a trial starts only when all of them fit (trials queue, never deadlock)."""
+        algo_config = cls.algorithm_config(config)
+        return tune.PlacementGroupFactory(
+            resource_bundles(algo_config), strategy=algo_config.placement_strategy
+        )
+
+    def setup(self, config: dict[str, Any]) -> None:
+        for name, creator in self.env_registry.items():
+            register_env(name, creator)
+        self.algo = self.algorithm_config(config).build_algo()
+        self._next_config: AlgorithmConfig | None = None
+
+    def step(self) -> dict[str, Any]:
+        if self._next_config is not None:  # a reused actor starts a new trial: from scratch
+            self._rebuild(self._next_config)
+        return self.algo.train()
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        self.algo.save_to_path(checkpoint_dir)
+
+    def load_checkpoint(self, checkpoint_dir: str) -> None:
+        if self._next_config is not None and not self.algo.reset_config(self._next_config):
+            self._rebuild(self._next_config)
+        self._next_config = None
+        self.algo.restore_from_path(checkpoint_dir)
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        # Applied by the next load_checkpoint (in place) or step (a new algorithm), whichever comes first.
+        self._next_config = self.algorithm_config(new_config)
+        return True
+
+    def cleanup(self) -> None:
+        self.algo.stop()
+
+    def _rebuild(self, config: AlgorithmConfig) -> None:
+        self.algo.stop()
+        self.algo = config.build_algo()
+        self._next_config = None
+
+
+def make_trainable(name: str, algo_class: type, config_class: type) -> type[AlgorithmTrainable]:
+    """An `AlgorithmTrainable` subclass called `name` (Tune names experiments and trials after it)."""
+    attributes = {
+        "algo_class": algo_class,
+        "config_class": config_class,
+        "env_registry": registered_envs(),
+        "__module__": __name__,
+        "__qualname__": name,
+        "__doc__": f"Ray Tune trainable of flywheel's {algo_class.__name__} ({config_class.__name__}).",
+    }
+    return type(name, (AlgorithmTrainable,), attributes)
+
+
+def resource_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
+    """The resources of one trial, a bundle per process: first the main process (with the learner's GPU
+    when it learns itself), then each remote env runner, evaluation runner and learner. Resources of 0
+    are left out, and so are bundles that would be empty (an actor asking for nothing needs none)."""
+    local_gpus = config.num_gpus_per_learner if config.num_learners == 0 else 0
+    eval_config = config.get_evaluation_config_object()
+    bundles = [
+        {"CPU": config.num_cpus_for_main_process, "GPU": local_gpus},
+        *[{"CPU": config.num_cpus_per_env_runner}] * config.num_env_runners,
+        *[{"CPU": eval_config.num_cpus_per_env_runner}] * config.evaluation_num_env_runners,
+        *[{"CPU": config.num_cpus_per_learner, "GPU": config.num_gpus_per_learner}] * config.num_learners,
+    ]
+    bundles = [{key: value for key, value in bundle.items() if value} for bundle in bundles]
+    return [bundle for bundle in bundles if bundle]  # the main process's is never empty (validated)
