@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import RLModuleSpec
 
-_SPEC_FIELDS = ("module_class", "observation_space", "action_space", "inference_only")
+_SPEC_FIELDS = ("module_class", "observation_space", "action_space", "inference_only", "learner_only")
 
 
 def merge_module_specs(
@@ -36,6 +36,7 @@ def merge_module_specs(
         if space is not None:
             merged[name] = space
     merged["inference_only"] = bool(merged["inference_only"])
+    merged["learner_only"] = bool(merged["learner_only"])
     user_model_config = user.model_config if user is not None else None
     merged_model_config = {**(default.model_config or {}), **model_config, **(user_model_config or {})}
     return RLModuleSpec(**merged, model_config=merged_model_config)

@@ -92,7 +92,11 @@ class MultiAgentEnvRunner(EnvRunner):
     def _build_inference_module(self):
         specs = self.module_spec.rl_module_specs
         module = MultiRLModule(
-            {mid: dataclasses.replace(spec, inference_only=True).build() for mid, spec in specs.items()}
+            {
+                mid: dataclasses.replace(spec, inference_only=True).build()
+                for mid, spec in specs.items()
+                if not spec.learner_only  # (trained on learners, never acting)
+            }
         )
         stateful = [module_id for module_id, m in module.items() if m.is_stateful()]
         if stateful and self.config.episode_lookback_horizon < 1:
