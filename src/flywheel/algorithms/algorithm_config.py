@@ -24,15 +24,24 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Self
 
 from flywheel.algorithms import config_validation
-from flywheel.algorithms.config_builders import env_spaces, hook_pieces, make_pipeline, merge_module_specs
+from flywheel.algorithms.config_builders import (
+    env_spaces,
+    hook_pieces,
+    learner_module_spec,
+    make_pipeline,
+    merge_module_specs,
+)
 from flywheel.algorithms.config_settings import AlgorithmSettings
+from flywheel.algorithms.config_stack import StackSettings
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback, make_callbacks
 from flywheel.errors import ConfigError
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
     from flywheel.connectors.pipeline import ConnectorPipelineV2
-    from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.core.learner.learner import Learner
+    from flywheel.core.learner.learner_group import LearnerGroup
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 
 FROZEN_MESSAGE = (
     "This config is frozen (it belongs to a built algorithm). Use config.copy() for an editable copy."
@@ -50,7 +59,7 @@ NOT_PROVIDED = _NotProvided()
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
-class AlgorithmConfig(AlgorithmSettings):
+class AlgorithmConfig(StackSettings, AlgorithmSettings):
     """Settings of an algorithm, set through section methods that each return the config."""
 
     _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
@@ -140,13 +149,23 @@ class AlgorithmConfig(AlgorithmSettings):
         """Learner count, resources, class and learner pipeline.
 
         Keywords: num_learners, num_cpus_per_learner, num_gpus_per_learner, learner_class,
-        learner_connector, add_default_connectors_to_learner_pipeline.
+        learner_connector, add_default_connectors_to_learner_pipeline, learner_config_dict (merged
+        into the current dict, as `dict.update` does).
         """
+        if "learner_config_dict" in kwargs:
+            kwargs = {**kwargs, "learner_config_dict": {**self.learner_config_dict, **kwargs["learner_config_dict"]}}
         return self._section("learners", kwargs)
 
     def training(self, **kwargs: Any) -> Self:
         """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size_per_learner, minibatch_size,
-        num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param)."""
+        num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param).
+
+        The learner settings RLlib 2.60 still takes here (learner_class, learner_connector,
+        add_default_connectors_to_learner_pipeline, learner_config_dict) go to `learners()`.
+        """
+        moved = {key: kwargs.pop(key) for key in _LEARNER_KEYS_IN_TRAINING if key in kwargs}
+        if moved:
+            self.learners(**moved)
         return self._section("training", kwargs)
 
     def multi_agent(self, **kwargs: Any) -> Self:
@@ -362,9 +381,40 @@ class AlgorithmConfig(AlgorithmSettings):
             pieces += default_learner_connectors()
         return make_pipeline(input_observation_space, input_action_space, pieces)
 
+    def build_learner(self, *, env: Any = None, spaces: Any = None) -> Learner:
+        """A built learner of `learner_class` (or the algorithm's default) for a module built for the
+        spaces of `env` or `spaces` (see `config_builders.learner_module_spec`), on its own: drive it
+        with `learner.update(...)` or its gradient methods."""
+        learner_class = self.learner_class or self.get_default_learner_class()
+        learner = learner_class(config=self, module_spec=learner_module_spec(self, env, spaces))
+        learner.build()
+        return learner
+
+    def build_learner_group(
+        self, *, env: Any = None, spaces: Any = None, rl_module_spec: MultiRLModuleSpec | None = None
+    ) -> LearnerGroup:
+        """A `LearnerGroup` (one local learner, or `num_learners` remote ones) training
+        `rl_module_spec`, or a module built for the spaces of `env` or `spaces`."""
+        from flywheel.core.learner.learner_group import LearnerGroup
+
+        module_spec = rl_module_spec or learner_module_spec(self, env, spaces)
+        return LearnerGroup(config=self.copy(), module_spec=module_spec)
+
+    def get_config_for_module(self, module_id: str) -> Self:
+        """The config a module trains with: this one (flywheel has no per-module overrides)."""
+        return self
+
     def build_callbacks(self) -> RLlibCallback:
         """One RLlibCallback running callbacks_class's hooks, then the function hooks (see `active_hooks`)."""
         return make_callbacks(self.callbacks_class, {name: getattr(self, name) for name in HOOK_NAMES})
+
+
+_LEARNER_KEYS_IN_TRAINING = (
+    "learner_class",
+    "learner_connector",
+    "add_default_connectors_to_learner_pipeline",
+    "learner_config_dict",
+)
 
 
 @cache

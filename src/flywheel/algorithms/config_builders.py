@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flywheel.errors import ConnectorError
+from flywheel.errors import ConfigError, ConnectorError
+from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
     from flywheel.connectors.pipeline import ConnectorPipelineV2
-    from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 
 _SPEC_FIELDS = ("module_class", "observation_space", "action_space", "inference_only", "learner_only")
 
@@ -74,3 +75,55 @@ def make_pipeline(observation_space: Any, action_space: Any, pieces: list) -> Co
     return ConnectorPipelineV2(
         input_observation_space=observation_space, input_action_space=action_space, connectors=pieces
     )
+
+
+def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> MultiRLModuleSpec:
+    """The module spec `config.build_learner(env=..., spaces=...)` trains.
+
+    Spaces come from `spaces` (`(observation_space, action_space)`, or RLlib's `{module_id: (obs,
+    act)}` with `"__env_single__"` for the env's), else from `env` (a gymnasium or multi-agent env,
+    or a vector env), else from `config.observation_space` / `action_space`, else from one env made
+    from `config.env` and closed again.
+    """
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec
+    from flywheel.env.multi_agent_env import MultiAgentEnv
+    from flywheel.env_runners.multi_agent_modules import module_spaces, multi_rl_module_spec
+
+    if spaces is None and env is None and None in (config.observation_space, config.action_space):
+        env = _env_from_config(config)
+        try:
+            return learner_module_spec(config, env=env)
+        finally:
+            env.close()
+    if config.is_multi_agent:
+        if isinstance(spaces, dict):
+            per_module = {mid: pair for mid, pair in spaces.items() if not str(mid).startswith("__env")}
+        elif isinstance(env, MultiAgentEnv):
+            per_module = module_spaces(config, env.possible_agents, env.observation_spaces, env.action_spaces)
+        else:
+            raise ConfigError(
+                f"build_learner() for a multi-agent config needs a MultiAgentEnv or spaces={{module_id: "
+                f"(observation_space, action_space)}}, got env={env!r}, spaces={spaces!r}."
+            )
+        return multi_rl_module_spec(config, per_module)
+    if isinstance(spaces, dict):
+        spaces = spaces.get(DEFAULT_MODULE_ID, spaces.get("__env_single__"))
+    elif spaces is None and env is not None:
+        spaces = (
+            getattr(env, "single_observation_space", env.observation_space),
+            getattr(env, "single_action_space", env.action_space),
+        )
+    spec = config.get_rl_module_spec(spaces=spaces)
+    return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: spec})
+
+
+def _env_from_config(config: Any) -> Any:
+    from flywheel.env.make import EnvContext, make_env_creator
+
+    if config.env is None:
+        raise ConfigError(
+            "build_learner() needs spaces for the module, but got no env, no spaces, and the config names "
+            "no env or observation/action spaces. Fix: pass env=... or spaces=(observation_space, "
+            "action_space), or set config.environment(env=...)."
+        )
+    return make_env_creator(config.env, config.env_config)(EnvContext(config.env_config))

@@ -45,8 +45,8 @@ class MultiAgentEnvRunner(EnvRunner):
     steps (actions sent) with `config.multi_agent(count_steps_by="agent_steps")`.
     """
 
-    def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
-        super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
+    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
+        super().__init__(config, worker_index=worker_index, num_workers=num_workers)
         self.env = self._make_env()
         self._mapping_fn = mapping_fn(config)
         spaces = (gym.spaces.Dict(self.env.observation_spaces), gym.spaces.Dict(self.env.action_spaces))
@@ -89,8 +89,12 @@ class MultiAgentEnvRunner(EnvRunner):
             observation_spaces = {a: out.spaces.get(a, space) for a, space in observation_spaces.items()}
         return module_spaces(config, self.env.possible_agents, observation_spaces, self.env.action_spaces)
 
-    def _build_inference_module(self):
+    def _build_inference_module(self) -> MultiRLModule | None:
+        """The runner's modules (inference-only); None when the config names no module class (the
+        runner then samples random actions only)."""
         specs = self.module_spec.rl_module_specs
+        if any(spec.module_class is None for spec in specs.values()):
+            return None
         module = MultiRLModule(
             {
                 mid: dataclasses.replace(spec, inference_only=True).build()
@@ -224,6 +228,8 @@ class MultiAgentEnvRunner(EnvRunner):
         just returned for each sub-env, the newest observation of every agent to act)."""
         shared_data: dict[str, Any] = {}
         self._rows = agent_rows(self._episodes, shared_data)
+        if self.module is None:
+            return
         stateful = False
         for module_id, rows in self._rows.items():
             if module_id not in self._checked_modules:
@@ -276,6 +282,8 @@ class MultiAgentEnvRunner(EnvRunner):
     def _call_env_to_module(
         self, episodes: list[MultiAgentEpisode], explore: bool, shared_data: dict | None = None
     ) -> dict[str, Any]:
+        if self.module is None:  # nothing will read the batch
+            return {}
         return self._env_to_module(
             rl_module=self.module, batch={}, episodes=episodes, explore=explore,
             shared_data={} if shared_data is None else shared_data, metrics=self.metrics,

@@ -27,8 +27,8 @@ _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
 class SingleAgentEnvRunner(EnvRunner):
     """Samples episodes from `num_envs_per_env_runner` copies of a single-agent env (API.md §6)."""
 
-    def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
-        super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
+    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
+        super().__init__(config, worker_index=worker_index, num_workers=num_workers)
         self.env = self._make_env()
         self._next_step_autoreset = (
             self.env.metadata.get("autoreset_mode") == gym.vector.AutoresetMode.NEXT_STEP
@@ -39,8 +39,9 @@ class SingleAgentEnvRunner(EnvRunner):
             spaces=(self._env_to_module.observation_space, self._env_to_module.action_space)
         )
         spec.inference_only = True
-        self.module = spec.build()
-        self._check_lookback_for_state()
+        if spec.module_class is not None:  # else: no module, the runner samples random actions only
+            self.module = spec.build()
+            self._check_lookback_for_state()
         self._direct_pieces: list = []  # the pipeline pieces `_to_tensor` was decided for
         self._to_tensor: NumpyToTensor | None = None
         # Custom pieces may rewrite the stored observations (normalized floats, flattened dicts), so
@@ -247,6 +248,8 @@ class SingleAgentEnvRunner(EnvRunner):
         observations and no `on_episode_step` callback may have rewritten them, that batch is the
         env's observations as they came (the episodes' last observations, row by row), converted
         by the pipeline's own `NumpyToTensor`."""
+        if self.module is None:
+            return {}
         to_tensor = self._direct_to_tensor()
         if to_tensor is None:
             return self._call_env_to_module(self._episodes, explore)
@@ -262,12 +265,17 @@ class SingleAgentEnvRunner(EnvRunner):
         if pieces != self._direct_pieces:
             self._direct_pieces = list(pieces)
             direct = (
-                only_default_pieces(pieces) and not self._on_episode_step and not self.module.is_stateful()
+                only_default_pieces(pieces)
+                and not self._on_episode_step
+                and self.module is not None
+                and not self.module.is_stateful()
             )
             self._to_tensor = pieces[-1] if direct else None
         return self._to_tensor
 
     def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
+        if self.module is None:  # nothing will read the batch
+            return {}
         return self._env_to_module(
             rl_module=self.module, batch={}, episodes=episodes, explore=explore, shared_data={},
             metrics=self.metrics,

@@ -77,7 +77,7 @@ def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session
             assert not np.array_equal(before[name], value), name
         assert group.foreach_learner(lambda learner: learner.weights_seq_no) == [1, 1]
     finally:
-        group.stop()
+        group.shutdown()
 
 
 @pytest.mark.ray

@@ -70,9 +70,11 @@ def test_multi_spec_builds_every_module():
 OTHER_OBS = gym.spaces.Box(-2.0, 2.0, (2,))
 
 
-def test_spec_fields_in_rllib_order():
-    spec = RLModuleSpec(Small, OBS, ACT, True, False, {"out": 4})
-    assert (spec.inference_only, spec.learner_only, spec.model_config) == (True, False, {"out": 4})
+def test_spec_positional_fields_and_keyword_only_learner_only():
+    spec = RLModuleSpec(Small, OBS, ACT, True, {"out": 4}, learner_only=True)
+    assert (spec.inference_only, spec.model_config, spec.learner_only) == (True, {"out": 4}, True)
+    with pytest.raises(TypeError):
+        RLModuleSpec(Small, OBS, ACT, True, {"out": 4}, True)
 
 
 def test_from_module_rebuilds_an_equal_module():
@@ -128,7 +130,7 @@ def test_spec_dict_round_trip():
     spec = RLModuleSpec(Small, OBS, ACT, learner_only=True, model_config={"out": 2})
     assert spec.to_dict() == {
         "module_class": Small, "observation_space": OBS, "action_space": ACT,
-        "inference_only": False, "learner_only": True, "model_config": {"out": 2},
+        "inference_only": False, "model_config": {"out": 2}, "learner_only": True,
     }  # fmt: skip
     assert RLModuleSpec.from_dict(spec.to_dict()) == spec
     multi = MultiRLModuleSpec(rl_module_specs={"p0": spec, "p1": RLModuleSpec(Small, OBS, ACT)})

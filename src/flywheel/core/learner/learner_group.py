@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
+
+import numpy as np
+import tree
 
 from flywheel.checkpoints.checkpointable import Checkpointable, read_tree_state, select
 from flywheel.core.learner.learner import Learner
+from flywheel.core.learner.minibatches import num_rows
+from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.errors import CheckpointError
 from flywheel.typing import ModuleID, StateDict
 
@@ -79,15 +84,16 @@ class LearnerGroup(Checkpointable):
 
     def update(
         self,
+        batch: dict | None = None,
         *,
-        episodes: list,
+        episodes: list | None = None,
         timesteps: dict | None = None,
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
         shuffle_batch_per_epoch: bool | None = None,
     ) -> dict:
-        """One `Learner.update` per learner, each on its shard of `episodes`; returns the results
-        (plain numbers per module), merged over learners by `merge_results`."""
+        """One `Learner.update` per learner, each on its shard of `episodes` (or of `batch`'s rows);
+        returns the results (plain numbers per module), merged over learners by `merge_results`."""
         kwargs = {
             "timesteps": timesteps,
             "num_epochs": num_epochs,
@@ -95,19 +101,52 @@ class LearnerGroup(Checkpointable):
             "shuffle_batch_per_epoch": shuffle_batch_per_epoch,
         }
         if self._learner is not None:
-            return self._learner.update(episodes=episodes, **kwargs)
+            return self._learner.update(batch, episodes=episodes, **kwargs)
         import ray
 
-        shards = shard_episodes(episodes, len(self._actors))
-        calls = [
-            actor.update.remote(episodes=shard, **kwargs)
-            for actor, shard in zip(self._actors, shards, strict=True)
-        ]
+        if episodes is not None:
+            shards = [{"episodes": shard} for shard in shard_episodes(episodes, len(self._actors))]
+        else:
+            shards = [{"batch": shard} for shard in shard_batch(batch, len(self._actors))]
+        calls = [actor.update.remote(**shard, **kwargs) for actor, shard in zip(self._actors, shards, strict=True)]
         return merge_results(ray.get(calls))
 
-    def get_weights(self, inference_only: bool = True) -> dict[ModuleID, dict]:
-        """The (first) learner's module weights as numpy (what runners receive)."""
-        return self._first(lambda learner: learner.get_weights(inference_only=inference_only))
+    def add_module(
+        self,
+        *,
+        module_id: ModuleID,
+        module_spec: RLModuleSpec,
+        config_overrides: dict | None = None,
+        new_should_module_be_updated: Any = None,
+    ) -> MultiRLModuleSpec:
+        """`Learner.add_module` on every learner; returns the module spec after the change (which
+        checkpoints of this group rebuild from)."""
+        specs = self.foreach_learner(
+            lambda learner: learner.add_module(
+                module_id=module_id,
+                module_spec=module_spec,
+                config_overrides=config_overrides,
+                new_should_module_be_updated=new_should_module_be_updated,
+            )
+        )
+        self._module_spec = specs[0]
+        return specs[0]
+
+    def remove_module(self, module_id: ModuleID, *, new_should_module_be_updated: Any = None) -> MultiRLModuleSpec:
+        """`Learner.remove_module` on every learner; returns the module spec after the change."""
+        specs = self.foreach_learner(
+            lambda learner: learner.remove_module(module_id, new_should_module_be_updated=new_should_module_be_updated)
+        )
+        self._module_spec = specs[0]
+        return specs[0]
+
+    def get_weights(
+        self, module_ids: Collection[ModuleID] | None = None, *, inference_only: bool = False
+    ) -> dict[ModuleID, dict]:
+        """The (first) learner's module weights as numpy, for `module_ids` (default all);
+        `inference_only=True` gives what runners receive."""
+        weights = self._first(lambda learner: learner.get_weights(inference_only=inference_only))
+        return weights if module_ids is None else {mid: weights[mid] for mid in module_ids}
 
     def set_weights(self, weights: dict[ModuleID, dict]) -> None:
         self.foreach_learner(lambda learner: learner.set_weights(weights))
@@ -137,8 +176,9 @@ class LearnerGroup(Checkpointable):
         if "learner" in state:
             self.foreach_learner(lambda learner: learner.set_state(state["learner"]))
 
-    def stop(self) -> None:
-        """Kills the remote learners (a local learner needs no stopping)."""
+    def shutdown(self) -> None:
+        """Shuts the learners down and kills the remote ones."""
+        self.foreach_learner(lambda learner: learner.shutdown())
         if self._actors:
             import ray
 
@@ -231,6 +271,17 @@ def shard_episodes(episodes: list, num_shards: int) -> list[list]:
         smallest = sizes.index(min(sizes))
         shards[smallest].append(episode)
         sizes[smallest] += len(episode)
+    return shards
+
+
+def shard_batch(batch: dict, num_shards: int) -> list[dict]:
+    """Splits every module's rows of `batch` (`{module_id: {column: array}}`) into `num_shards`
+    near-equal consecutive parts, one per learner."""
+    shards: list[dict] = [{} for _ in range(num_shards)]
+    for module_id, columns in batch.items():
+        bounds = np.linspace(0, num_rows(columns), num_shards + 1).astype(int)
+        for shard, start, stop in zip(shards, bounds[:-1], bounds[1:], strict=True):
+            shard[module_id] = tree.map_structure(lambda column, a=start, b=stop: column[a:b], columns)
     return shards
 
 

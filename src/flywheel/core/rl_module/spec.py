@@ -35,8 +35,9 @@ class RLModuleSpec:
     observation_space: gym.Space | None = None
     action_space: gym.Space | None = None
     inference_only: bool = False
-    learner_only: bool = False
     model_config: dict | None = None
+    # Keyword-only: RLlib places it before model_config, flywheel's positional order predates it.
+    learner_only: bool = field(default=False, kw_only=True)
 
     def build(self) -> RLModule:
         """Builds the module (ModuleError if the class or a space is missing)."""
