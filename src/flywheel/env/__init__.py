@@ -10,7 +10,7 @@ from flywheel.env.make import (
     seed_for,
 )
 from flywheel.env.multi_agent_checks import check_multi_agent_env
-from flywheel.env.multi_agent_env import MultiAgentEnv
+from flywheel.env.multi_agent_env import MultiAgentEnv, make_multi_agent
 from flywheel.env.multi_agent_vector_env import (
     MultiAgentAsyncVectorEnv,
     MultiAgentSyncVectorEnv,
@@ -27,6 +27,7 @@ __all__ = [
     "check_env",
     "check_multi_agent_env",
     "make_env_creator",
+    "make_multi_agent",
     "make_multi_agent_vector_env",
     "make_vector_env",
     "register_env",
