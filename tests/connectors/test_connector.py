@@ -55,14 +55,6 @@ def test_setters_recompute_the_output_spaces():
     assert piece.action_space == gym.spaces.Discrete(2)
 
 
-def test_add_batch_item_appends_one_item_per_call_in_order():
-    batch = {}
-    ConnectorV2.add_batch_item(batch, "col", 1)
-    ConnectorV2.add_batch_item(batch, "col", 2, single_agent_episode=object())
-    ConnectorV2.add_batch_item(batch, "other", "x")
-    assert batch == {"col": [1, 2], "other": ["x"]}
-
-
 def test_default_state_hooks():
     piece = Identity()
     assert piece.get_state() == {}

@@ -27,6 +27,7 @@ from flywheel.algorithms import config_validation
 from flywheel.algorithms.config_builders import (
     env_spaces,
     hook_pieces,
+    hook_spaces,
     learner_module_spec,
     make_pipeline,
     merge_module_specs,
@@ -152,8 +153,9 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         learner_connector, add_default_connectors_to_learner_pipeline, learner_config_dict (merged
         into the current dict, as `dict.update` does).
         """
-        if "learner_config_dict" in kwargs:
-            kwargs = {**kwargs, "learner_config_dict": {**self.learner_config_dict, **kwargs["learner_config_dict"]}}
+        new = kwargs.get("learner_config_dict")
+        if isinstance(new, Mapping) and isinstance(self.learner_config_dict, Mapping):
+            kwargs = {**kwargs, "learner_config_dict": {**self.learner_config_dict, **new}}
         return self._section("learners", kwargs)
 
     def training(self, **kwargs: Any) -> Self:
@@ -340,8 +342,14 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
     def build_env_to_module_connector(
         self, env: Any, spaces: tuple | None = None, device: Any = None
     ) -> ConnectorPipelineV2:
-        """The env-to-module pipeline: the user's pieces, then the defaults (add obs/states, batch, to tensor)."""
-        pieces = hook_pieces(self.env_to_module_connector, "env_to_module_connector", env, spaces, device)
+        """The env-to-module pipeline: the user's pieces, then the defaults (add obs/states, batch, to tensor).
+
+        `spaces` is `(observation_space, action_space)` or RLlib's `{"__env_single__": (...), ...}`; the
+        user's hook is called as ``env_to_module_connector(env, spaces, device)`` with RLlib's dict
+        (`"__env__"`: the vector env's spaces, `"__env_single__"`: one env's).
+        """
+        hook_args = (env, hook_spaces(env, spaces), device)
+        pieces = hook_pieces(self.env_to_module_connector, "env_to_module_connector", *hook_args)
         if self.add_default_connectors_to_env_to_module_pipeline:
             from flywheel.connectors.env_to_module import default_env_to_module_connectors
 
@@ -353,7 +361,8 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
     ) -> ConnectorPipelineV2:
         """The module-to-env pipeline: the defaults (actions, to numpy, normalize/clip), then the user's pieces.
 
-        The user's hook is called as ``module_to_env_connector(env, spaces)``.
+        The user's hook is called as ``module_to_env_connector(env, spaces)`` (`spaces` as for the
+        env-to-module hook).
         """
         pieces = []
         if self.add_default_connectors_to_module_to_env_pipeline:
@@ -362,7 +371,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
             pieces = default_module_to_env_connectors(
                 normalize_actions=self.normalize_actions, clip_actions=self.clip_actions
             )
-        pieces += hook_pieces(self.module_to_env_connector, "module_to_env_connector", env, spaces)
+        pieces += hook_pieces(self.module_to_env_connector, "module_to_env_connector", env, hook_spaces(env, spaces))
         return make_pipeline(*env_spaces(env, spaces), pieces)
 
     def build_learner_connector(

@@ -63,9 +63,20 @@ def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
     )
 
 
-def env_spaces(env: Any, spaces: tuple | None) -> tuple:
-    """`spaces` if given, else the (vector) env's single observation and action spaces."""
+def env_spaces(env: Any, spaces: tuple | dict | None) -> tuple:
+    """The single-env `(observation_space, action_space)`: `spaces` if given (a pair, or RLlib's dict
+    with `"__env_single__"`), else the (vector) env's single spaces."""
+    if isinstance(spaces, dict):
+        spaces = spaces.get("__env_single__")
     return spaces if spaces is not None else (env.single_observation_space, env.single_action_space)
+
+
+def hook_spaces(env: Any, spaces: tuple | dict | None) -> dict[str, tuple]:
+    """The `spaces` argument of the env-to-module / module-to-env hooks, as RLlib passes it:
+    `{"__env__": (vector env's spaces), "__env_single__": (one env's spaces)}`."""
+    single = env_spaces(env, spaces)
+    vector = (getattr(env, "observation_space", single[0]), getattr(env, "action_space", single[1]))
+    return {"__env__": vector, "__env_single__": single}
 
 
 def make_pipeline(observation_space: Any, action_space: Any, pieces: list) -> ConnectorPipelineV2:
