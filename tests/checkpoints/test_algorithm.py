@@ -206,7 +206,8 @@ def test_restore_one_module_into_another_algorithm(algos, tmp_path):
     expected = source.learner_group.get_weights(inference_only=False)["default_policy"]
     assert_states_equal(target.learner_group.get_weights(inference_only=False)["default_policy"], expected)
     assert_states_equal(
-        target.env_runner.module.get_state(), source.learner_group.get_weights(inference_only=True)["default_policy"]
+        target.env_runner.module.get_state(),
+        source.learner_group.get_weights(inference_only=True)["default_policy"],
     )
     assert target.env_runner.weights_seq_no == target.learner_group.weights_seq_no == 1
     assert loaded == [1]

@@ -45,9 +45,15 @@ def test_add_batch_item_three_cases_as_in_rllib():
     assert batch == {"test_col": {("SA-EPS0",): [5, 6]}, "test_col_2": {("SA-EPS0",): [-10]}}
 
     batch, multi = {}, ma_episode()
-    ConnectorV2.add_batch_item(batch, "test_col", item_to_add=5, single_agent_episode=multi.agent_episodes["ag0"])
-    ConnectorV2.add_batch_item(batch, "test_col", item_to_add=6, single_agent_episode=multi.agent_episodes["ag0"])
-    ConnectorV2.add_batch_item(batch, "test_col_2", item_to_add=10, single_agent_episode=multi.agent_episodes["ag1"])
+    ConnectorV2.add_batch_item(
+        batch, "test_col", item_to_add=5, single_agent_episode=multi.agent_episodes["ag0"]
+    )
+    ConnectorV2.add_batch_item(
+        batch, "test_col", item_to_add=6, single_agent_episode=multi.agent_episodes["ag0"]
+    )
+    ConnectorV2.add_batch_item(
+        batch, "test_col_2", item_to_add=10, single_agent_episode=multi.agent_episodes["ag1"]
+    )
     assert batch == {
         "test_col": {("MA-EPS1", "ag0", "mod0"): [5, 6]},
         "test_col_2": {("MA-EPS1", "ag1", "mod1"): [10]},
@@ -75,7 +81,9 @@ def test_add_n_batch_items_adds_a_list_item_by_item_or_an_array_at_once():
 
 def test_foreach_batch_item_change_in_place_on_lists_and_episode_keys():
     batch = {"col1": [0, 1, 2, 3], "col2": [0, -1, -2, -3]}
-    ConnectorV2.foreach_batch_item_change_in_place(batch=batch, column="col1", func=lambda item, *args: item + 1)
+    ConnectorV2.foreach_batch_item_change_in_place(
+        batch=batch, column="col1", func=lambda item, *args: item + 1
+    )
     assert batch["col1"] == [1, 2, 3, 4]
     ConnectorV2.foreach_batch_item_change_in_place(
         batch=batch, column=["col1", "col2"], func=lambda items, *args: (items[0] + 1, -items[1])
@@ -84,7 +92,9 @@ def test_foreach_batch_item_change_in_place_on_lists_and_episode_keys():
 
     batch = {"col1": {("eps1",): [0, 1, 2, 3], ("eps2",): [400, 500, 600]}}
     ConnectorV2.foreach_batch_item_change_in_place(
-        batch=batch, column="col1", func=lambda item, eps_id, *args: item + 1 if eps_id == "eps1" else item / 100
+        batch=batch,
+        column="col1",
+        func=lambda item, eps_id, *args: item + 1 if eps_id == "eps1" else item / 100,
     )
     assert batch["col1"] == {("eps1",): [1, 2, 3, 4], ("eps2",): [4, 5, 6]}
 
@@ -98,7 +108,9 @@ def test_foreach_batch_item_change_in_place_on_lists_and_episode_keys():
     ConnectorV2.foreach_batch_item_change_in_place(
         batch=batch,
         column="col1",
-        func=lambda item, eps_id, ag_id, mod_id: item - 1 if eps_id == "eps1" else item / 100 if mod_id == "mod2" else -item,
+        func=lambda item, eps_id, ag_id, mod_id: (
+            item - 1 if eps_id == "eps1" else item / 100 if mod_id == "mod2" else -item
+        ),
     )
     assert batch["col1"] == {
         ("eps1", "ag1", "mod1"): [0, 1, 2, 3],
@@ -132,12 +144,17 @@ def test_switch_batch_from_column_to_module_ids():
 def test_single_agent_episode_iterator():
     first, second = sa_episode("a"), sa_episode("b")
     assert list(ConnectorV2.single_agent_episode_iterator([first, second])) == [first, second]
-    assert list(ConnectorV2.single_agent_episode_iterator([first, second], zip_with_batch_column=[10, 20])) == [
+    assert list(
+        ConnectorV2.single_agent_episode_iterator([first, second], zip_with_batch_column=[10, 20])
+    ) == [
         (first, 10),
         (second, 20),
     ]
     keyed = {("a",): ["x"], ("b",): ["y"]}
-    assert [row for _, row in ConnectorV2.single_agent_episode_iterator([first, second], zip_with_batch_column=keyed)] == ["x", "y"]
+    assert [
+        row
+        for _, row in ConnectorV2.single_agent_episode_iterator([first, second], zip_with_batch_column=keyed)
+    ] == ["x", "y"]
     multi = ma_episode()
     assert [e.agent_id for e in ConnectorV2.single_agent_episode_iterator([multi])] == ["ag0", "ag1"]
     with pytest.raises(ConnectorError, match="zip_with_batch_column has 1 rows for 2 episodes"):
@@ -195,7 +212,9 @@ class DoubleRewards(ConnectorV2):
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
         for episode in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False):
             rewards = 2 * np.asarray(episode.get_rewards(), np.float32)
-            self.add_n_batch_items(batch, Columns.REWARDS, rewards, num_items=len(episode), single_agent_episode=episode)
+            self.add_n_batch_items(
+                batch, Columns.REWARDS, rewards, num_items=len(episode), single_agent_episode=episode
+            )
         return batch
 
 
@@ -208,7 +227,9 @@ def test_learner_pipeline_takes_a_custom_column_per_chunk_in_order():
         ).to_numpy()
         for id_, n in (("a", 2), ("b", 3), ("a", 1))  # two chunks of episode "a"
     ]  # fmt: skip
-    pipeline = ConnectorPipelineV2(box, gym.spaces.Discrete(2), connectors=[DoubleRewards(), *default_learner_connectors()])
+    pipeline = ConnectorPipelineV2(
+        box, gym.spaces.Discrete(2), connectors=[DoubleRewards(), *default_learner_connectors()]
+    )
     module = PPOConfig().get_rl_module_spec(spaces=(box, gym.spaces.Discrete(2))).build()
     batch = pipeline(rl_module={"default_policy": module}, batch={}, episodes=episodes, shared_data={})
     assert batch["default_policy"][Columns.REWARDS].tolist() == [2.0, 4.0, 2.0, 4.0, 6.0, 2.0]

@@ -371,7 +371,9 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
             pieces = default_module_to_env_connectors(
                 normalize_actions=self.normalize_actions, clip_actions=self.clip_actions
             )
-        pieces += hook_pieces(self.module_to_env_connector, "module_to_env_connector", env, hook_spaces(env, spaces))
+        pieces += hook_pieces(
+            self.module_to_env_connector, "module_to_env_connector", env, hook_spaces(env, spaces)
+        )
         return make_pipeline(*env_spaces(env, spaces), pieces)
 
     def build_learner_connector(

@@ -99,7 +99,9 @@ def stack_rows(items: list[Any]) -> Any:
         if isinstance(items[0], (dict, tuple, list)):
             return tree.map_structure(lambda *leaves: np.asarray(leaves), *items)
         return np.asarray(items)
-    parts = [item.data if isinstance(item, BatchedItems) else tree.map_structure(_as_row, item) for item in items]
+    parts = [
+        item.data if isinstance(item, BatchedItems) else tree.map_structure(_as_row, item) for item in items
+    ]
     return tree.map_structure(lambda *leaves: np.concatenate([np.asarray(leaf) for leaf in leaves]), *parts)
 
 
@@ -111,9 +113,7 @@ def rows_of(items: list[Any]) -> int:
     return sum(item.num_items if isinstance(item, BatchedItems) else 1 for item in items)
 
 
-def move_keyed_columns(
-    batch: dict[str, Any], place: Callable[[str, dict[EpisodeKey, list]], None]
-) -> None:
+def move_keyed_columns(batch: dict[str, Any], place: Callable[[str, dict[EpisodeKey, list]], None]) -> None:
     """Hands every episode-keyed top-level column to `place(column, items_by_key)` and removes it
     from the top level; `place` must use up every key (leftovers raise, naming them)."""
     for column in [key for key, value in batch.items() if is_keyed(value)]:
@@ -153,7 +153,9 @@ def foreach_batch_item_change_in_place(
     if all(name in batch for name in columns):
         _change_rows(batch, columns, func, None)
         return
-    holders = [(mid, sub) for mid, sub in batch.items() if isinstance(sub, dict) and all(c in sub for c in columns)]
+    holders = [
+        (mid, sub) for mid, sub in batch.items() if isinstance(sub, dict) and all(c in sub for c in columns)
+    ]
     if not holders:
         raise ConnectorError(
             f"foreach_batch_item_change_in_place: column(s) {columns} not in the batch; its top-level keys "
@@ -180,7 +182,9 @@ def _change_rows(holder: dict, columns: list[str], func: Callable, module_id: An
         return
     results = [apply(rows, (None, None, module_id)) for rows in zip(*data, strict=True)]
     for name, original, column_results in zip(columns, data, zip(*results, strict=True), strict=True):
-        holder[name] = list(column_results) if isinstance(original, list) else _restack(original, column_results)
+        holder[name] = (
+            list(column_results) if isinstance(original, list) else _restack(original, column_results)
+        )
 
 
 def _restack(original: Any, rows: tuple) -> Any:

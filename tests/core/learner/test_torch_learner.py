@@ -202,7 +202,9 @@ def test_state_round_trip_is_exact_and_training_continues_identically():
         original.update(episodes=episodes, minibatch_size=5)
     state = original.get_state()
     assert state["weights_seq_no"] == 2
-    assert state["optimizer"]["default_policy_default_optimizer"]["state"]["state"][0]["exp_avg"].shape == (2,)
+    assert state["optimizer"]["default_policy_default_optimizer"]["state"]["state"][0]["exp_avg"].shape == (
+        2,
+    )
 
     restored = make_learner(RegressionLearner)
     restored.set_state(state)

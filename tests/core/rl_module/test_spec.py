@@ -150,7 +150,9 @@ def test_multi_spec_inference_only_follows_its_sub_specs():
 
 
 def test_multi_spec_rejects_a_single_spec():
-    with pytest.raises(ModuleError, match="rl_module_specs must be a dict mapping module ids to RLModuleSpecs"):
+    with pytest.raises(
+        ModuleError, match="rl_module_specs must be a dict mapping module ids to RLModuleSpecs"
+    ):
         MultiRLModuleSpec(rl_module_specs=RLModuleSpec(Small))
 
 
@@ -159,7 +161,9 @@ def test_multi_spec_build_one_module_and_dict_access():
     single = multi.build(module_id="p0")
     assert type(single) is Small and single.layer.out_features == 7
     assert "p0" in multi and "p1" not in multi and len(multi) == 1
-    with pytest.raises(KeyError, match=r"No RLModuleSpec for module id 'p1'; this MultiRLModuleSpec has \['p0'\]"):
+    with pytest.raises(
+        KeyError, match=r"No RLModuleSpec for module id 'p1'; this MultiRLModuleSpec has \['p0'\]"
+    ):
         multi["p1"]
 
 
@@ -198,7 +202,9 @@ def test_add_modules_replaces_or_updates():
 
 def test_multi_spec_update_with_a_multi_spec():
     base = {"p0": RLModuleSpec(Small, OBS, None)}
-    other = MultiRLModuleSpec(rl_module_specs={"p0": RLModuleSpec(action_space=ACT), "p1": RLModuleSpec(Small)})
+    other = MultiRLModuleSpec(
+        rl_module_specs={"p0": RLModuleSpec(action_space=ACT), "p1": RLModuleSpec(Small)}
+    )
     merged = MultiRLModuleSpec(rl_module_specs=dict(base))
     merged.update(other)  # override=False (the default): existing specs are updated
     assert merged["p0"] == RLModuleSpec(Small, OBS, ACT) and merged["p1"] == RLModuleSpec(Small)

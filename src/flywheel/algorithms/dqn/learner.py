@@ -65,7 +65,9 @@ class OffPolicyTorchLearner(TorchLearner):
         """One gradient step on `{module_id: {column: array}}` (the whole batch, in order); returns
         plain-number results. `timesteps["num_env_steps_sampled_lifetime"]` drives the schedules and
         target updates."""
-        return self.update(batch, timesteps=timesteps, num_epochs=1, minibatch_size=None, shuffle_batch_per_epoch=False)
+        return self.update(
+            batch, timesteps=timesteps, num_epochs=1, minibatch_size=None, shuffle_batch_per_epoch=False
+        )
 
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Target networks follow the online ones every `target_network_update_freq` sampled env steps."""

@@ -74,7 +74,9 @@ def place_episode_items(batch: dict[str, Any], episodes: list[Any], shared_data:
         def place(column: str, items_by_key: dict) -> None:
             for module_id, module_rows in rows.items():
                 batch.setdefault(module_id, {})[column] = [
-                    item for episode in module_rows.episodes for item in take_rows(items_by_key, episode_key(episode), None)
+                    item
+                    for episode in module_rows.episodes
+                    for item in take_rows(items_by_key, episode_key(episode), None)
                 ]
 
     else:

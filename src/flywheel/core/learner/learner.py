@@ -157,13 +157,17 @@ class Learner(OptimizerRegistry, Checkpointable, abc.ABC):
             self.remove_optimizers(module_id)
         self.module.add_module(module_id, spec.build(), override=True)
         policies = self.config.policies
-        policies = {**policies, module_id: module_spec} if isinstance(policies, dict) else {*policies, module_id}
+        policies = (
+            {**policies, module_id: module_spec} if isinstance(policies, dict) else {*policies, module_id}
+        )
         self._reconfigure(policies, new_should_module_be_updated)
         if self.should_module_be_updated(module_id):
             self.configure_optimizers_for_module(module_id=module_id, config=self.config)
         return self._module_spec
 
-    def remove_module(self, module_id: ModuleID, *, new_should_module_be_updated: Any = None) -> MultiRLModuleSpec:
+    def remove_module(
+        self, module_id: ModuleID, *, new_should_module_be_updated: Any = None
+    ) -> MultiRLModuleSpec:
         """Drops `module_id`, its optimizers and its metrics; returns the spec of the remaining module."""
         self.module.remove_module(module_id)
         self.remove_optimizers(module_id)
@@ -201,7 +205,9 @@ class Learner(OptimizerRegistry, Checkpointable, abc.ABC):
 
     # The loss (algorithms implement `compute_loss_for_module`).
 
-    def compute_losses(self, *, fwd_out: dict[ModuleID, dict], batch: dict[ModuleID, dict]) -> dict[ModuleID, Any]:
+    def compute_losses(
+        self, *, fwd_out: dict[ModuleID, dict], batch: dict[ModuleID, dict]
+    ) -> dict[ModuleID, Any]:
         """`{module_id: compute_loss_for_module(...)}` for every module in `fwd_out`; override for losses
         that span modules."""
         return {
@@ -288,7 +294,9 @@ class Learner(OptimizerRegistry, Checkpointable, abc.ABC):
         config = self.config
         num_epochs = config.num_epochs if num_epochs is None else num_epochs
         minibatch_size = config.minibatch_size if minibatch_size is None else minibatch_size
-        shuffle = config.shuffle_batch_per_epoch if shuffle_batch_per_epoch is None else shuffle_batch_per_epoch
+        shuffle = (
+            config.shuffle_batch_per_epoch if shuffle_batch_per_epoch is None else shuffle_batch_per_epoch
+        )
         self._timestep = int((timesteps or {}).get(TIMESTEP_KEY, self._timestep))
         self.before_gradient_based_update(timesteps=timesteps)
         train_batch = self._train_batch(batch, episodes)
@@ -322,7 +330,9 @@ class Learner(OptimizerRegistry, Checkpointable, abc.ABC):
                 f"{list(self.module.keys())}). Fix: key the batch by the learner's module ids, or add the "
                 "modules first with learner.add_module(...)."
             )
-        return {mid: self._to_tensors(cols) for mid, cols in batch.items() if self.should_module_be_updated(mid)}
+        return {
+            mid: self._to_tensors(cols) for mid, cols in batch.items() if self.should_module_be_updated(mid)
+        }
 
     def _update_on_minibatch(self, minibatch: dict[ModuleID, dict]) -> None:
         """One gradient step, through the same public methods a user drives a learner with."""
@@ -448,4 +458,3 @@ def _refuse_overrides(config_overrides: dict | None) -> None:
             "overrides; every module trains with the learner's config. Fix: leave config_overrides out, "
             "or give the module its own learner settings through a custom Learner."
         )
-

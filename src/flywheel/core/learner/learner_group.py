@@ -108,7 +108,9 @@ class LearnerGroup(Checkpointable):
             shards = [{"episodes": shard} for shard in shard_episodes(episodes, len(self._actors))]
         else:
             shards = [{"batch": shard} for shard in shard_batch(batch, len(self._actors))]
-        calls = [actor.update.remote(**shard, **kwargs) for actor, shard in zip(self._actors, shards, strict=True)]
+        calls = [
+            actor.update.remote(**shard, **kwargs) for actor, shard in zip(self._actors, shards, strict=True)
+        ]
         return merge_results(ray.get(calls))
 
     def add_module(
@@ -132,10 +134,14 @@ class LearnerGroup(Checkpointable):
         self._module_spec = specs[0]
         return specs[0]
 
-    def remove_module(self, module_id: ModuleID, *, new_should_module_be_updated: Any = None) -> MultiRLModuleSpec:
+    def remove_module(
+        self, module_id: ModuleID, *, new_should_module_be_updated: Any = None
+    ) -> MultiRLModuleSpec:
         """`Learner.remove_module` on every learner; returns the module spec after the change."""
         specs = self.foreach_learner(
-            lambda learner: learner.remove_module(module_id, new_should_module_be_updated=new_should_module_be_updated)
+            lambda learner: learner.remove_module(
+                module_id, new_should_module_be_updated=new_should_module_be_updated
+            )
         )
         self._module_spec = specs[0]
         return specs[0]

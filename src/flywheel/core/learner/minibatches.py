@@ -39,7 +39,9 @@ def iter_minibatches(
     bounds = {mid: _split_bounds(n, counts[mid]) for mid, n in rows.items()}
     for _ in range(num_epochs):
         epoch = (
-            batch if rng is None else {mid: take_rows(batch[mid], rng.permutation(n)) for mid, n in rows.items()}
+            batch
+            if rng is None
+            else {mid: take_rows(batch[mid], rng.permutation(n)) for mid, n in rows.items()}
         )
         for i in range(max(counts.values(), default=0)):
             yield {mid: _slice(epoch[mid], *bounds[mid][i]) for mid in epoch if i < len(bounds[mid])}

@@ -53,7 +53,9 @@ class OptimizerRegistry(abc.ABC):
         """Registers `optimizer` over `params` for `module_id`. With `lr_or_lr_schedule` (a number or
         `[[timestep, lr], ...]`) the learner sets the optimizer's learning rate before every update;
         without it the optimizer keeps the learning rate it was built with."""
-        scheduler = None if lr_or_lr_schedule is None else Scheduler(lr_or_lr_schedule, name="lr_or_lr_schedule")
+        scheduler = (
+            None if lr_or_lr_schedule is None else Scheduler(lr_or_lr_schedule, name="lr_or_lr_schedule")
+        )
         slot = OptimizerSlot(module_id, optimizer_name, optimizer, list(params), scheduler)
         old = self._slots.pop((module_id, optimizer_name), None)
         if old is not None:
@@ -64,12 +66,16 @@ class OptimizerRegistry(abc.ABC):
         if scheduler is not None:
             self._set_optimizer_lr(optimizer, scheduler.value(self._timestep))
 
-    def get_optimizer(self, module_id: ModuleID = DEFAULT_MODULE_ID, optimizer_name: str = DEFAULT_OPTIMIZER) -> Any:
+    def get_optimizer(
+        self, module_id: ModuleID = DEFAULT_MODULE_ID, optimizer_name: str = DEFAULT_OPTIMIZER
+    ) -> Any:
         """The optimizer registered as `optimizer_name` for `module_id` (also found by its full
         `"<module_id>_<optimizer_name>"` name)."""
         slot = self._slots.get((module_id, optimizer_name))
         if slot is None:
-            slot = next((s for s in self._slots.values() if f"{s.module_id}_{s.name}" == optimizer_name), None)
+            slot = next(
+                (s for s in self._slots.values() if f"{s.module_id}_{s.name}" == optimizer_name), None
+            )
         if slot is None:
             registered = [f"{mid}/{name}" for mid, name in self._slots]
             raise LearnerError(

@@ -53,7 +53,9 @@ class TorchLearner(Learner):
         """One Adam optimizer over the module's trainable parameters, with `config.lr` (or its schedule)."""
         params = [p for p in self.get_parameters(self.module[module_id]) if p.requires_grad]
         lr = (config or self.config).lr
-        self.register_optimizer(module_id=module_id, optimizer=adam(params), params=params, lr_or_lr_schedule=lr)
+        self.register_optimizer(
+            module_id=module_id, optimizer=adam(params), params=params, lr_or_lr_schedule=lr
+        )
 
     def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
         return list(module.parameters())
