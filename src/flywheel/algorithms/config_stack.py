@@ -81,8 +81,7 @@ def _warn_compile(requested: list[str]) -> None:
     if requested and "compile" not in _WARNED:
         _WARNED.add("compile")
         logger.warning(
-            "framework(%s): flywheel does not torch.compile modules; they run eagerly. For the small "
-            "networks of RL, compilation costs more than it saves (flywheel fuses the optimizer step "
-            "instead). The option is ignored.",
+            "framework(%s): flywheel does not torch.compile modules or updates; they run eagerly and "
+            "the option is ignored. Fix: drop the option to silence this warning.",
             ", ".join(f"{name}=True" for name in requested),
         )
