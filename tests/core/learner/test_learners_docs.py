@@ -5,7 +5,7 @@ import numpy as np
 
 
 def test_docs_code_blocks_run(run_doc_blocks):
-    namespace = run_doc_blocks("docs/concepts/learners.md", blocks=2)
+    namespace = run_doc_blocks("docs/concepts/learners.md", blocks=3)
     # The custom learner from the page trains with its own loss and optimizer.
     from flywheel import PPOConfig
 

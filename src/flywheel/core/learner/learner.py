@@ -79,6 +79,7 @@ class Learner(OptimizerRegistry, Checkpointable, abc.ABC):
         self._num_non_finite_updates = 0
         self._non_finite_before_update = 0  # count when the current update started (warn once per update)
         self._minibatch_index = 0
+        self._minibatch_values: dict[tuple, list] | None = None  # per-minibatch values, during `update`
 
     # Building.
 
@@ -305,13 +306,25 @@ class Learner(OptimizerRegistry, Checkpointable, abc.ABC):
             train_batch, num_epochs, minibatch_size, rng=self._shuffle_rng() if shuffle else None,
             take_rows=self._take_rows, minibatch_counts=self._minibatch_counts,
         )  # fmt: skip
-        for self._minibatch_index, minibatch in enumerate(minibatches):
-            self._update_on_minibatch(minibatch)
+        self._minibatch_values = {}
+        try:
+            for self._minibatch_index, minibatch in enumerate(minibatches):
+                self._update_on_minibatch(minibatch)
+            for key, values in self._minibatch_values.items():
+                self.metrics.log_value(key, self._mean(values))
+        finally:
+            self._minibatch_values = None
+        for module_id, columns in train_batch.items():  # every epoch covers every row once
+            steps = num_steps(columns) * num_epochs
+            self.metrics.log_value((module_id, "num_module_steps_trained"), steps, reduce="sum")
         self._weights_seq_no += 1
         self.after_gradient_based_update(timesteps=timesteps)
         results = self.metrics.reduce()
+        env_steps = (
+            sum(map(len, episodes)) if episodes is not None else sum(map(num_steps, train_batch.values()))
+        )
         results.setdefault(ALL_MODULES, {}).update(
-            num_env_steps_trained=sum(num_steps(columns) for columns in train_batch.values()) * num_epochs,
+            num_env_steps_trained=env_steps * num_epochs,
             num_non_finite_updates=self._num_non_finite_updates - self._non_finite_before_update,
             weights_seq_no=self._weights_seq_no,
         )
@@ -339,11 +352,23 @@ class Learner(OptimizerRegistry, Checkpointable, abc.ABC):
         fwd_out = self.module.forward_train(minibatch)
         loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=minibatch)
         for module_id, loss in loss_per_module.items():
-            self.metrics.log_value((module_id, self.TOTAL_LOSS_KEY), loss.detach())
-            steps = num_steps(minibatch[module_id])
-            self.metrics.log_value((module_id, "num_module_steps_trained"), steps, reduce="sum")
+            self.log_minibatch_value((module_id, self.TOTAL_LOSS_KEY), loss.detach())
         gradients = self.compute_gradients(loss_per_module)
         self.apply_gradients(self.postprocess_gradients(gradients))
+
+    def log_minibatch_value(self, key: tuple, value: Any) -> None:
+        """Logs a per-minibatch value: inside `update` the values are kept and their mean over the
+        update's minibatches is logged once at its end (what logging each would give, for a fraction
+        of the cost); outside it, right away."""
+        if self._minibatch_values is None:
+            self.metrics.log_value(key, value)
+        else:
+            self._minibatch_values.setdefault(key, []).append(value)
+
+    @staticmethod
+    def _mean(values: list) -> Any:
+        """The mean of per-minibatch values (framework learners average their tensors in one op)."""
+        return sum(values) / len(values)
 
     def before_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Sets every scheduled optimizer's learning rate at the current timestep and logs every

@@ -101,7 +101,7 @@ class TorchLearner(Learner):
                 continue
             norm = global_norm(grads)
             self._step_norms.append((slot, norm))
-            self.metrics.log_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
+            self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
             if config.grad_clip is not None:
                 clip_(grads, config.grad_clip, config.grad_clip_by, norm)
         return module_gradients_dict
@@ -128,6 +128,10 @@ class TorchLearner(Learner):
         self._num_non_finite_updates += 1
         if self._num_non_finite_updates - self._non_finite_before_update == 1:  # once per update
             self._warn_non_finite(losses, norms)
+
+    @staticmethod
+    def _mean(values: list[torch.Tensor]) -> torch.Tensor:
+        return torch.stack(values).mean()
 
     def _minibatch_counts(self, counts: dict[ModuleID, int]) -> dict[ModuleID, int]:
         """With `torch.distributed` running, every module takes the largest count over all modules
