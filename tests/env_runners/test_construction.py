@@ -74,3 +74,29 @@ def test_multi_agent_runner_from_a_bare_config():
     with pytest.raises(ConfigError, match=r"MultiAgentEnvRunner.sample\(\) needs an RLModule to act"):
         runner.sample(num_timesteps=5)
     runner.stop()
+
+
+def test_get_spaces_feeds_build_learner():
+    config = PPOConfig().environment("CartPole-v1").env_runners(num_envs_per_env_runner=3)
+    runner = SingleAgentEnvRunner(config)
+    spaces = runner.get_spaces()
+    single = (runner.env.single_observation_space, runner.env.single_action_space)
+    assert spaces["__env_single__"] == spaces["default_policy"] == single
+    assert spaces["__env__"] == (runner.env.observation_space, runner.env.action_space)
+    learner = config.build_learner(spaces=spaces)
+    assert learner.module["default_policy"].observation_space == single[0]
+    runner.stop()
+
+
+def test_multi_agent_get_spaces_names_every_module():
+    config = (
+        PPOConfig()
+        .environment(make_multi_agent("CartPole-v1"), env_config={"num_agents": 2})
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kw: f"p{agent_id}")
+    )
+    runner = MultiAgentEnvRunner(config)
+    spaces = runner.get_spaces()
+    assert set(spaces) == {"__env__", "__env_single__", "p0", "p1"}
+    assert spaces["p1"] == (runner.env.observation_spaces[1], runner.env.action_spaces[1])
+    assert set(config.build_learner(spaces=spaces).module.keys()) == {"p0", "p1"}
+    runner.stop()

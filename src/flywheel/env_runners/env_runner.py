@@ -171,6 +171,28 @@ class EnvRunner(Checkpointable, abc.ABC):
                 self.module.set_state(state["rl_module"])
                 self.weights_seq_no = seq_no
 
+    def get_spaces(self) -> dict[str, tuple]:
+        """RLlib's summary of the spaces: `"__env__"` (the vector env's), `"__env_single__"` (one
+        env's) and `(observation_space, action_space)` per module id, as the modules are built for
+        them; `config.build_learner(spaces=runner.get_spaces())` builds a learner to match."""
+        return {
+            "__env__": self._vector_env_spaces(),
+            "__env_single__": self._env_spaces(),
+            **self._module_spaces(),
+        }
+
+    @abc.abstractmethod
+    def _vector_env_spaces(self) -> tuple:
+        """The vector env's (observation_space, action_space)."""
+
+    @abc.abstractmethod
+    def _env_spaces(self) -> tuple:
+        """One env's (observation_space, action_space)."""
+
+    @abc.abstractmethod
+    def _module_spaces(self) -> dict[str, tuple]:
+        """`{module_id: (observation_space, action_space)}` the modules are built for."""
+
     @property
     def env_to_module(self):
         """The env-to-module `ConnectorPipelineV2`."""

@@ -49,10 +49,10 @@ class MultiAgentEnvRunner(EnvRunner):
         super().__init__(config, worker_index=worker_index, num_workers=num_workers)
         self.env = self._make_env()
         self._mapping_fn = mapping_fn(config)
-        spaces = (gym.spaces.Dict(self.env.observation_spaces), gym.spaces.Dict(self.env.action_spaces))
+        spaces = self._env_spaces()
         self._env_to_module = config.build_env_to_module_connector(self.env, spaces=spaces)
         self._module_to_env = config.build_module_to_env_connector(self.env, spaces=spaces)
-        self.module_spec = multi_rl_module_spec(config, self._module_spaces(config))
+        self.module_spec = multi_rl_module_spec(config, self._module_spaces_for(config))
         self.module = self._build_inference_module()
         self._count_agent_steps = config.count_steps_by == "agent_steps"
         self._stats = [EpisodeStats() for _ in range(self.num_envs)]
@@ -80,7 +80,18 @@ class MultiAgentEnvRunner(EnvRunner):
             restart_failed_sub_environments=config.restart_failed_sub_environments,
         )
 
-    def _module_spaces(self, config: Any) -> dict:
+    def _env_spaces(self) -> tuple[gym.spaces.Dict, gym.spaces.Dict]:
+        return gym.spaces.Dict(self.env.observation_spaces), gym.spaces.Dict(self.env.action_spaces)
+
+    def _vector_env_spaces(self) -> tuple[gym.spaces.Dict, gym.spaces.Dict]:
+        """One env's: the multi-agent vector env has no batched spaces (as the connector hooks see it)."""
+        return self._env_spaces()
+
+    def _module_spaces(self) -> dict[str, tuple]:
+        specs = self.module_spec.rl_module_specs
+        return {module_id: (spec.observation_space, spec.action_space) for module_id, spec in specs.items()}
+
+    def _module_spaces_for(self, config: Any) -> dict:
         """Per module, its first agent's spaces; observation spaces as the env-to-module pipeline outputs
         them (when it outputs a Dict keyed by agent id), else the env's."""
         out = self._env_to_module.observation_space
@@ -327,7 +338,7 @@ class MultiAgentEnvRunner(EnvRunner):
         agents, config defaults) and returns the completed spec. `config` (with `module_id` in
         `policies`) replaces the runner's, so agents of new episodes map with its policy_mapping_fn."""
         self._use_config(config)
-        spec = module_spec(config, module_id, self._module_spaces(config).get(module_id), own=spec)
+        spec = module_spec(config, module_id, self._module_spaces_for(config).get(module_id), own=spec)
         self.module_spec.rl_module_specs[module_id] = spec
         self._checked_modules.pop(module_id, None)  # a replaced module may differ in being stateful
         self.module.add_module(

@@ -20,6 +20,7 @@ from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.infos import row, unbatch_infos
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import ConfigError, ModuleError
+from flywheel.typing import DEFAULT_MODULE_ID
 
 _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
 
@@ -64,6 +65,12 @@ class SingleAgentEnvRunner(EnvRunner):
         obs_space = self.config.observation_space or self.env.single_observation_space
         act_space = self.config.action_space or self.env.single_action_space
         return obs_space, act_space
+
+    def _vector_env_spaces(self) -> tuple[gym.Space, gym.Space]:
+        return self.env.observation_space, self.env.action_space
+
+    def _module_spaces(self) -> dict[str, tuple]:
+        return {DEFAULT_MODULE_ID: (self._env_to_module.observation_space, self._env_to_module.action_space)}
 
     def _check_env(self, env: Any) -> None:
         check_env(env)

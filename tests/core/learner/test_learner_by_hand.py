@@ -283,9 +283,10 @@ def test_build_learner_for_a_multi_agent_config():
 
 def test_build_learner_group():
     group = config().build_learner_group(env=ENV)
-    assert group.is_local and group.foreach_learner(
-        lambda learner: learner.module[DEFAULT_MODULE_ID].action_space
-    ) == [ENV.action_space]
+    assert group.is_local and not group.is_remote and len(group) == 0
+    assert group.foreach_learner(lambda learner: learner.module[DEFAULT_MODULE_ID].action_space) == [
+        ENV.action_space
+    ]
     spec = MultiRLModuleSpec(
         rl_module_specs={
             "only": RLModuleSpec(

@@ -74,6 +74,15 @@ class LearnerGroup(Checkpointable):
         """Whether the (only) learner runs in this process."""
         return self._learner is not None
 
+    @property
+    def is_remote(self) -> bool:
+        """Whether the learners are Ray actors."""
+        return self._learner is None
+
+    def __len__(self) -> int:
+        """The number of remote learners (0 with a local learner), as RLlib counts them."""
+        return len(self._actors)
+
     def foreach_learner(self, func: Callable[[Learner], Any]) -> list:
         """`[func(learner) for each learner]` (rank order; remote learners run `func` in their process)."""
         if self._learner is not None:
