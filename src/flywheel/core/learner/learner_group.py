@@ -123,22 +123,12 @@ class LearnerGroup(Checkpointable):
         return merge_results(ray.get(calls))
 
     def add_module(
-        self,
-        *,
-        module_id: ModuleID,
-        module_spec: RLModuleSpec,
-        config_overrides: dict | None = None,
-        new_should_module_be_updated: Any = None,
+        self, *, module_id: ModuleID, module_spec: RLModuleSpec, **kwargs: Any
     ) -> MultiRLModuleSpec:
-        """`Learner.add_module` on every learner; returns the module spec after the change (which
-        checkpoints of this group rebuild from)."""
+        """`Learner.add_module` (same keywords) on every learner; returns the module spec after the
+        change (which checkpoints of this group rebuild from)."""
         specs = self.foreach_learner(
-            lambda learner: learner.add_module(
-                module_id=module_id,
-                module_spec=module_spec,
-                config_overrides=config_overrides,
-                new_should_module_be_updated=new_should_module_be_updated,
-            )
+            lambda learner: learner.add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         )
         self._module_spec = specs[0]
         return specs[0]
