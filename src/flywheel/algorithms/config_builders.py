@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES
 from flywheel.errors import ConfigError, ConnectorError
 from flywheel.typing import DEFAULT_MODULE_ID
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 
+_ENV_SPACE_KEYS = (INPUT_ENV_SPACES, INPUT_ENV_SINGLE_SPACES)
 _SPEC_FIELDS = ("module_class", "observation_space", "action_space", "inference_only", "learner_only")
 
 
@@ -67,7 +69,7 @@ def env_spaces(env: Any, spaces: tuple | dict | None) -> tuple:
     """The single-env `(observation_space, action_space)`: `spaces` if given (a pair, or RLlib's dict
     with `"__env_single__"`), else the (vector) env's single spaces."""
     if isinstance(spaces, dict):
-        spaces = spaces.get("__env_single__")
+        spaces = spaces.get(INPUT_ENV_SINGLE_SPACES)
     return spaces if spaces is not None else (env.single_observation_space, env.single_action_space)
 
 
@@ -76,7 +78,7 @@ def hook_spaces(env: Any, spaces: tuple | dict | None) -> dict[str, tuple]:
     `{"__env__": (vector env's spaces), "__env_single__": (one env's spaces)}`."""
     single = env_spaces(env, spaces)
     vector = (getattr(env, "observation_space", single[0]), getattr(env, "action_space", single[1]))
-    return {"__env__": vector, "__env_single__": single}
+    return {INPUT_ENV_SPACES: vector, INPUT_ENV_SINGLE_SPACES: single}
 
 
 def make_pipeline(observation_space: Any, action_space: Any, pieces: list) -> ConnectorPipelineV2:
@@ -108,7 +110,7 @@ def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> Mul
             env.close()
     if config.is_multi_agent:
         if isinstance(spaces, dict):
-            per_module = {mid: pair for mid, pair in spaces.items() if not str(mid).startswith("__env")}
+            per_module = {mid: pair for mid, pair in spaces.items() if mid not in _ENV_SPACE_KEYS}
         elif isinstance(env, MultiAgentEnv):
             per_module = module_spaces(config, env.possible_agents, env.observation_spaces, env.action_spaces)
         else:
@@ -118,7 +120,7 @@ def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> Mul
             )
         return multi_rl_module_spec(config, per_module)
     if isinstance(spaces, dict):
-        spaces = spaces.get(DEFAULT_MODULE_ID, spaces.get("__env_single__"))
+        spaces = spaces.get(DEFAULT_MODULE_ID, spaces.get(INPUT_ENV_SINGLE_SPACES))
     elif spaces is None and env is not None:
         spaces = (
             getattr(env, "single_observation_space", env.observation_space),

@@ -2,6 +2,8 @@
 
 from flywheel.env.checks import SUPPORTED_SPACES, check_env
 from flywheel.env.make import (
+    INPUT_ENV_SINGLE_SPACES,
+    INPUT_ENV_SPACES,
     VECTORIZE_MODES,
     EnvContext,
     make_env_creator,
@@ -18,6 +20,8 @@ from flywheel.env.multi_agent_vector_env import (
 )
 
 __all__ = [
+    "INPUT_ENV_SINGLE_SPACES",
+    "INPUT_ENV_SPACES",
     "SUPPORTED_SPACES",
     "VECTORIZE_MODES",
     "EnvContext",

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
-from flywheel.env.make import EnvContext, make_env_creator
+from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES, EnvContext, make_env_creator
 from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger
 
@@ -176,8 +176,8 @@ class EnvRunner(Checkpointable, abc.ABC):
         env's) and `(observation_space, action_space)` per module id, as the modules are built for
         them; `config.build_learner(spaces=runner.get_spaces())` builds a learner to match."""
         return {
-            "__env__": self._vector_env_spaces(),
-            "__env_single__": self._env_spaces(),
+            INPUT_ENV_SPACES: self._vector_env_spaces(),
+            INPUT_ENV_SINGLE_SPACES: self._env_spaces(),
             **self._module_spaces(),
         }
 
