@@ -90,3 +90,23 @@ def test_training_takes_the_learner_settings_rllib_still_takes_there():
 def test_get_config_for_module_is_the_config():
     config = PPOConfig()
     assert config.get_config_for_module("p0") is config
+
+
+def test_get_rl_module_spec_takes_rllibs_env_spaces_and_inference_only():
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    spec = PPOConfig().get_rl_module_spec(env=env, inference_only=True)
+    assert (spec.observation_space, spec.action_space, spec.inference_only) == (
+        env.observation_space,
+        env.action_space,
+        True,
+    )
+    box = gym.spaces.Box(-1.0, 1.0, (2,))
+    spec = PPOConfig().get_rl_module_spec(spaces={"p1": (box, env.action_space)}, module_id="p1")
+    assert spec.observation_space == box
+    from flywheel import DQNConfig, SACConfig
+
+    assert DQNConfig().get_rl_module_spec(env=env).observation_space == env.observation_space
+    pendulum = gym.make("Pendulum-v1")
+    assert SACConfig().get_rl_module_spec(env=pendulum).action_space == pendulum.action_space

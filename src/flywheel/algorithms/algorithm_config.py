@@ -31,6 +31,7 @@ from flywheel.algorithms.config_builders import (
     learner_module_spec,
     make_pipeline,
     merge_module_specs,
+    module_spaces,
 )
 from flywheel.algorithms.config_settings import AlgorithmSettings
 from flywheel.algorithms.config_stack import StackSettings
@@ -325,19 +326,29 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         return RLModuleSpec()
 
     def get_rl_module_spec(
-        self, spaces: tuple | None = None, module_id: str = DEFAULT_MODULE_ID
+        self,
+        spaces: tuple | dict | None = None,
+        module_id: str = DEFAULT_MODULE_ID,
+        *,
+        env: Any = None,
+        inference_only: bool | None = None,
     ) -> RLModuleSpec:
         """The module spec for `module_id`: the default spec updated by the user's (non-None fields win).
 
         model_config merges default spec's < config.model_config < user spec's. Spaces come from
-        `spaces=(observation_space, action_space)`, else the environment() settings, else the specs.
-        A MultiRLModuleSpec as rl_module_spec contributes its sub-spec for `module_id`.
+        `spaces=(observation_space, action_space)` (or RLlib's `{module_id: (obs, act)}` /
+        `"__env_single__"`), else `env`'s (one env's, for a vector env), else the environment()
+        settings, else the specs. A MultiRLModuleSpec as rl_module_spec contributes its sub-spec for
+        `module_id`. `inference_only`, when given, sets the spec's flag.
         """
         user = self.rl_module_spec
         if user is not None and hasattr(user, "rl_module_specs"):
             user = user.rl_module_specs.get(module_id)
-        spaces = spaces if spaces is not None else (self.observation_space, self.action_space)
-        return merge_module_specs(self.get_default_rl_module_spec(), user, self.model_config, spaces)
+        spaces = module_spaces(env, spaces, module_id) or (self.observation_space, self.action_space)
+        spec = merge_module_specs(self.get_default_rl_module_spec(), user, self.model_config, spaces)
+        if inference_only is not None:
+            spec.inference_only = inference_only
+        return spec
 
     def build_env_to_module_connector(
         self, env: Any, spaces: tuple | None = None, device: Any = None

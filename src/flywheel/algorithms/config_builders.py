@@ -119,15 +119,20 @@ def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> Mul
                 f"(observation_space, action_space)}}, got env={env!r}, spaces={spaces!r}."
             )
         return multi_rl_module_spec(config, per_module)
+    return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces, env=env)})
+
+
+def module_spaces(env: Any, spaces: tuple | dict | None, module_id: str = DEFAULT_MODULE_ID) -> tuple | None:
+    """`(observation_space, action_space)` for a module: `spaces` (a pair, or RLlib's dict by module
+    id with `"__env_single__"` as the fallback), else `env`'s (one env's for a vector env), else None."""
     if isinstance(spaces, dict):
-        spaces = spaces.get(DEFAULT_MODULE_ID, spaces.get(INPUT_ENV_SINGLE_SPACES))
-    elif spaces is None and env is not None:
-        spaces = (
+        return spaces.get(module_id, spaces.get(INPUT_ENV_SINGLE_SPACES))
+    if spaces is None and env is not None:
+        return (
             getattr(env, "single_observation_space", env.observation_space),
             getattr(env, "single_action_space", env.action_space),
         )
-    spec = config.get_rl_module_spec(spaces=spaces)
-    return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: spec})
+    return spaces
 
 
 def _env_from_config(config: Any) -> Any:
