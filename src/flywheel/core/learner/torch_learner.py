@@ -52,7 +52,7 @@ class TorchLearner(Learner):
     def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
         """One Adam optimizer over the module's trainable parameters, with `config.lr` (or its schedule)."""
         params = [p for p in self.get_parameters(self.module[module_id]) if p.requires_grad]
-        lr = (config or self.config).lr
+        lr = (self.config if config is None else config).lr
         self.register_optimizer(
             module_id=module_id, optimizer=adam(params), params=params, lr_or_lr_schedule=lr
         )
