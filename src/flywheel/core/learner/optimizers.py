@@ -19,7 +19,7 @@ from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID, ModuleID, StateDict
 DEFAULT_OPTIMIZER = "default_optimizer"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)  # slots are compared by identity (their params are tensors)
 class OptimizerSlot:
     """One registered optimizer: what it updates and how its learning rate evolves (None: the
     optimizer's own learning rate is left alone)."""
@@ -59,7 +59,7 @@ class OptimizerRegistry(abc.ABC):
         slot = OptimizerSlot(module_id, optimizer_name, optimizer, list(params), scheduler)
         old = self._slots.pop((module_id, optimizer_name), None)
         if old is not None:
-            self._slots_by_module[module_id].remove(old)  # (a module keeps at least the new slot)
+            self._slots_by_module[module_id].remove(old)
         self._slots[(module_id, optimizer_name)] = slot
         self._slots_by_module.setdefault(module_id, []).append(slot)
         self._plans.clear()
