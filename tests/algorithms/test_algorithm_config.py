@@ -42,6 +42,7 @@ SECTION_KEYWORDS = {
         "learner_class",
         "learner_connector",
         "add_default_connectors_to_learner_pipeline",
+        "learner_config_dict",
     },
     "training": {
         "gamma",
@@ -115,6 +116,7 @@ DEFAULTS = {
     "num_learners": 0,
     "num_cpus_per_learner": 1,
     "num_gpus_per_learner": 0,
+    "learner_config_dict": {},
     "model_config": {},
     "metrics_num_episodes_for_smoothing": 100,
     "min_time_s_per_iteration": 0,

@@ -176,7 +176,9 @@ def test_env_to_module_user_pieces_run_before_the_defaults(standin_defaults):
     pipeline = config.build_env_to_module_connector(FAKE_ENV, device="cpu")
     assert isinstance(pipeline, ConnectorPipelineV2)
     assert _labels(pipeline) == ["user-1", "user-2", "e2m-default-1", "e2m-default-2"]
-    assert seen == [(FAKE_ENV, None, "cpu")] and standin_defaults["e2m"] == {"device": "cpu"}
+    # RLlib's `spaces`: the vector env's (here the env has only single spaces) and one env's.
+    spaces = {"__env__": (OBS, ACT), "__env_single__": (OBS, ACT)}
+    assert seen == [(FAKE_ENV, spaces, "cpu")] and standin_defaults["e2m"] == {"device": "cpu"}
     assert (pipeline.input_observation_space, pipeline.input_action_space) == (OBS, ACT)
     config.env_runners(add_default_connectors_to_env_to_module_pipeline=False)
     assert _labels(config.build_env_to_module_connector(FAKE_ENV)) == ["user-1", "user-2"]
@@ -221,7 +223,7 @@ def test_module_to_env_defaults_run_first_with_action_settings(standin_defaults)
     pipeline = config.build_module_to_env_connector(FAKE_ENV, spaces=(OTHER_OBS, ACT))
     assert _labels(pipeline) == ["m2e-default-1", "m2e-default-2", "user"]
     assert standin_defaults["m2e"] == {"normalize_actions": False, "clip_actions": True}
-    assert seen == [(FAKE_ENV, (OTHER_OBS, ACT))]
+    assert seen == [(FAKE_ENV, {"__env__": (OTHER_OBS, ACT), "__env_single__": (OTHER_OBS, ACT)})]
     assert pipeline.input_observation_space == OTHER_OBS
     config.env_runners(add_default_connectors_to_module_to_env_pipeline=False)
     assert _labels(config.build_module_to_env_connector(FAKE_ENV)) == ["user"]

@@ -131,7 +131,7 @@ def test_remove_unknown_module():
 
 
 def test_docs_training_section_runs(capsys, run_doc_blocks):
-    run_doc_blocks("docs/concepts/multi_agent.md", blocks=2, fence="py")
+    run_doc_blocks("docs/concepts/multi_agent.md", blocks=3, fence="py")
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("{'learner': ") and lines[1].startswith("{'X': ")
     assert "total_loss" in lines[2]

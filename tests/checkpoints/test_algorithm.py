@@ -238,7 +238,8 @@ def test_restore_one_module_into_another_algorithm(algos, tmp_path):
     expected = source.learner_group.get_weights(inference_only=False)["default_policy"]
     assert_states_equal(target.learner_group.get_weights(inference_only=False)["default_policy"], expected)
     assert_states_equal(
-        target.env_runner.module.get_state(), source.learner_group.get_weights()["default_policy"]
+        target.env_runner.module.get_state(),
+        source.learner_group.get_weights(inference_only=True)["default_policy"],
     )
     assert target.env_runner.weights_seq_no == target.learner_group.weights_seq_no == 1
     assert loaded == [1]
@@ -272,7 +273,7 @@ def test_restoring_an_older_checkpoint_rolls_the_runner_back(algos, tmp_path):
     algo = _build(algos, _counting_config())
     algo.train()
     path = algo.save_to_path(tmp_path / "ckpt")
-    saved = algo.learner_group.get_weights()["default_policy"]
+    saved = algo.learner_group.get_weights(inference_only=True)["default_policy"]
     algo.train()
     algo.restore_from_path(path)
     assert algo.env_runner.weights_seq_no == algo.learner_group.weights_seq_no == 1

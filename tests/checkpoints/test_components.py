@@ -102,12 +102,12 @@ def test_learner_round_trip_keeps_adam_states_and_counters(tmp_path):
     restored = Learner.from_checkpoint(path)
     state, expected = restored.get_state(), learner.get_state()
     assert_states_equal(state, expected)
-    adam = expected["optimizers"]["default_policy/default_optimizer"]
+    adam = expected["optimizer"]["default_policy_default_optimizer"]["state"]
     assert adam["state"][0]["step"].shape == () and float(adam["state"][0]["step"]) == 4.0
     assert adam["param_groups"][0]["betas"] == (0.9, 0.999)
     assert (state["weights_seq_no"], state["timestep"]) == (1, 64)
     # The torch optimizer itself holds the restored moments.
-    torch_state = restored.optimizers_of("default_policy")[0].optimizer.state_dict()
+    torch_state = restored.get_optimizer("default_policy").state_dict()
     np.testing.assert_array_equal(
         torch_state["state"][1]["exp_avg_sq"].numpy(), adam["state"][1]["exp_avg_sq"]
     )

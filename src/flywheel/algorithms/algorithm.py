@@ -261,7 +261,9 @@ class Algorithm(Checkpointable):
             self.eval_env_runner_group.foreach_env_runner(
                 lambda r: r.add_module(module_id, spec, eval_config)
             )
-        self.learner_group.foreach_learner(lambda learner: learner.add_module(module_id, spec, config=config))
+        self.learner_group.add_module(
+            module_id=module_id, module_spec=spec, new_should_module_be_updated=new_should_module_be_updated
+        )
         self._sync_weights(force=True)
         return spec
 
@@ -289,7 +291,7 @@ class Algorithm(Checkpointable):
         if self.eval_env_runner_group is not None:
             eval_config = config.get_evaluation_config_object()
             self.eval_env_runner_group.foreach_env_runner(lambda r: r.remove_module(module_id, eval_config))
-        self.learner_group.foreach_learner(lambda learner: learner.remove_module(module_id, config=config))
+        self.learner_group.remove_module(module_id, new_should_module_be_updated=to_train)
 
     def _reconfigure(self, policies: Any, mapping_fn: Callable | None, policies_to_train: Any) -> Any:
         """A validated, frozen copy of the config with new multi-agent settings; it becomes `self.config`."""
@@ -430,7 +432,7 @@ class Algorithm(Checkpointable):
         self.env_runner_group.stop()
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.stop()
-        self.learner_group.stop()
+        self.learner_group.shutdown()
 
 
 def _runner_class(config: Any) -> type:

@@ -24,8 +24,17 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Self
 
 from flywheel.algorithms import config_validation
-from flywheel.algorithms.config_builders import env_spaces, hook_pieces, make_pipeline, merge_module_specs
+from flywheel.algorithms.config_builders import (
+    env_spaces,
+    hook_pieces,
+    hook_spaces,
+    learner_module_spec,
+    make_pipeline,
+    merge_module_specs,
+    module_spaces,
+)
 from flywheel.algorithms.config_settings import AlgorithmSettings
+from flywheel.algorithms.config_stack import StackSettings
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback, make_callbacks
 from flywheel.checkpoints.registry import checkpoint_class, register_if_flywheel
 from flywheel.core.rl_module.default_model_config import as_model_config_dict
@@ -34,7 +43,9 @@ from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
     from flywheel.connectors.pipeline import ConnectorPipelineV2
-    from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.core.learner.learner import Learner
+    from flywheel.core.learner.learner_group import LearnerGroup
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 
 FROZEN_MESSAGE = (
     "This config is frozen (it belongs to a built algorithm). Use config.copy() for an editable copy."
@@ -53,7 +64,7 @@ NOT_PROVIDED = _NotProvided()
 
 @checkpoint_class
 @dataclasses.dataclass(init=False, repr=False, eq=True)
-class AlgorithmConfig(AlgorithmSettings):
+class AlgorithmConfig(StackSettings, AlgorithmSettings):
     """Settings of an algorithm, set through section methods that each return the config."""
 
     _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
@@ -147,13 +158,24 @@ class AlgorithmConfig(AlgorithmSettings):
         """Learner count, resources, class and learner pipeline.
 
         Keywords: num_learners, num_cpus_per_learner, num_gpus_per_learner, learner_class,
-        learner_connector, add_default_connectors_to_learner_pipeline.
+        learner_connector, add_default_connectors_to_learner_pipeline, learner_config_dict (merged
+        into the current dict, as `dict.update` does).
         """
+        new = kwargs.get("learner_config_dict")
+        if isinstance(new, Mapping) and isinstance(self.learner_config_dict, Mapping):
+            kwargs = {**kwargs, "learner_config_dict": {**self.learner_config_dict, **new}}
         return self._section("learners", kwargs)
 
     def training(self, **kwargs: Any) -> Self:
         """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size_per_learner, minibatch_size,
-        num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param)."""
+        num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param).
+
+        The learner settings RLlib 2.60 still takes here (learner_class, learner_connector,
+        add_default_connectors_to_learner_pipeline, learner_config_dict) go to `learners()`.
+        """
+        moved = {key: kwargs.pop(key) for key in _LEARNER_KEYS_IN_TRAINING if key in kwargs}
+        if moved:
+            self.learners(**moved)
         return self._section("training", kwargs)
 
     def multi_agent(self, **kwargs: Any) -> Self:
@@ -318,25 +340,41 @@ class AlgorithmConfig(AlgorithmSettings):
         return RLModuleSpec()
 
     def get_rl_module_spec(
-        self, spaces: tuple | None = None, module_id: str = DEFAULT_MODULE_ID
+        self,
+        spaces: tuple | dict | None = None,
+        module_id: str = DEFAULT_MODULE_ID,
+        *,
+        env: Any = None,
+        inference_only: bool | None = None,
     ) -> RLModuleSpec:
         """The module spec for `module_id`: the default spec updated by the user's (non-None fields win).
 
         model_config merges default spec's < config.model_config < user spec's. Spaces come from
-        `spaces=(observation_space, action_space)`, else the environment() settings, else the specs.
-        A MultiRLModuleSpec as rl_module_spec contributes its sub-spec for `module_id`.
+        `spaces=(observation_space, action_space)` (or RLlib's `{module_id: (obs, act)}` /
+        `"__env_single__"`), else `env`'s (one env's, for a vector env), else the environment()
+        settings, else the specs. A MultiRLModuleSpec as rl_module_spec contributes its sub-spec for
+        `module_id`. `inference_only`, when given, sets the spec's flag.
         """
         user = self.rl_module_spec
         if user is not None and hasattr(user, "rl_module_specs"):
             user = user.rl_module_specs.get(module_id)
-        spaces = spaces if spaces is not None else (self.observation_space, self.action_space)
-        return merge_module_specs(self.get_default_rl_module_spec(), user, self.model_config, spaces)
+        spaces = module_spaces(env, spaces, module_id) or (self.observation_space, self.action_space)
+        spec = merge_module_specs(self.get_default_rl_module_spec(), user, self.model_config, spaces)
+        if inference_only is not None:
+            spec.inference_only = inference_only
+        return spec
 
     def build_env_to_module_connector(
         self, env: Any, spaces: tuple | None = None, device: Any = None
     ) -> ConnectorPipelineV2:
-        """The env-to-module pipeline: the user's pieces, then the defaults (add obs/states, batch, to tensor)."""
-        pieces = hook_pieces(self.env_to_module_connector, "env_to_module_connector", env, spaces, device)
+        """The env-to-module pipeline: the user's pieces, then the defaults (add obs/states, batch, to tensor).
+
+        `spaces` is `(observation_space, action_space)` or RLlib's `{"__env_single__": (...), ...}`; the
+        user's hook is called as ``env_to_module_connector(env, spaces, device)`` with RLlib's dict
+        (`"__env__"`: the vector env's spaces, `"__env_single__"`: one env's).
+        """
+        hook_args = (env, hook_spaces(env, spaces), device)
+        pieces = hook_pieces(self.env_to_module_connector, "env_to_module_connector", *hook_args)
         if self.add_default_connectors_to_env_to_module_pipeline:
             from flywheel.connectors.env_to_module import default_env_to_module_connectors
 
@@ -348,7 +386,8 @@ class AlgorithmConfig(AlgorithmSettings):
     ) -> ConnectorPipelineV2:
         """The module-to-env pipeline: the defaults (actions, to numpy, normalize/clip), then the user's pieces.
 
-        The user's hook is called as ``module_to_env_connector(env, spaces)``.
+        The user's hook is called as ``module_to_env_connector(env, spaces)`` (`spaces` as for the
+        env-to-module hook).
         """
         pieces = []
         if self.add_default_connectors_to_module_to_env_pipeline:
@@ -357,7 +396,9 @@ class AlgorithmConfig(AlgorithmSettings):
             pieces = default_module_to_env_connectors(
                 normalize_actions=self.normalize_actions, clip_actions=self.clip_actions
             )
-        pieces += hook_pieces(self.module_to_env_connector, "module_to_env_connector", env, spaces)
+        pieces += hook_pieces(
+            self.module_to_env_connector, "module_to_env_connector", env, hook_spaces(env, spaces)
+        )
         return make_pipeline(*env_spaces(env, spaces), pieces)
 
     def build_learner_connector(
@@ -376,9 +417,40 @@ class AlgorithmConfig(AlgorithmSettings):
             pieces += default_learner_connectors()
         return make_pipeline(input_observation_space, input_action_space, pieces)
 
+    def build_learner(self, *, env: Any = None, spaces: Any = None) -> Learner:
+        """A built learner of `learner_class` (or the algorithm's default) for a module built for the
+        spaces of `env` or `spaces` (see `config_builders.learner_module_spec`), on its own: drive it
+        with `learner.update(...)` or its gradient methods."""
+        learner_class = self.learner_class or self.get_default_learner_class()
+        learner = learner_class(config=self, module_spec=learner_module_spec(self, env, spaces))
+        learner.build()
+        return learner
+
+    def build_learner_group(
+        self, *, env: Any = None, spaces: Any = None, rl_module_spec: MultiRLModuleSpec | None = None
+    ) -> LearnerGroup:
+        """A `LearnerGroup` (one local learner, or `num_learners` remote ones) training
+        `rl_module_spec`, or a module built for the spaces of `env` or `spaces`."""
+        from flywheel.core.learner.learner_group import LearnerGroup
+
+        module_spec = rl_module_spec or learner_module_spec(self, env, spaces)
+        return LearnerGroup(config=self.copy(), module_spec=module_spec)
+
+    def get_config_for_module(self, module_id: str) -> Self:
+        """The config a module trains with: this one (flywheel has no per-module overrides)."""
+        return self
+
     def build_callbacks(self) -> RLlibCallback:
         """One RLlibCallback running callbacks_class's hooks, then the function hooks (see `active_hooks`)."""
         return make_callbacks(self.callbacks_class, {name: getattr(self, name) for name in HOOK_NAMES})
+
+
+_LEARNER_KEYS_IN_TRAINING = (
+    "learner_class",
+    "learner_connector",
+    "add_default_connectors_to_learner_pipeline",
+    "learner_config_dict",
+)
 
 
 @cache

@@ -10,13 +10,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flywheel.core.rl_module.default_model_config import as_model_config_dict
-from flywheel.errors import ConnectorError
+from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES
+from flywheel.errors import ConfigError, ConnectorError
+from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
     from flywheel.connectors.pipeline import ConnectorPipelineV2
-    from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 
-_SPEC_FIELDS = ("module_class", "observation_space", "action_space", "inference_only")
+_ENV_SPACE_KEYS = (INPUT_ENV_SPACES, INPUT_ENV_SINGLE_SPACES)
+_SPEC_FIELDS = ("module_class", "observation_space", "action_space", "inference_only", "learner_only")
 
 
 def merge_module_specs(
@@ -37,6 +40,7 @@ def merge_module_specs(
         if space is not None:
             merged[name] = space
     merged["inference_only"] = bool(merged["inference_only"])
+    merged["learner_only"] = bool(merged["learner_only"])
     parts = (default.model_config, model_config, user.model_config if user is not None else None)
     merged_model_config = {
         key: value for part in parts for key, value in (as_model_config_dict(part) or {}).items()
@@ -64,9 +68,20 @@ def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
     )
 
 
-def env_spaces(env: Any, spaces: tuple | None) -> tuple:
-    """`spaces` if given, else the (vector) env's single observation and action spaces."""
+def env_spaces(env: Any, spaces: tuple | dict | None) -> tuple:
+    """The single-env `(observation_space, action_space)`: `spaces` if given (a pair, or RLlib's dict
+    with `"__env_single__"`), else the (vector) env's single spaces."""
+    if isinstance(spaces, dict):
+        spaces = spaces.get(INPUT_ENV_SINGLE_SPACES)
     return spaces if spaces is not None else (env.single_observation_space, env.single_action_space)
+
+
+def hook_spaces(env: Any, spaces: tuple | dict | None) -> dict[str, tuple]:
+    """The `spaces` argument of the env-to-module / module-to-env hooks, as RLlib passes it:
+    `{"__env__": (vector env's spaces), "__env_single__": (one env's spaces)}`."""
+    single = env_spaces(env, spaces)
+    vector = (getattr(env, "observation_space", single[0]), getattr(env, "action_space", single[1]))
+    return {INPUT_ENV_SPACES: vector, INPUT_ENV_SINGLE_SPACES: single}
 
 
 def make_pipeline(observation_space: Any, action_space: Any, pieces: list) -> ConnectorPipelineV2:
@@ -76,3 +91,60 @@ def make_pipeline(observation_space: Any, action_space: Any, pieces: list) -> Co
     return ConnectorPipelineV2(
         input_observation_space=observation_space, input_action_space=action_space, connectors=pieces
     )
+
+
+def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> MultiRLModuleSpec:
+    """The module spec `config.build_learner(env=..., spaces=...)` trains.
+
+    Spaces come from `spaces` (`(observation_space, action_space)`, or RLlib's `{module_id: (obs,
+    act)}` with `"__env_single__"` for the env's), else from `env` (a gymnasium or multi-agent env,
+    or a vector env), else from `config.observation_space` / `action_space`, else from one env made
+    from `config.env` and closed again.
+    """
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec
+    from flywheel.env.multi_agent_env import MultiAgentEnv
+    from flywheel.env_runners.multi_agent_modules import module_spaces, multi_rl_module_spec
+
+    if spaces is None and env is None and None in (config.observation_space, config.action_space):
+        env = _env_from_config(config)
+        try:
+            return learner_module_spec(config, env=env)
+        finally:
+            env.close()
+    if config.is_multi_agent:
+        if isinstance(spaces, dict):
+            per_module = {mid: pair for mid, pair in spaces.items() if mid not in _ENV_SPACE_KEYS}
+        elif isinstance(env, MultiAgentEnv):
+            per_module = module_spaces(config, env.possible_agents, env.observation_spaces, env.action_spaces)
+        else:
+            raise ConfigError(
+                f"build_learner() for a multi-agent config needs a MultiAgentEnv or spaces={{module_id: "
+                f"(observation_space, action_space)}}, got env={env!r}, spaces={spaces!r}."
+            )
+        return multi_rl_module_spec(config, per_module)
+    return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces, env=env)})
+
+
+def module_spaces(env: Any, spaces: tuple | dict | None, module_id: str = DEFAULT_MODULE_ID) -> tuple | None:
+    """`(observation_space, action_space)` for a module: `spaces` (a pair, or RLlib's dict by module
+    id with `"__env_single__"` as the fallback), else `env`'s (one env's for a vector env), else None."""
+    if isinstance(spaces, dict):
+        return spaces.get(module_id, spaces.get(INPUT_ENV_SINGLE_SPACES))
+    if spaces is None and env is not None:
+        return (
+            getattr(env, "single_observation_space", env.observation_space),
+            getattr(env, "single_action_space", env.action_space),
+        )
+    return spaces
+
+
+def _env_from_config(config: Any) -> Any:
+    from flywheel.env.make import EnvContext, make_env_creator
+
+    if config.env is None:
+        raise ConfigError(
+            "build_learner() needs spaces for the module, but got no env, no spaces, and the config names "
+            "no env or observation/action spaces. Fix: pass env=... or spaces=(observation_space, "
+            "action_space), or set config.environment(env=...)."
+        )
+    return make_env_creator(config.env, config.env_config)(EnvContext(config.env_config))

@@ -89,6 +89,8 @@ class AlgorithmSettings:
     """``(input_observation_space, input_action_space) -> piece | [pieces] | pipeline``: runs before the defaults."""
     add_default_connectors_to_learner_pipeline: bool = setting("learners", True)
     """False: the learner pipeline holds only your pieces (they must build the train batch)."""
+    learner_config_dict: dict = setting("learners", factory=dict)
+    """Free-form settings for custom learners (`self.config.learner_config_dict["my_coeff"]`)."""
 
     # training()
     gamma: float = setting("training", 0.99)

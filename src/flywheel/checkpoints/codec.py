@@ -77,19 +77,29 @@ def _encode(value: Any, where: str, pickles: list | None) -> Any:
         return {"__space__": _encode_space(value, where)}
     if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
         return {"__import__": import_path(value, where, by_value_ok=pickles is not None)}
+    # A dataclass built by its own __init__ from its fields (e.g. RLModuleSpec, which also has
+    # to_dict/from_dict); configs are dataclasses without such an __init__ and go by their settings.
+    if _built_from_fields(value):
+        fields = {
+            f.name: encode(getattr(value, f.name), f"{where}.{f.name}", pickles)
+            for f in dataclasses.fields(value)
+        }
+        return {"__dataclass__": import_path(type(value), where, by_value_ok=False), "fields": fields}
     if callable(getattr(value, "to_dict", None)) and callable(getattr(type(value), "from_dict", None)):
         settings = value.to_dict()
         return {
             "__config__": import_path(type(value), where, by_value_ok=False),
             "settings": {name: encode(item, f"{where}.{name}", pickles) for name, item in settings.items()},
         }
-    if dataclasses.is_dataclass(value) and all(f.init for f in dataclasses.fields(value)):
-        fields = {
-            f.name: encode(getattr(value, f.name), f"{where}.{f.name}", pickles)
-            for f in dataclasses.fields(value)
-        }
-        return {"__dataclass__": import_path(type(value), where, by_value_ok=False), "fields": fields}
     raise NotPlainError(where, f"a {type(value).__name__} ({value!r:.80})")
+
+
+def _built_from_fields(value: Any) -> bool:
+    return (
+        dataclasses.is_dataclass(value)
+        and type(value).__dataclass_params__.init
+        and all(f.init for f in dataclasses.fields(value))
+    )
 
 
 def _sorted(values: set | frozenset) -> list:

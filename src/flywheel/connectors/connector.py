@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 
 from flywheel.checkpoints.checkpointable import Checkpointable
+from flywheel.connectors import batch_items
 from flywheel.typing import StateDict
 
 
@@ -131,22 +132,13 @@ class ConnectorV2(Checkpointable, abc.ABC):
             None if act_space is None else self.recompute_output_action_space(obs_space, act_space)
         )
 
-    # Batch helpers.
+    # Batch helpers (RLlib's; see `flywheel.connectors.batch_items` for how items reach the batch).
 
-    @staticmethod
-    def add_batch_item(
-        batch: dict[str, Any], column: str, item_to_add: Any, single_agent_episode: Any = None
-    ) -> None:
-        """Appends `item_to_add` to the list `batch[column]` (one item per episode, in episode order).
-
-        `single_agent_episode` names the episode the item belongs to; single-agent batches are ordered
-        by episode, so only the call order matters there.
-        """
-        column_items = batch.get(column)
-        if column_items is None:
-            batch[column] = [item_to_add]
-        else:
-            column_items.append(item_to_add)
+    add_batch_item = staticmethod(batch_items.add_batch_item)
+    add_n_batch_items = staticmethod(batch_items.add_n_batch_items)
+    foreach_batch_item_change_in_place = staticmethod(batch_items.foreach_batch_item_change_in_place)
+    single_agent_episode_iterator = staticmethod(batch_items.single_agent_episode_iterator)
+    switch_batch_from_column_to_module_ids = staticmethod(batch_items.switch_batch_from_column_to_module_ids)
 
     # State (only stateful pieces override these).
 

@@ -2,6 +2,8 @@
 
 from flywheel.env.checks import SUPPORTED_SPACES, check_env
 from flywheel.env.make import (
+    INPUT_ENV_SINGLE_SPACES,
+    INPUT_ENV_SPACES,
     VECTORIZE_MODES,
     EnvContext,
     make_env_creator,
@@ -10,7 +12,7 @@ from flywheel.env.make import (
     seed_for,
 )
 from flywheel.env.multi_agent_checks import check_multi_agent_env
-from flywheel.env.multi_agent_env import MultiAgentEnv
+from flywheel.env.multi_agent_env import MultiAgentEnv, make_multi_agent
 from flywheel.env.multi_agent_vector_env import (
     MultiAgentAsyncVectorEnv,
     MultiAgentSyncVectorEnv,
@@ -18,6 +20,8 @@ from flywheel.env.multi_agent_vector_env import (
 )
 
 __all__ = [
+    "INPUT_ENV_SINGLE_SPACES",
+    "INPUT_ENV_SPACES",
     "SUPPORTED_SPACES",
     "VECTORIZE_MODES",
     "EnvContext",
@@ -27,6 +31,7 @@ __all__ = [
     "check_env",
     "check_multi_agent_env",
     "make_env_creator",
+    "make_multi_agent",
     "make_multi_agent_vector_env",
     "make_vector_env",
     "register_env",

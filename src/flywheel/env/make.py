@@ -23,6 +23,8 @@ from flywheel.env.sync_vector_env import FastSyncVectorEnv
 from flywheel.errors import EnvError
 
 __all__ = [
+    "INPUT_ENV_SINGLE_SPACES",
+    "INPUT_ENV_SPACES",
     "SUB_ENV_RESTARTED",
     "VECTORIZE_MODES",
     "EnvContext",
@@ -37,6 +39,12 @@ EnvCreator = Callable[["EnvContext"], gym.Env]
 
 VECTORIZE_MODES: tuple[str, ...] = ("sync", "async", "vector_entry_point")
 """The valid ``gym_env_vectorize_mode`` values (strings or ``gymnasium.VectorizeMode`` members)."""
+
+INPUT_ENV_SPACES = "__env__"
+"""Key of the vector env's `(observation_space, action_space)` in a spaces dict (RLlib's name): what
+runners' `get_spaces()` return and the connector hooks receive."""
+INPUT_ENV_SINGLE_SPACES = "__env_single__"
+"""Key of one env's `(observation_space, action_space)` in a spaces dict (RLlib's name)."""
 
 SUB_ENV_RESTARTED = "flywheel_sub_env_restarted"
 """Info key a sub-env sets (to ``True``) when it failed and was rebuilt; see :func:`make_vector_env`."""

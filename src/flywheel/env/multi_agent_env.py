@@ -10,15 +10,18 @@ gets while it waits are collected by the episode until it observes again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
+from flywheel.env.make import make_env_creator
 from flywheel.errors import EnvError
 from flywheel.typing import AgentID
 
-__all__ = ["MultiAgentEnv"]
+__all__ = ["MultiAgentEnv", "make_multi_agent"]
 
 
 class MultiAgentEnv(gym.Env):
@@ -102,3 +105,74 @@ def agent_space(env: Any, agent_id: AgentID, attribute: str) -> gym.Space:
         f"{name}.{attribute} has no space for agent {agent_id!r} (it has spaces for {list(spaces)}). "
         f"Fix: set self.{attribute}[{agent_id!r}] = <a gymnasium space> in __init__."
     )
+
+
+def make_multi_agent(env_name_or_creator: str | Callable[[Any], gym.Env]) -> type[MultiAgentEnv]:
+    """A `MultiAgentEnv` class whose agents each play their own copy of a single-agent env.
+
+    ``make_multi_agent("CartPole-v1")({"num_agents": 2})`` steps two independent CartPoles as
+    agents ``0`` and ``1`` (agent ids are ``0..num_agents-1``; ``num_agents`` defaults to 1). A
+    string is a gymnasium id (made with ``gymnasium.make`` alone) or a name given to
+    `register_env`; a callable is called with the rest of the config (without ``num_agents``)
+    once per agent. Each agent has its copy's spaces. An agent whose copy terminates or truncates
+    stops observing; ``"__all__"`` is terminated once every agent is done, and truncated once every
+    agent was truncated. ``reset(seed=s)`` passes the same seed to every copy (as RLlib does).
+    """
+    name = env_name_or_creator if isinstance(env_name_or_creator, str) else None
+
+    class MultiEnv(MultiAgentEnv):
+        def __init__(self, config: Mapping | None = None) -> None:
+            super().__init__()
+            config = copy.deepcopy(config) if config is not None else {}  # EnvContext attributes kept
+            num_agents = config.pop("num_agents", 1)
+            creator = make_env_creator(name) if name is not None else env_name_or_creator
+            self.envs = [creator(config) for _ in range(num_agents)]
+            self.agents = list(range(num_agents))
+            self.possible_agents = list(self.agents)
+            self.observation_spaces = {i: env.observation_space for i, env in enumerate(self.envs)}
+            self.action_spaces = {i: env.action_space for i, env in enumerate(self.envs)}
+            self.terminateds: set[int] = set()
+            self.truncateds: set[int] = set()
+
+        def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+            self.terminateds, self.truncateds = set(), set()
+            results = {i: env.reset(seed=seed, options=options) for i, env in enumerate(self.envs)}
+            return {i: obs for i, (obs, _) in results.items()}, {i: info for i, (_, info) in results.items()}
+
+        def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:
+            if not action_dict:
+                raise EnvError(
+                    f"{type(self).__name__}.step() got an empty action dict; expected an action for at "
+                    f"least one of the agents still playing ({sorted(self._playing())})."
+                )
+            obs, rewards, terminateds, truncateds, infos = {}, {}, {}, {}, {}
+            for i, action in action_dict.items():
+                obs[i], rewards[i], terminateds[i], truncateds[i], infos[i] = self.envs[i].step(action)
+                if terminateds[i]:
+                    self.terminateds.add(i)
+                if truncateds[i]:
+                    self.truncateds.add(i)
+            terminateds["__all__"] = len(self.terminateds | self.truncateds) == len(self.envs)
+            truncateds["__all__"] = len(self.truncateds) == len(self.envs)
+            return obs, rewards, terminateds, truncateds, infos
+
+        def _playing(self) -> set[int]:
+            return set(range(len(self.envs))) - self.terminateds - self.truncateds
+
+        def render(self) -> Any:
+            """The copies' frames side by side (on top of each other for frames wider than tall)."""
+            frames = [env.render() for env in self.envs]
+            return np.concatenate(frames, axis=0 if frames[0].shape[1] > frames[0].shape[0] else 1)
+
+        def close(self) -> None:
+            for env in self.envs:
+                env.close()
+
+    MultiEnv.__name__ = MultiEnv.__qualname__ = f"MultiAgent{_class_name(name or env_name_or_creator)}"
+    return MultiEnv
+
+
+def _class_name(env: Any) -> str:
+    """A class-name-like label for what `make_multi_agent` wraps ("CartPole-v1" -> "CartPole_v1")."""
+    label = env if isinstance(env, str) else getattr(env, "__name__", type(env).__name__)
+    return "".join(char if char.isalnum() else "_" for char in label.split(":")[-1].split("/")[-1])

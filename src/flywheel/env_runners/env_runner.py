@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
-from flywheel.env.make import EnvContext, make_env_creator
+from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES, EnvContext, make_env_creator
+from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
 
@@ -36,10 +37,11 @@ class EnvRunner(Checkpointable, abc.ABC):
 
     ctor_args_may_pickle = True
 
-    def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
+    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
         self.config = config
         self.worker_index = worker_index
-        self.num_workers = num_workers
+        self.num_workers = config.num_env_runners if num_workers is None else num_workers
+        self.module = None  # subclasses build it; it stays None when the config names no module
         self.metrics = MetricsLogger()
         # Batches of a few observations: one thread beats two (no contention, no sync per op).
         torch.set_num_threads(1)
@@ -89,6 +91,13 @@ class EnvRunner(Checkpointable, abc.ABC):
         """Returns finished episodes plus cut chunks of ongoing ones (numpy'ized)."""
         if num_timesteps is not None and num_episodes is not None:
             raise ValueError("sample() takes num_timesteps or num_episodes, not both.")
+        if self.module is None and not random_actions:
+            raise ConfigError(
+                f"{type(self).__name__}.sample() needs an RLModule to act, but this runner has none: its "
+                f"config ({type(self.config).__name__}) names no module class and has no default one. Fix: "
+                "sample(random_actions=True), or config.rl_module(rl_module_spec=RLModuleSpec(module_class=...)) "
+                "(an algorithm's config, e.g. PPOConfig, has a default module)."
+            )
         if explore is None:
             explore = self.config.explore
         if num_timesteps is None and num_episodes is None:
@@ -161,7 +170,7 @@ class EnvRunner(Checkpointable, abc.ABC):
             )
 
         state: dict[str, Any] = {"weights_seq_no": self.weights_seq_no}
-        if wanted("rl_module"):
+        if wanted("rl_module") and self.module is not None:
             state["rl_module"] = self.module.get_state(inference_only=True)
         if wanted("env_to_module_connector"):
             state["env_to_module_connector"] = self._env_to_module.get_state()
@@ -175,11 +184,33 @@ class EnvRunner(Checkpointable, abc.ABC):
             self._env_to_module.set_state(state["env_to_module_connector"])
         if "module_to_env_connector" in state:
             self._module_to_env.set_state(state["module_to_env_connector"])
-        if "rl_module" in state:
+        if "rl_module" in state and self.module is not None:
             seq_no = state.get("weights_seq_no", 0)
             if seq_no == 0 or seq_no >= self.weights_seq_no:
                 self.module.set_state(state["rl_module"])
                 self.weights_seq_no = seq_no
+
+    def get_spaces(self) -> dict[str, tuple]:
+        """RLlib's summary of the spaces: `"__env__"` (the vector env's), `"__env_single__"` (one
+        env's) and `(observation_space, action_space)` per module id, as the modules are built for
+        them; `config.build_learner(spaces=runner.get_spaces())` builds a learner to match."""
+        return {
+            INPUT_ENV_SPACES: self._vector_env_spaces(),
+            INPUT_ENV_SINGLE_SPACES: self._env_spaces(),
+            **self._module_spaces(),
+        }
+
+    @abc.abstractmethod
+    def _vector_env_spaces(self) -> tuple:
+        """The vector env's (observation_space, action_space)."""
+
+    @abc.abstractmethod
+    def _env_spaces(self) -> tuple:
+        """One env's (observation_space, action_space)."""
+
+    @abc.abstractmethod
+    def _module_spaces(self) -> dict[str, tuple]:
+        """`{module_id: (observation_space, action_space)}` the modules are built for."""
 
     @property
     def env_to_module(self):
@@ -200,8 +231,9 @@ class EnvRunner(Checkpointable, abc.ABC):
         return self.metrics.reduce_to_state()
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
+        module = [] if self.module is None else [("rl_module", self.module)]
         return [
-            ("rl_module", self.module),
+            *module,
             ("env_to_module_connector", self.env_to_module),
             ("module_to_env_connector", self.module_to_env),
         ]

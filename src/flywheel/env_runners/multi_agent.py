@@ -46,14 +46,14 @@ class MultiAgentEnvRunner(EnvRunner):
     steps (actions sent) with `config.multi_agent(count_steps_by="agent_steps")`.
     """
 
-    def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
-        super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
+    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
+        super().__init__(config, worker_index=worker_index, num_workers=num_workers)
         self.env = self._make_env()
         self._mapping_fn = mapping_fn(config)
-        spaces = (gym.spaces.Dict(self.env.observation_spaces), gym.spaces.Dict(self.env.action_spaces))
+        spaces = self._env_spaces()
         self._env_to_module = config.build_env_to_module_connector(self.env, spaces=spaces)
         self._module_to_env = config.build_module_to_env_connector(self.env, spaces=spaces)
-        self.module_spec = multi_rl_module_spec(config, self._module_spaces(config))
+        self.module_spec = multi_rl_module_spec(config, self._module_spaces_for(config))
         self.module = self._build_inference_module()
         self._count_agent_steps = config.count_steps_by == "agent_steps"
         self._stats = [EpisodeStats() for _ in range(self.num_envs)]
@@ -85,7 +85,18 @@ class MultiAgentEnvRunner(EnvRunner):
             restart_failed_sub_environments=config.restart_failed_sub_environments,
         )
 
-    def _module_spaces(self, config: Any) -> dict:
+    def _env_spaces(self) -> tuple[gym.spaces.Dict, gym.spaces.Dict]:
+        return gym.spaces.Dict(self.env.observation_spaces), gym.spaces.Dict(self.env.action_spaces)
+
+    def _vector_env_spaces(self) -> tuple[gym.spaces.Dict, gym.spaces.Dict]:
+        """One env's: the multi-agent vector env has no batched spaces (as the connector hooks see it)."""
+        return self._env_spaces()
+
+    def _module_spaces(self) -> dict[str, tuple]:
+        specs = self.module_spec.rl_module_specs
+        return {module_id: (spec.observation_space, spec.action_space) for module_id, spec in specs.items()}
+
+    def _module_spaces_for(self, config: Any) -> dict:
         """Per module, its first agent's spaces; observation spaces as the env-to-module pipeline outputs
         them (when it outputs a Dict keyed by agent id), else the env's."""
         out = self._env_to_module.observation_space
@@ -94,10 +105,18 @@ class MultiAgentEnvRunner(EnvRunner):
             observation_spaces = {a: out.spaces.get(a, space) for a, space in observation_spaces.items()}
         return module_spaces(config, self.env.possible_agents, observation_spaces, self.env.action_spaces)
 
-    def _build_inference_module(self):
+    def _build_inference_module(self) -> MultiRLModule | None:
+        """The runner's modules (inference-only); None when the config names no module class (the
+        runner then samples random actions only)."""
         specs = self.module_spec.rl_module_specs
+        if any(spec.module_class is None for spec in specs.values()):
+            return None
         module = MultiRLModule(
-            {mid: dataclasses.replace(spec, inference_only=True).build() for mid, spec in specs.items()}
+            {
+                mid: dataclasses.replace(spec, inference_only=True).build()
+                for mid, spec in specs.items()
+                if not spec.learner_only  # (trained on learners, never acting)
+            }
         )
         stateful = [module_id for module_id, m in module.items() if m.is_stateful()]
         if stateful and self.config.episode_lookback_horizon < 1:
@@ -227,6 +246,8 @@ class MultiAgentEnvRunner(EnvRunner):
         just returned for each sub-env, the newest observation of every agent to act)."""
         shared_data: dict[str, Any] = {}
         self._rows = agent_rows(self._episodes, shared_data)
+        if self.module is None:
+            return
         stateful = False
         for module_id, rows in self._rows.items():
             if module_id not in self._checked_modules:
@@ -279,6 +300,8 @@ class MultiAgentEnvRunner(EnvRunner):
     def _call_env_to_module(
         self, episodes: list[MultiAgentEpisode], explore: bool, shared_data: dict | None = None
     ) -> dict[str, Any]:
+        if self.module is None:  # nothing will read the batch
+            return {}
         return self._env_to_module(
             rl_module=self.module, batch={}, episodes=episodes, explore=explore,
             shared_data={} if shared_data is None else shared_data, metrics=self.metrics,
@@ -320,7 +343,7 @@ class MultiAgentEnvRunner(EnvRunner):
         agents, config defaults) and returns the completed spec. `config` (with `module_id` in
         `policies`) replaces the runner's, so agents of new episodes map with its policy_mapping_fn."""
         self._use_config(config)
-        spec = module_spec(config, module_id, self._module_spaces(config).get(module_id), own=spec)
+        spec = module_spec(config, module_id, self._module_spaces_for(config).get(module_id), own=spec)
         self.module_spec.rl_module_specs[module_id] = spec
         self._checked_modules.pop(module_id, None)  # a replaced module may differ in being stateful
         self.module.add_module(

@@ -21,6 +21,7 @@ from flywheel.env_runners.infos import row, unbatch_infos
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import ConfigError, ModuleError
 from flywheel.metrics import keys
+from flywheel.typing import DEFAULT_MODULE_ID
 
 _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
 
@@ -28,8 +29,8 @@ _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
 class SingleAgentEnvRunner(EnvRunner):
     """Samples episodes from `num_envs_per_env_runner` copies of a single-agent env (API.md §6)."""
 
-    def __init__(self, *, config, worker_index: int = 0, num_workers: int = 0, **kwargs):
-        super().__init__(config=config, worker_index=worker_index, num_workers=num_workers)
+    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
+        super().__init__(config, worker_index=worker_index, num_workers=num_workers)
         self.env = self._make_env()
         self._next_step_autoreset = (
             self.env.metadata.get("autoreset_mode") == gym.vector.AutoresetMode.NEXT_STEP
@@ -40,8 +41,9 @@ class SingleAgentEnvRunner(EnvRunner):
             spaces=(self._env_to_module.observation_space, self._env_to_module.action_space)
         )
         spec.inference_only = True
-        self.module = spec.build()
-        self._check_lookback_for_state()
+        if spec.module_class is not None:  # else: no module, the runner samples random actions only
+            self.module = spec.build()
+            self._check_lookback_for_state()
         self._direct_pieces: list = []  # the pipeline pieces `_to_tensor` was decided for
         self._to_tensor: NumpyToTensor | None = None
         # Custom pieces may rewrite the stored observations (normalized floats, flattened dicts), so
@@ -69,6 +71,12 @@ class SingleAgentEnvRunner(EnvRunner):
         obs_space = self.config.observation_space or self.env.single_observation_space
         act_space = self.config.action_space or self.env.single_action_space
         return obs_space, act_space
+
+    def _vector_env_spaces(self) -> tuple[gym.Space, gym.Space]:
+        return self.env.observation_space, self.env.action_space
+
+    def _module_spaces(self) -> dict[str, tuple]:
+        return {DEFAULT_MODULE_ID: (self._env_to_module.observation_space, self._env_to_module.action_space)}
 
     def _check_env(self, env: Any) -> None:
         check_env(env)
@@ -255,6 +263,8 @@ class SingleAgentEnvRunner(EnvRunner):
         observations and no `on_episode_step` callback may have rewritten them, that batch is the
         env's observations as they came (the episodes' last observations, row by row), converted
         by the pipeline's own `NumpyToTensor`."""
+        if self.module is None:
+            return {}
         to_tensor = self._direct_to_tensor()
         if to_tensor is None:
             return self._call_env_to_module(self._episodes, explore)
@@ -270,12 +280,17 @@ class SingleAgentEnvRunner(EnvRunner):
         if pieces != self._direct_pieces:
             self._direct_pieces = list(pieces)
             direct = (
-                only_default_pieces(pieces) and not self._on_episode_step and not self.module.is_stateful()
+                only_default_pieces(pieces)
+                and not self._on_episode_step
+                and self.module is not None
+                and not self.module.is_stateful()
             )
             self._to_tensor = pieces[-1] if direct else None
         return self._to_tensor
 
     def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
+        if self.module is None:  # nothing will read the batch
+            return {}
         return self._env_to_module(
             rl_module=self.module, batch={}, episodes=episodes, explore=explore, shared_data={},
             metrics=self.metrics,

@@ -60,10 +60,10 @@ def test_local_group_builds_the_config_learner_and_updates():
 def test_weights_and_state():
     group = LearnerGroup(config=config(), spaces=(OBS_SPACE, ACT_SPACE))
     group.update(episodes=episodes())
-    weights = group.get_weights()
+    weights = group.get_weights(inference_only=True)
     assert set(weights) == {"default_policy"}
-    assert not any(name.startswith("vf") for name in weights["default_policy"])  # inference only
-    assert any(name.startswith("vf") for name in group.get_weights(inference_only=False)["default_policy"])
+    assert not any(name.startswith("vf") for name in weights["default_policy"])  # what runners get
+    assert any(name.startswith("vf") for name in group.get_weights()["default_policy"])  # all of it
 
     other = LearnerGroup(config=config(), spaces=(OBS_SPACE, ACT_SPACE))
     other.set_state(group.get_state())

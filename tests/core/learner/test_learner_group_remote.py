@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from flywheel.algorithms.ppo.config import PPOConfig
-from flywheel.core.learner.learner_group import LearnerGroup, merge_results, shard_episodes
+from flywheel.core.learner.learner_group import LearnerGroup, merge_results, shard_batch, shard_episodes
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import CheckpointError
 
@@ -35,6 +35,14 @@ def test_shard_episodes_balances_env_steps():
     assert [sorted(len(e) for e in shard) for shard in shards] == [[5, 10], [3, 5, 7]]
     # Fewer episodes than learners: every learner gets all of them.
     assert shard_episodes(episodes[:2], 3) == [episodes[:2]] * 3
+
+
+def test_shard_batch_splits_every_modules_rows_into_near_equal_parts():
+    batch = {"p0": {"obs": np.arange(7), "nested": {"h": np.arange(7) * 10}}, "p1": {"obs": np.arange(2)}}
+    shards = shard_batch(batch, 2)
+    assert [shard["p0"]["obs"].tolist() for shard in shards] == [[0, 1, 2], [3, 4, 5, 6]]
+    assert [shard["p0"]["nested"]["h"].tolist() for shard in shards] == [[0, 10, 20], [30, 40, 50, 60]]
+    assert [shard["p1"]["obs"].tolist() for shard in shards] == [[0], [1]]
 
 
 def test_merge_results_adds_counts_keeps_equal_values_and_averages_the_rest():
@@ -76,8 +84,20 @@ def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session
             assert np.array_equal(ranks[1]["default_policy"][name], value), name
             assert not np.array_equal(before[name], value), name
         assert group.foreach_learner(lambda learner: learner.weights_seq_no) == [1, 1]
+        rows = 10
+        batch = {
+            "default_policy": {
+                "obs": np.zeros((rows, 3), np.float32), "actions": np.zeros(rows, np.int64),
+                "action_logp": np.full(rows, -0.69, np.float32), "action_dist_inputs": np.zeros((rows, 2), np.float32),
+                "advantages": np.ones(rows, np.float32), "value_targets": np.ones(rows, np.float32),
+            }
+        }  # fmt: skip
+        results = group.update(batch=batch, num_epochs=1)  # each learner trains on half of the rows
+        assert results["default_policy"]["num_module_steps_trained"] == rows
+        assert group.foreach_learner(lambda learner: learner.weights_seq_no) == [2, 2]
+        assert len(group) == 2 and group.is_remote
     finally:
-        group.stop()
+        group.shutdown()
 
 
 @pytest.mark.ray

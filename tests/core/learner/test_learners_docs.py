@@ -5,7 +5,7 @@ import numpy as np
 
 
 def test_docs_code_blocks_run(run_doc_blocks):
-    namespace = run_doc_blocks("docs/concepts/learners.md", blocks=2)
+    namespace = run_doc_blocks("docs/concepts/learners.md", blocks=3)
     # The custom learner from the page trains with its own loss and optimizer.
     from flywheel import PPOConfig
 
@@ -17,6 +17,6 @@ def test_docs_code_blocks_run(run_doc_blocks):
         config=config, spaces=(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(2))
     )
     learner = group.foreach_learner(lambda learner: learner)[0]
-    assert type(learner.optimizers_of("default_policy")[0].optimizer).__name__ == "SGD"
+    assert type(learner.get_optimizer("default_policy")).__name__ == "SGD"
     results = group.update(episodes=[namespace["episode"]])
     assert set(results["default_policy"]) >= {"bc_logp", "total_loss"}

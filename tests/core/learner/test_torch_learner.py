@@ -124,7 +124,7 @@ def test_non_finite_steps_are_skipped_counted_and_reported_once(caplog):
     assert results["__all_modules__"]["num_non_finite_updates"] == 3
     after = weights(learner)
     assert all(np.array_equal(before[k], after[k]) for k in before)
-    assert learner.get_state()["optimizers"]["default_policy/default_optimizer"]["state"] == {}
+    assert learner.get_state()["optimizer"]["default_policy_default_optimizer"]["state"]["state"] == {}
 
 
 def test_minibatches_cover_every_row_per_epoch():
@@ -174,7 +174,7 @@ def test_weights_seq_no_and_results():
 
 def test_lr_schedule_follows_sampled_env_steps():
     learner = make_learner(RegressionLearner, lr=[[0, 0.1], [100, 0.0]])
-    optimizer = learner.optimizers_of("default_policy")[0].optimizer
+    optimizer = learner.get_optimizer("default_policy")
     results = learner.update(episodes=[episode([1.0])], timesteps={"num_env_steps_sampled_lifetime": 25})
     assert results["default_policy"]["default_optimizer_learning_rate"] == pytest.approx(0.075)
     assert optimizer.param_groups[0]["lr"] == pytest.approx(0.075)
@@ -202,7 +202,9 @@ def test_state_round_trip_is_exact_and_training_continues_identically():
         original.update(episodes=episodes, minibatch_size=5)
     state = original.get_state()
     assert state["weights_seq_no"] == 2
-    assert state["optimizers"]["default_policy/default_optimizer"]["state"][0]["exp_avg"].shape == (2,)
+    assert state["optimizer"]["default_policy_default_optimizer"]["state"]["state"][0]["exp_avg"].shape == (
+        2,
+    )
 
     restored = make_learner(RegressionLearner)
     restored.set_state(state)
@@ -215,7 +217,7 @@ def test_state_round_trip_is_exact_and_training_continues_identically():
         "weights_seq_no",
         "timestep",
     }
-    assert "optimizers" not in original.get_state(not_components="optimizers")
+    assert "optimizer" not in original.get_state(not_components="optimizer")
 
 
 def test_weights_helpers():
@@ -235,4 +237,4 @@ def test_modules_not_in_policies_to_train_do_not_change():
     results = learner.update(episodes=[episode([1.0, 2.0])])
     assert all(np.array_equal(before[k], weights(learner)[k]) for k in before)
     assert "default_policy" not in results
-    assert learner.optimizers_of("default_policy") == []
+    assert learner.get_optimizers_for_module("default_policy") == []

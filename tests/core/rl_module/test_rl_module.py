@@ -152,7 +152,7 @@ def test_base_rl_module_has_no_state_methods():
 
 def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/rl_modules.md: its code blocks continue one another, so they run in one namespace."""
-    namespace = run_doc_blocks("docs/concepts/rl_modules.md", blocks=6)
+    namespace = run_doc_blocks("docs/concepts/rl_modules.md", blocks=7)
     assert sorted(namespace["multi"].keys()) == ["p0", "p2"]
 
 

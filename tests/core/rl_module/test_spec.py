@@ -1,3 +1,5 @@
+import dataclasses
+
 import gymnasium as gym
 import pytest
 from torch import nn
@@ -58,6 +60,165 @@ def test_multi_spec_builds_every_module():
         rl_module_specs={"p0": RLModuleSpec(Small, OBS, ACT), "p1": RLModuleSpec(Small, OBS, ACT)}
     ).build()
     assert type(multi) is MultiRLModule and list(multi.keys()) == ["p0", "p1"]
-    custom = MultiRLModuleSpec(MyMulti, {"a": RLModuleSpec(Small, OBS, ACT)}).build()
+    custom = MultiRLModuleSpec(MyMulti, rl_module_specs={"a": RLModuleSpec(Small, OBS, ACT)}).build()
     assert type(custom) is MyMulti and isinstance(custom["a"], Small)
     assert len(MultiRLModuleSpec().build()) == 0
+
+
+# RLlib 2.60 surface: from_module, update(override=...), add_modules, remove_modules, dicts.
+
+OTHER_OBS = gym.spaces.Box(-2.0, 2.0, (2,))
+
+
+def test_spec_positional_fields_and_keyword_only_learner_only():
+    spec = RLModuleSpec(Small, OBS, ACT, True, {"out": 4}, learner_only=True)
+    assert (spec.inference_only, spec.model_config, spec.learner_only) == (True, {"out": 4}, True)
+    with pytest.raises(TypeError):
+        RLModuleSpec(Small, OBS, ACT, True, {"out": 4}, True)
+
+
+def test_from_module_rebuilds_an_equal_module():
+    module = RLModuleSpec(Small, OBS, ACT, inference_only=True, model_config={"out": 5}).build()
+    spec = RLModuleSpec.from_module(module)
+    assert spec == RLModuleSpec(Small, OBS, ACT, inference_only=True, model_config={"out": 5})
+    assert spec.build().layer.out_features == 5
+    with pytest.raises(ModuleError, match=r"takes a single RLModule, got a MultiRLModule"):
+        RLModuleSpec.from_module(MultiRLModule({"p0": module}))
+
+
+def test_update_with_override_takes_what_other_sets():
+    spec = RLModuleSpec(Small, OBS, None, model_config={"out": 1})
+    spec.update(RLModuleSpec(observation_space=OTHER_OBS, action_space=ACT, model_config={"out": 2}))
+    assert (spec.observation_space, spec.action_space, spec.model_config) == (OTHER_OBS, ACT, {"out": 2})
+    spec.update(RLModuleSpec(model_config={}))  # an empty model_config sets nothing
+    assert spec.module_class is Small and spec.model_config == {"out": 2}
+    spec.update(RLModuleSpec(inference_only=False, learner_only=True))
+    assert spec.inference_only is False and spec.learner_only is False  # learner_only needs both
+    spec.update(RLModuleSpec(inference_only=True))
+    assert spec.inference_only is True
+
+
+def test_update_without_override_only_fills_unset_fields():
+    spec = RLModuleSpec(None, OBS, None, model_config=None)
+    spec.update(
+        RLModuleSpec(Small, OTHER_OBS, ACT, inference_only=True, learner_only=True, model_config={"out": 3}),
+        override=False,
+    )
+    assert (spec.module_class, spec.observation_space, spec.action_space) == (Small, OBS, ACT)
+    assert spec.model_config == {"out": 3} and (spec.inference_only, spec.learner_only) == (False, False)
+    with pytest.raises(ModuleError, match="takes another RLModuleSpec, got dict"):
+        spec.update({"module_class": Small})
+
+
+def test_model_config_dataclass_reaches_the_module_as_a_dict():
+    @dataclasses.dataclass
+    class Settings:
+        out: int = 6
+
+    module = RLModuleSpec(Small, OBS, ACT, model_config=Settings()).build()
+    assert module.model_config == {"out": 6} and module.layer.out_features == 6
+
+
+def test_as_multi_rl_module_spec_puts_the_spec_under_default_policy():
+    spec = RLModuleSpec(Small, OBS, ACT)
+    multi = spec.as_multi_rl_module_spec()
+    assert multi.rl_module_specs == {"default_policy": spec} and multi["default_policy"] is spec
+    assert multi.as_multi_rl_module_spec() is multi
+
+
+def test_spec_dict_round_trip():
+    spec = RLModuleSpec(Small, OBS, ACT, learner_only=True, model_config={"out": 2})
+    assert spec.to_dict() == {
+        "module_class": Small, "observation_space": OBS, "action_space": ACT,
+        "inference_only": False, "model_config": {"out": 2}, "learner_only": True,
+    }  # fmt: skip
+    assert RLModuleSpec.from_dict(spec.to_dict()) == spec
+    multi = MultiRLModuleSpec(rl_module_specs={"p0": spec, "p1": RLModuleSpec(Small, OBS, ACT)})
+    assert multi.to_dict()["rl_module_specs"]["p0"] == spec.to_dict()
+    assert MultiRLModuleSpec.from_dict(multi.to_dict()) == multi
+    with pytest.raises(ModuleError, match=r"got unknown keys \['catalog_class'\]"):
+        RLModuleSpec.from_dict({**spec.to_dict(), "catalog_class": None})
+
+
+def test_multi_spec_inference_only_follows_its_sub_specs():
+    assert MultiRLModuleSpec(rl_module_specs={"a": RLModuleSpec(inference_only=True)}).inference_only is True
+    mixed = {"a": RLModuleSpec(inference_only=True), "b": RLModuleSpec()}
+    assert MultiRLModuleSpec(rl_module_specs=mixed).inference_only is False
+    forced = MultiRLModuleSpec(inference_only=True, rl_module_specs={"p0": RLModuleSpec(Small, OBS, ACT)})
+    assert forced.build()["p0"].inference_only is True
+    assert forced["p0"].inference_only is False  # building does not change the sub-spec
+
+
+def test_multi_spec_rejects_a_single_spec():
+    with pytest.raises(
+        ModuleError, match="rl_module_specs must be a dict mapping module ids to RLModuleSpecs"
+    ):
+        MultiRLModuleSpec(rl_module_specs=RLModuleSpec(Small))
+
+
+def test_multi_spec_build_one_module_and_dict_access():
+    multi = MultiRLModuleSpec(rl_module_specs={"p0": RLModuleSpec(Small, OBS, ACT, model_config={"out": 7})})
+    single = multi.build(module_id="p0")
+    assert type(single) is Small and single.layer.out_features == 7
+    assert "p0" in multi and "p1" not in multi and len(multi) == 1
+    with pytest.raises(
+        KeyError, match=r"No RLModuleSpec for module id 'p1'; this MultiRLModuleSpec has \['p0'\]"
+    ):
+        multi["p1"]
+
+
+def test_multi_spec_from_module():
+    class MyMulti(MultiRLModule):
+        pass
+
+    built = MultiRLModuleSpec(
+        MyMulti, rl_module_specs={"p0": RLModuleSpec(Small, OBS, ACT, model_config={"out": 2})}
+    ).build()
+    built.add_module("p1", RLModuleSpec(Small, OTHER_OBS, ACT, inference_only=True).build())
+    spec = MultiRLModuleSpec.from_module(built)
+    assert spec.multi_rl_module_class is MyMulti and spec.inference_only is False
+    assert spec.rl_module_specs == {
+        "p0": RLModuleSpec(Small, OBS, ACT, model_config={"out": 2}),
+        "p1": RLModuleSpec(Small, OTHER_OBS, ACT, inference_only=True, model_config={}),
+    }
+    rebuilt = spec.build()
+    assert type(rebuilt) is MyMulti and rebuilt["p0"].layer.out_features == 2
+    with pytest.raises(ModuleError, match="takes a MultiRLModule, got Small"):
+        MultiRLModuleSpec.from_module(built["p0"])
+
+
+def test_add_modules_replaces_or_updates():
+    multi = MultiRLModuleSpec(rl_module_specs={"p0": RLModuleSpec(Small, OBS, None, inference_only=True)})
+    assert multi.inference_only is True
+    multi.add_modules({"p0": RLModuleSpec(action_space=ACT)}, override=False)  # updated in place
+    assert multi["p0"] == RLModuleSpec(Small, OBS, ACT, inference_only=True)
+    multi.add_modules({"p0": RLModuleSpec(action_space=ACT), "p1": RLModuleSpec(Small)})  # replaced
+    assert multi["p0"] == RLModuleSpec(action_space=ACT) and multi["p1"] == RLModuleSpec(Small)
+    assert multi.inference_only is False  # a non-inference_only spec was added
+    multi.remove_modules("p0")
+    multi.remove_modules(["p1", "p9"])
+    assert multi.rl_module_specs == {}
+
+
+def test_multi_spec_update_with_a_multi_spec():
+    base = {"p0": RLModuleSpec(Small, OBS, None)}
+    other = MultiRLModuleSpec(
+        rl_module_specs={"p0": RLModuleSpec(action_space=ACT), "p1": RLModuleSpec(Small)}
+    )
+    merged = MultiRLModuleSpec(rl_module_specs=dict(base))
+    merged.update(other)  # override=False (the default): existing specs are updated
+    assert merged["p0"] == RLModuleSpec(Small, OBS, ACT) and merged["p1"] == RLModuleSpec(Small)
+    replaced = MultiRLModuleSpec(rl_module_specs={"p0": RLModuleSpec(Small, OBS, None)})
+    replaced.update(other, override=True)
+    assert replaced["p0"] == RLModuleSpec(action_space=ACT)
+
+
+def test_multi_spec_update_with_a_single_spec_fills_every_sub_spec():
+    multi = MultiRLModuleSpec(
+        rl_module_specs={"p0": RLModuleSpec(observation_space=OTHER_OBS), "p1": RLModuleSpec()}
+    )
+    multi.update(RLModuleSpec(Small, OBS, ACT, model_config={"out": 1}))
+    assert multi["p0"] == RLModuleSpec(Small, OTHER_OBS, ACT, model_config={"out": 1})
+    assert multi["p1"] == RLModuleSpec(Small, OBS, ACT, model_config={"out": 1})
+    with pytest.raises(ModuleError, match="takes a MultiRLModuleSpec or an RLModuleSpec, got str"):
+        multi.update("p0")

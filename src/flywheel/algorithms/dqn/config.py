@@ -305,10 +305,10 @@ class DQNConfig(OffPolicyConfig):
         )
 
     def get_rl_module_spec(
-        self, spaces: tuple | None = None, module_id: str = DEFAULT_MODULE_ID
+        self, spaces: tuple | dict | None = None, module_id: str = DEFAULT_MODULE_ID, **kwargs: Any
     ) -> RLModuleSpec:
         """The merged spec, with `model_config["dueling"]` = the `dueling` training setting."""
-        spec = super().get_rl_module_spec(spaces=spaces, module_id=module_id)
+        spec = super().get_rl_module_spec(spaces, module_id, **kwargs)
         spec.model_config = {**spec.model_config, "dueling": self.dueling}
         return spec
 

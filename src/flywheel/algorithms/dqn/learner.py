@@ -10,7 +10,6 @@ import torch.nn.functional as F
 
 from flywheel.algorithms.dqn.rl_module import QF_PREDS
 from flywheel.columns import Columns
-from flywheel.core.learner.learner import TIMESTEP_KEY
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.core.learner.torch_learner import TorchLearner
 from flywheel.core.learner.utils import update_target_network
@@ -36,8 +35,8 @@ class OffPolicyTorchLearner(TorchLearner):
     `(1 - tau) * target + tau * main`. Losses store their per-row TD errors in `td_errors`.
     """
 
-    def __init__(self, *, config: Any, module_spec: Any = None, spaces: tuple | None = None) -> None:
-        super().__init__(config=config, module_spec=module_spec, spaces=spaces)
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.td_errors: dict[ModuleID, np.ndarray] = {}
         self._last_target_update_ts = 0
 
@@ -54,32 +53,23 @@ class OffPolicyTorchLearner(TorchLearner):
                 )
             module.make_target_networks()
 
-    def update(self, *, episodes: list, **kwargs: Any) -> dict:
-        """Not how off-policy learners train: their batches come from a replay buffer."""
-        raise LearnerError(
-            f"{type(self).__name__} trains on replayed transitions (OBS, ACTIONS, REWARDS, NEXT_OBS, ...), "
-            "not on episodes. Fix: add the episodes to a replay buffer (flywheel.replay) and call "
-            "update_from_batch({module_id: buffer.sample(...)})."
-        )
+    def update(self, batch: dict | None = None, *, episodes: list | None = None, **kwargs: Any) -> dict:
+        """One gradient step on `batch`; episodes are not how off-policy learners train."""
+        if episodes is not None:
+            raise LearnerError(
+                f"{type(self).__name__} trains on replayed transitions (OBS, ACTIONS, REWARDS, NEXT_OBS, ...), "
+                "not on episodes. Fix: add the episodes to a replay buffer (flywheel.replay) and call "
+                "update_from_batch({module_id: buffer.sample(...)})."
+            )
+        return super().update(batch, **kwargs)
 
     def update_from_batch(self, batch: dict, *, timesteps: dict | None = None) -> dict:
-        """One gradient step on `{module_id: {column: array}}`; returns plain-number results.
-
-        `timesteps["num_env_steps_sampled_lifetime"]` drives the schedules and target updates.
-        """
-        self._timestep = int((timesteps or {}).get(TIMESTEP_KEY, self._timestep))
-        self.before_gradient_based_update(timesteps=timesteps)
-        tensors = {
-            mid: self._to_tensors(columns)
-            for mid, columns in batch.items()
-            if self.should_module_be_updated(mid)
-        }
-        non_finite_before = self._num_non_finite_updates
-        self._update_on_minibatch(tensors, 0, warn=True)
-        self._weights_seq_no += 1
-        self.after_gradient_based_update(timesteps=timesteps)
-        num_trained = sum(len(columns[Columns.REWARDS]) for columns in tensors.values())
-        return self._reduce_metrics(num_trained, non_finite_before)
+        """One gradient step on `{module_id: {column: array}}` (the whole batch, in order); returns
+        plain-number results. `timesteps["num_env_steps_sampled_lifetime"]` drives the schedules and
+        target updates."""
+        return self.update(
+            batch, timesteps=timesteps, num_epochs=1, minibatch_size=None, shuffle_batch_per_epoch=False
+        )
 
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Target networks follow the online ones every `target_network_update_freq` sampled env steps."""

@@ -43,14 +43,16 @@ class PPOTorchLearner(TorchLearner):
         for module_id in self.module:
             self._set_up_module(module_id)
 
-    def add_module(self, module_id: ModuleID, module_spec: Any, *, config: Any = None) -> None:
-        super().add_module(module_id, module_spec, config=config)
+    def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: Any) -> Any:
+        spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         self._set_up_module(module_id)
+        return spec
 
-    def remove_module(self, module_id: ModuleID, *, config: Any = None) -> None:
-        super().remove_module(module_id, config=config)
+    def remove_module(self, module_id: ModuleID, **kwargs: Any) -> Any:
+        spec = super().remove_module(module_id, **kwargs)
         for per_module in (self.entropy_coeff_schedulers, self.curr_entropy_coeffs, self.curr_kl_coeffs):
             per_module.pop(module_id, None)
+        return spec
 
     def reset_config(self, config: Any) -> None:
         """The base class's, and each module's entropy coefficient follows the new `entropy_coeff`

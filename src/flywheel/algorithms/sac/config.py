@@ -7,7 +7,7 @@ config = SACConfig().environment("CartPole-v1")   # Discrete actions: a Categori
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flywheel.algorithms import config_validation as checks
 from flywheel.algorithms.config_settings import Schedule, setting
@@ -78,10 +78,10 @@ class SACConfig(OffPolicyConfig):
         )
 
     def get_rl_module_spec(
-        self, spaces: tuple | None = None, module_id: str = DEFAULT_MODULE_ID
+        self, spaces: tuple | dict | None = None, module_id: str = DEFAULT_MODULE_ID, **kwargs: Any
     ) -> RLModuleSpec:
         """The merged spec, with `model_config["twin_q"]` = the `twin_q` training setting."""
-        spec = super().get_rl_module_spec(spaces=spaces, module_id=module_id)
+        spec = super().get_rl_module_spec(spaces, module_id, **kwargs)
         spec.model_config = {**spec.model_config, "twin_q": self.twin_q}
         return spec
 

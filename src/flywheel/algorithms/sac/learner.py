@@ -60,8 +60,8 @@ class SACTorchLearner(OffPolicyTorchLearner):
     twins) go to `td_errors` for prioritized replay.
     """
 
-    def __init__(self, *, config: Any, module_spec: Any = None, spaces: tuple | None = None) -> None:
-        super().__init__(config=config, module_spec=module_spec, spaces=spaces)
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.log_alphas: dict[ModuleID, torch.nn.Parameter] = {}
         self.target_entropies: dict[ModuleID, float] = {}
         self.critic_params: dict[ModuleID, list[torch.nn.Parameter]] = {}

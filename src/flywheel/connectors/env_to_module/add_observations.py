@@ -6,14 +6,15 @@ from typing import Any
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent
+from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent, place_episode_items
 
 
 class AddObservationsFromEpisodesToBatch(ConnectorV2):
     """Sets `batch[OBS]` to the list of each episode's newest observation, in episode order.
 
     Skipped when an earlier piece already set `OBS` (e.g. `FrameStacking`), so such pieces replace
-    what the module sees without being undone here. For `MultiAgentEpisode`s it sets
+    what the module sees without being undone here (columns custom pieces added per episode with
+    `add_batch_item` are first moved into this piece's layout). For `MultiAgentEpisode`s it sets
     `batch[module_id][OBS]` instead, one row per agent to act (layout: `agent_rows`).
     """
 
@@ -28,6 +29,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
         if is_multi_agent(episodes):
             for module_id, rows in agent_rows(episodes, shared_data).items():
                 columns = batch.setdefault(module_id, {})

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, take_rows
 from flywheel.typing import AgentID, ModuleID
 
 AGENT_ROWS = "agent_rows"
@@ -59,3 +60,30 @@ def agent_rows(episodes: list[Any], shared_data: dict | None = None) -> dict[Mod
     if shared_data is not None:
         shared_data[AGENT_ROWS] = rows
     return rows
+
+
+def place_episode_items(batch: dict[str, Any], episodes: list[Any], shared_data: dict | None) -> None:
+    """Moves the episode-keyed columns custom pieces added (`ConnectorV2.add_batch_item` with an
+    episode) into this layout: `batch[column]` with one row per episode, or for `MultiAgentEpisode`s
+    `batch[module_id][column]` with one row per agent to act."""
+    if not any(is_keyed(value) for value in batch.values()):
+        return
+    if is_multi_agent(episodes):
+        rows = agent_rows(episodes, shared_data)
+
+        def place(column: str, items_by_key: dict) -> None:
+            for module_id, module_rows in rows.items():
+                batch.setdefault(module_id, {})[column] = [
+                    item
+                    for episode in module_rows.episodes
+                    for item in take_rows(items_by_key, episode_key(episode), None)
+                ]
+
+    else:
+
+        def place(column: str, items_by_key: dict) -> None:
+            batch[column] = [
+                item for episode in episodes for item in take_rows(items_by_key, episode_key(episode), None)
+            ]
+
+    move_keyed_columns(batch, place)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import tree
-
+from flywheel.connectors.batch_items import stack_rows
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.agent_rows import column_dicts
+from flywheel.connectors.env_to_module.agent_rows import column_dicts, place_episode_items
 
 
 class BatchIndividualItems(ConnectorV2):
@@ -32,19 +30,9 @@ class BatchIndividualItems(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        place_episode_items(batch, episodes, shared_data)
         for columns in column_dicts(batch, episodes):
-            _stack_columns(columns)
+            for column, items in columns.items():
+                if type(items) is list and items:
+                    columns[column] = stack_rows(items)
         return batch
-
-
-def _stack_columns(columns: dict[str, Any]) -> None:
-    for column, items in columns.items():
-        if type(items) is list and items:
-            columns[column] = stack_items(items)
-
-
-def stack_items(items: list[Any]) -> Any:
-    """Stacks a list of same-structured items into one structure of arrays `[len(items), ...]`."""
-    if isinstance(items[0], (dict, tuple, list)):
-        return tree.map_structure(lambda *leaves: np.asarray(leaves), *items)
-    return np.asarray(items)

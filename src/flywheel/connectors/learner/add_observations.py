@@ -9,6 +9,7 @@ from flywheel.connectors.learner.module_episodes import (
     chunk_rows,
     module_episodes,
     modules_with_column,
+    place_episode_items,
 )
 
 
@@ -17,7 +18,9 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
 
     With `AddOneTsToEpisodesAndTruncate` earlier in the pipeline a chunk of `len` steps gives all
     its `len + 1` observations (the last one feeds the bootstrap value); otherwise the `len`
-    observations the actions were taken on. Modules whose `OBS` a custom piece already set
+    observations the actions were taken on. Columns custom pieces added per episode
+    (`add_batch_item` with an episode) are moved into the module-keyed layout first. Modules whose
+    `OBS` a custom piece already set
     (e.g. frame stacking in learner mode) are skipped; such a piece must produce
     the same number of rows per chunk.
     """
@@ -33,6 +36,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
         preset = modules_with_column(batch, Columns.OBS)
         for module_id, episode in module_episodes(episodes):
             if module_id in preset:

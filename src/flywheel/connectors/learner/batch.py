@@ -3,7 +3,7 @@
 from typing import Any
 
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.learner.module_episodes import concat_leaves, num_rows
+from flywheel.connectors.learner.module_episodes import concat_leaves, num_rows, place_episode_items
 from flywheel.errors import ConnectorError
 
 
@@ -27,6 +27,7 @@ class BatchIndividualItems(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        place_episode_items(batch, episodes, shared_data)
         for module_id, columns in batch.items():
             for column, items in columns.items():
                 if isinstance(items, list):

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import tree
 
+from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, stack_rows, take_rows
 from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
 
 # `shared_data` key under which `AddOneTsToEpisodesAndTruncate` records, per module, the number
@@ -54,6 +55,22 @@ def add_module_item(batch: dict, module_id: ModuleID, column: str, item: Any) ->
         columns[column] = [item]
     else:
         items.append(item)
+
+
+def place_episode_items(batch: dict, episodes: list[Any], shared_data: dict | None) -> None:
+    """Moves the episode-keyed columns custom pieces added (`ConnectorV2.add_batch_item` with an
+    episode) into the learner layout: `batch[module_id][column]`, one array per chunk (its rows,
+    plus the bootstrap row when `AddOneTsToEpisodesAndTruncate` ran), in `module_episodes` order."""
+    if not any(is_keyed(value) for value in batch.values()):
+        return
+
+    def place(column: str, items_by_key: dict) -> None:
+        for module_id, episode in module_episodes(episodes):
+            items = take_rows(items_by_key, episode_key(episode), chunk_rows(episode, shared_data))
+            if items:
+                add_module_item(batch, module_id, column, stack_rows(items))
+
+    move_keyed_columns(batch, place)
 
 
 def modules_with_column(batch: dict, column: str) -> set[ModuleID]:
@@ -111,6 +128,7 @@ __all__ = [
     "modules_with_column",
     "module_episodes",
     "num_rows",
+    "place_episode_items",
     "stack_leaves",
     "terminated_column",
 ]

@@ -1,4 +1,4 @@
-"""`Learner`: turns sampled episodes into gradient updates of a `MultiRLModule`.
+"""`Learner`: turns sampled episodes (or a ready train batch) into gradient updates of a `MultiRLModule`.
 
 The loop that drives it, once per training iteration::
 
@@ -6,29 +6,35 @@ The loop that drives it, once per training iteration::
     # inside: batch = learner_pipeline(episodes)            -> {module_id: {column: array}}
     #         for epoch in range(num_epochs):
     #             for minibatch in shuffled minibatches of batch:
-    #                 fwd_out = module[mid].forward_train(minibatch[mid])
-    #                 loss = sum(compute_loss_for_module(mid, ...) for mid)
-    #                 gradients -> clip -> finite? -> optimizer step
+    #                 fwd_out = module.forward_train(minibatch)
+    #                 losses = compute_losses(fwd_out=fwd_out, batch=minibatch)
+    #                 grads = compute_gradients(losses)          # backward
+    #                 grads = postprocess_gradients(grads)       # clipping
+    #                 apply_gradients(grads)                     # finite? -> optimizer steps
     #         weights_seq_no += 1
     runners.set_state({"rl_module": learner.get_weights(), "weights_seq_no": learner.weights_seq_no})
 
-Algorithms subclass a framework learner (`TorchLearner`) and implement
-`compute_loss_for_module`; the framework learner implements the gradient step.
+Each step of a minibatch is a public method (RLlib's names), so a user can drive a learner by
+hand with the very methods `update` uses. Algorithms subclass a framework learner
+(`TorchLearner`) and implement `compute_loss_for_module`; the framework learner implements the
+gradient methods.
 """
 
 from __future__ import annotations
 
 import abc
-import dataclasses
-from collections.abc import Iterator
+import copy
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
 from flywheel.checkpoints.checkpointable import Checkpointable
-from flywheel.columns import Columns
+from flywheel.core.learner.minibatches import iter_minibatches, num_steps
+from flywheel.core.learner.module_changes import ModuleChanges
+from flywheel.core.learner.optimizers import DEFAULT_OPTIMIZER, OptimizerRegistry
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.errors import ConfigError, LearnerError
 from flywheel.metrics.keys import NUM_ENV_STEPS_TRAINED, WEIGHTS_SEQ_NO
@@ -39,31 +45,20 @@ if TYPE_CHECKING:
     from flywheel.checkpoints.registry import Allowed
     from flywheel.checkpoints.tree import Node
 
-DEFAULT_OPTIMIZER = "default_optimizer"
+__all__ = ["DEFAULT_OPTIMIZER", "Learner"]
+
 TIMESTEP_KEY = "num_env_steps_sampled_lifetime"
 _GRAD_CLIP_BY = ("value", "norm", "global_norm")
 
 
-@dataclasses.dataclass
-class OptimizerSlot:
-    """One registered optimizer: what it updates and how its learning rate evolves."""
-
-    module_id: ModuleID
-    name: str
-    optimizer: Any
-    params: list
-    lr_scheduler: Scheduler
-    follows_config_lr: bool = False
-    """True when registered without its own lr: `reset_config` then gives it the new `config.lr`."""
-
-
-class Learner(Checkpointable, abc.ABC):
+class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
     """Owns a `MultiRLModule`, its optimizers and the learner connector pipeline.
 
     Args:
         config: The algorithm config (settings are read as attributes: `lr`, `num_epochs`, ...).
         module_spec: What to build; default `config.get_rl_module_spec(spaces=spaces)`. A single
             `RLModuleSpec` becomes `{"default_policy": module}`.
+        module: A module to train as it is (instead of building one from a spec).
         spaces: `(observation_space, action_space)` after the env-to-module pipeline, used when
             `module_spec` is missing or has no spaces.
     """
@@ -81,28 +76,36 @@ class Learner(Checkpointable, abc.ABC):
     )
     """Settings `reset_config` changes in place (the others are fixed once the learner is built)."""
 
+    TOTAL_LOSS_KEY = "total_loss"
+
     def __init__(
         self,
         *,
         config: Any,
         module_spec: RLModuleSpec | MultiRLModuleSpec | None = None,
+        module: RLModule | None = None,
         spaces: tuple | None = None,
     ) -> None:
+        super().__init__()
         self.config = config
         self._module_spec = module_spec
+        self._module_obj = module
         self._spaces = spaces
         self.module: MultiRLModule | None = None
         self.metrics = MetricsLogger()
-        self._optimizer_slots: dict[tuple[ModuleID, str], OptimizerSlot] = {}
         self._learner_connector = None
         self._weights_seq_no = 0
-        self._timestep = 0
         self._num_non_finite_updates = 0
+        self._non_finite_before_update = 0  # count when the current update started (warn once per update)
+        self._minibatch_index = 0
+        self._minibatch_values: dict[tuple, list] | None = None  # per-minibatch values, during `update`
 
     # Building.
 
     def build(self) -> None:
-        """Builds the module, the learner pipeline, the optimizers and the schedules."""
+        """Builds the module, the learner pipeline and the optimizers (a second call does nothing)."""
+        if self.module is not None:
+            return
         if self.config.grad_clip_by not in _GRAD_CLIP_BY:
             raise ConfigError(
                 f"grad_clip_by must be one of {list(_GRAD_CLIP_BY)}, got {self.config.grad_clip_by!r}. "
@@ -110,9 +113,7 @@ class Learner(Checkpointable, abc.ABC):
             )
         self.module = self._build_module()
         self._learner_connector = self._build_learner_connector()
-        for module_id in self.module:
-            if self.should_module_be_updated(module_id):
-                self.configure_optimizers_for_module(module_id, self.config)
+        self.configure_optimizers()
 
     def _build_learner_connector(self) -> Any:
         spaces = (None, None)
@@ -122,110 +123,154 @@ class Learner(Checkpointable, abc.ABC):
         return self.config.build_learner_connector(*spaces)
 
     def reset_config(self, config: Any) -> None:
-        """Makes `config` the learner's config, keeping module, optimizers and state: the learning rates
-        of optimizers registered without their own follow `config.lr` from the next update, and the
-        learner pipeline is rebuilt (with its state) from `config` (e.g. a new `gamma`). Only the
+        """Makes `config` the learner's config, keeping module, optimizers and state: optimizers whose
+        learning rate (or schedule) is the old `config.lr` follow the new `config.lr` from the next update,
+        and the learner pipeline is rebuilt (with its state) from `config` (e.g. a new `gamma`). Only the
         `reconfigurable_settings` may differ from the current config (`Algorithm.reset_config` checks)."""
+        old_lr = repr(Scheduler(self.config.lr, name="lr"))
         self.config = config
-        for slot in self._optimizer_slots.values():
-            if slot.follows_config_lr:
+        for slot in self.optimizer_slots():
+            if slot.lr_scheduler is not None and repr(slot.lr_scheduler) == old_lr:
                 slot.lr_scheduler = Scheduler(config.lr, name="lr")
         state = self._learner_connector.get_state()
         self._learner_connector = self._build_learner_connector()
         self._learner_connector.set_state(state)
 
     def _build_module(self) -> MultiRLModule:
+        if self._module_obj is not None:
+            module = self._module_obj
+            return module if isinstance(module, MultiRLModule) else MultiRLModule({DEFAULT_MODULE_ID: module})
         spec = self._module_spec
         if spec is None:
             spec = self.config.get_rl_module_spec(spaces=self._spaces)
         if isinstance(spec, MultiRLModuleSpec):
             return spec.build()
         if self._spaces is not None and spec.observation_space is None:
-            spec = dataclasses.replace(spec, observation_space=self._spaces[0], action_space=self._spaces[1])
+            spec = copy.copy(spec)
+            spec.observation_space, spec.action_space = self._spaces
         return MultiRLModule({DEFAULT_MODULE_ID: spec.build()})
 
-    def add_module(self, module_id: ModuleID, module_spec: RLModuleSpec, *, config: Any = None) -> None:
-        """Builds `module_spec` as `module_id` (replacing a module of that id) and, if it trains, its
-        optimizers. `config` (the algorithm's config after the change) replaces `self.config`."""
-        if config is not None:
-            self.config = config
-        self.module.add_module(module_id, module_spec.build(), override=True)
-        if self.should_module_be_updated(module_id):
-            self.configure_optimizers_for_module(module_id, self.config)
+    def configure_optimizers(self) -> None:
+        """Calls `configure_optimizers_for_module` for every module that trains (once, at build)."""
+        for module_id in self.module:
+            if self.should_module_be_updated(module_id):
+                self.configure_optimizers_for_module(module_id=module_id, config=self.config)
 
-    def remove_module(self, module_id: ModuleID, *, config: Any = None) -> None:
-        """Drops `module_id` and its optimizers."""
-        if config is not None:
-            self.config = config
-        self.module.remove_module(module_id)
-        for key in [key for key in self._optimizer_slots if key[0] == module_id]:
-            del self._optimizer_slots[key]
+    @abc.abstractmethod
+    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
+        """Creates the optimizer(s) of one module and registers them with `register_optimizer`."""
+
+    def shutdown(self) -> None:  # noqa: B027 (optional hook)
+        """Releases what the learner holds (nothing by default)."""
 
     @property
     def learner_connector(self) -> Any:
         """The learner connector pipeline (episodes → train batch)."""
         return self._learner_connector
 
-    def should_module_be_updated(self, module_id: ModuleID) -> bool:
-        """Whether `module_id` trains (`config.policies_to_train`: None = all, ids, or a callable)."""
+    @property
+    def distributed(self) -> bool:
+        """Whether this learner is one of several data-parallel learners."""
+        return self.config.num_learners > 1
+
+    def should_module_be_updated(self, module_id: ModuleID, multi_agent_batch: Any = None) -> bool:
+        """Whether `module_id` trains (`config.policies_to_train`: None = all, ids, or a callable
+        `(module_id, batch) -> bool`)."""
         to_train = getattr(self.config, "policies_to_train", None)
         if to_train is None:
             return True
         if callable(to_train):
-            return bool(to_train(module_id, None))
+            return bool(to_train(module_id, multi_agent_batch))
         return module_id in to_train
 
-    # Optimizers.
+    # The loss (algorithms implement `compute_loss_for_module`).
 
-    @abc.abstractmethod
-    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any) -> None:
-        """Creates the optimizer(s) of one module and registers them with `register_optimizer`."""
-
-    def register_optimizer(
-        self,
-        *,
-        module_id: ModuleID = DEFAULT_MODULE_ID,
-        optimizer_name: str = DEFAULT_OPTIMIZER,
-        optimizer: Any,
-        params: list,
-        lr_or_lr_schedule: Any = None,
-    ) -> None:
-        """Registers `optimizer` (over `params`) with a learning rate or lr schedule (default `config.lr`)."""
-        lr = self.config.lr if lr_or_lr_schedule is None else lr_or_lr_schedule
-        scheduler = Scheduler(lr, name="lr")
-        self._optimizer_slots[(module_id, optimizer_name)] = OptimizerSlot(
-            module_id, optimizer_name, optimizer, list(params), scheduler, lr_or_lr_schedule is None
-        )
-        self._set_optimizer_lr(optimizer, scheduler.value(self._timestep))
-
-    def optimizers_of(self, module_id: ModuleID) -> list[OptimizerSlot]:
-        """The optimizer slots registered for `module_id`."""
-        return [slot for slot in self._optimizer_slots.values() if slot.module_id == module_id]
-
-    # The loss (algorithms implement this).
+    def compute_losses(
+        self, *, fwd_out: dict[ModuleID, dict], batch: dict[ModuleID, dict]
+    ) -> dict[ModuleID, Any]:
+        """`{module_id: compute_loss_for_module(...)}` for every module in `fwd_out`; override for losses
+        that span modules."""
+        return {
+            module_id: self.compute_loss_for_module(
+                module_id=module_id, config=self.config, batch=batch[module_id], fwd_out=module_out
+            )
+            for module_id, module_out in fwd_out.items()
+        }
 
     @abc.abstractmethod
     def compute_loss_for_module(self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict) -> Any:
         """Returns the scalar loss of one module on one minibatch (and logs its terms to `self.metrics`)."""
 
+    # Gradients (framework learners implement these).
+
+    @abc.abstractmethod
+    def compute_gradients(self, loss_per_module: dict[ModuleID, Any], **kwargs: Any) -> dict:
+        """Backpropagates the summed losses; returns `{param_ref: gradient}` of the optimizers of the
+        modules in `loss_per_module` (every optimizer for an `ALL_MODULES` key)."""
+
+    def postprocess_gradients(self, gradients_dict: dict) -> dict:
+        """Runs `postprocess_gradients_for_module` on each module's share of `gradients_dict` (optimizers
+        registered under `ALL_MODULES` form their own share); returns the merged result. With the
+        optimizers of one module only, the whole dict is that module's share."""
+        by_module = self.slots_by_module()
+        if len(by_module) == 1:
+            module_id = next(iter(by_module))
+            return self.postprocess_gradients_for_module(
+                module_id=module_id, config=self.config, module_gradients_dict=gradients_dict
+            )
+        processed = {}
+        for module_id, slots in by_module.items():
+            module_grads = {}
+            for slot in slots:
+                module_grads.update(self.filter_param_dict_for_optimizer(gradients_dict, slot.optimizer))
+            if module_grads:
+                processed.update(
+                    self.postprocess_gradients_for_module(
+                        module_id=module_id, config=self.config, module_gradients_dict=module_grads
+                    )
+                )
+        return processed
+
+    @abc.abstractmethod
+    def postprocess_gradients_for_module(
+        self, *, module_id: ModuleID, config: Any = None, module_gradients_dict: dict
+    ) -> dict:
+        """Clips one module's gradients per optimizer (`config.grad_clip` by `config.grad_clip_by`)."""
+
+    @abc.abstractmethod
+    def apply_gradients(self, gradients_dict: dict) -> None:
+        """Sets the gradients and steps the optimizers they belong to."""
+
+    @abc.abstractmethod
+    def get_parameters(self, module: Any) -> list:
+        """The parameters of `module` (torch: `list(module.parameters())`)."""
+
     # Update.
 
     def update(
         self,
+        batch: dict[ModuleID, dict] | None = None,
         *,
-        episodes: list,
+        episodes: list | None = None,
         timesteps: dict | None = None,
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
         shuffle_batch_per_epoch: bool | None = None,
     ) -> dict:
-        """Runs `num_epochs` passes of minibatch SGD over the train batch built from `episodes`.
+        """Runs `num_epochs` passes of minibatch SGD over a train batch: the learner pipeline's output
+        for `episodes`, or `batch` (`{module_id: {column: array}}`) as given.
 
+        `num_epochs`, `minibatch_size` and `shuffle_batch_per_epoch` default to the config's settings;
         `timesteps["num_env_steps_sampled_lifetime"]` drives the schedules (lr, coefficients).
         Returns plain numbers: `{module_id: {...}, "__all_modules__": {...}}`.
         """
         if self.module is None:
             raise LearnerError("Learner.update() was called before build(). Fix: call learner.build() first.")
+        if (batch is None) == (episodes is None):
+            raise LearnerError(
+                f"Learner.update() takes a batch or episodes, got {'both' if batch is not None else 'neither'}. "
+                "Fix: pass episodes=[...] (run through the learner pipeline) or batch={module_id: columns}."
+            )
         config = self.config
         num_epochs = config.num_epochs if num_epochs is None else num_epochs
         minibatch_size = config.minibatch_size if minibatch_size is None else minibatch_size
@@ -234,20 +279,29 @@ class Learner(Checkpointable, abc.ABC):
         )
         self._timestep = int((timesteps or {}).get(TIMESTEP_KEY, self._timestep))
         self.before_gradient_based_update(timesteps=timesteps)
-        batch = self._learner_connector(
-            rl_module=self.module, batch={}, episodes=episodes, shared_data={}, metrics=self.metrics
-        )
-        batch = {
-            mid: self._to_tensors(cols) for mid, cols in batch.items() if self.should_module_be_updated(mid)
-        }
-        non_finite_before = self._num_non_finite_updates
-        for index, minibatch in enumerate(self._iter_minibatches(batch, num_epochs, minibatch_size, shuffle)):
-            self._update_on_minibatch(
-                minibatch, index, warn=self._num_non_finite_updates == non_finite_before
-            )
+        train_batch = self._train_batch(batch, episodes)
+        self._non_finite_before_update = self._num_non_finite_updates
+        minibatches = iter_minibatches(
+            train_batch, num_epochs, minibatch_size, rng=self._shuffle_rng() if shuffle else None,
+            take_rows=self._take_rows, minibatch_counts=self._minibatch_counts,
+        )  # fmt: skip
+        self._minibatch_values = {}
+        try:
+            for self._minibatch_index, minibatch in enumerate(minibatches):
+                self._update_on_minibatch(minibatch)
+            for key, values in self._minibatch_values.items():
+                self.metrics.log_value(key, self._mean(values), reduce="mean")
+        finally:
+            self._minibatch_values = None
+        for module_id, columns in train_batch.items():  # every epoch covers every row once
+            steps = num_steps(columns) * num_epochs
+            self.metrics.log_value((module_id, "num_module_steps_trained"), steps, reduce="sum")
         self._weights_seq_no += 1
         self.after_gradient_based_update(timesteps=timesteps)
-        return self._reduce_metrics(sum(len(episode) for episode in episodes) * num_epochs, non_finite_before)
+        env_steps = (
+            sum(map(len, episodes)) if episodes is not None else sum(map(num_steps, train_batch.values()))
+        )
+        return self._reduce_metrics(env_steps * num_epochs, self._non_finite_before_update)
 
     def _reduce_metrics(self, num_env_steps_trained: int, non_finite_before: int) -> dict:
         """Logs the update's counters under `__all_modules__`, then reduces: the result holds them, and
@@ -259,43 +313,57 @@ class Learner(Checkpointable, abc.ABC):
         m.log_value((ALL_MODULES, WEIGHTS_SEQ_NO), self._weights_seq_no, reduce="max", window=1)
         return m.reduce()
 
+    def _train_batch(self, batch: dict | None, episodes: list | None) -> dict[ModuleID, dict]:
+        """The tensors of the modules that train: the learner pipeline's output, or `batch`."""
+        if batch is None:
+            batch = self._learner_connector(
+                rl_module=self.module, batch={}, episodes=episodes, shared_data={}, metrics=self.metrics
+            )
+        unknown = [module_id for module_id in batch if module_id not in self.module]
+        if unknown:
+            raise LearnerError(
+                f"The train batch has module ids {unknown} that this learner does not have (it has "
+                f"{list(self.module.keys())}). Fix: key the batch by the learner's module ids, or add the "
+                "modules first with learner.add_module(...)."
+            )
+        return {
+            mid: self._to_tensors(cols) for mid, cols in batch.items() if self.should_module_be_updated(mid)
+        }
+
+    def _update_on_minibatch(self, minibatch: dict[ModuleID, dict]) -> None:
+        """One gradient step, through the same public methods a user drives a learner with."""
+        fwd_out = self.module.forward_train(minibatch)
+        loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=minibatch)
+        for module_id, loss in loss_per_module.items():
+            self.log_minibatch_value((module_id, self.TOTAL_LOSS_KEY), loss.detach())
+        gradients = self.compute_gradients(loss_per_module)
+        self.apply_gradients(self.postprocess_gradients(gradients))
+
+    def log_minibatch_value(self, key: tuple, value: Any) -> None:
+        """Logs a per-minibatch value: inside `update` the values are kept and their mean over the
+        update's minibatches is logged once at its end (what logging each would give, for a fraction
+        of the cost); outside it, right away."""
+        if self._minibatch_values is None:
+            self.metrics.log_value(key, value, reduce="mean")
+        else:
+            self._minibatch_values.setdefault(key, []).append(value)
+
+    @staticmethod
+    def _mean(values: list) -> Any:
+        """The mean of per-minibatch values (framework learners average their tensors in one op)."""
+        return sum(values) / len(values)
+
     def before_gradient_based_update(self, *, timesteps: dict | None) -> None:
-        """Sets every optimizer's learning rate from its schedule at the current timestep."""
-        for slot in self._optimizer_slots.values():
-            lr = slot.lr_scheduler.value(self._timestep)
-            self._set_optimizer_lr(slot.optimizer, lr)
+        """Sets every scheduled optimizer's learning rate at the current timestep and logs every
+        optimizer's learning rate."""
+        for slot in self.optimizer_slots():
+            if slot.lr_scheduler is not None:
+                self._set_optimizer_lr(slot.optimizer, slot.lr_scheduler.value(self._timestep))
+            lr = self._get_optimizer_lr(slot.optimizer)
             self.metrics.log_value((slot.module_id, f"{slot.name}_learning_rate"), lr, reduce="mean")
 
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:  # noqa: B027 (optional hook)
         """Hook run after all minibatches of an update (e.g. PPO adapts its KL coefficient)."""
-
-    def _iter_minibatches(
-        self, batch: dict, num_epochs: int, minibatch_size: int | None, shuffle: bool
-    ) -> Iterator[dict]:
-        """Epochs × minibatches of rows; each epoch covers every row of every module once.
-
-        A module's rows are split into `ceil(rows / minibatch_rows)` near-equal parts
-        (`np.array_split`), so minibatches hold `minibatch_size` rows or slightly fewer, never a
-        tiny remainder. Rows of a stateful module are whole sequences (`minibatch_size //
-        max_seq_len` of them per minibatch).
-        """
-        rows = {mid: _num_rows(columns) for mid, columns in batch.items()}
-        per_minibatch = {
-            mid: rows[mid] if minibatch_size is None else max(1, minibatch_size // _row_len(columns))
-            for mid, columns in batch.items()
-        }
-        counts = self._minibatch_counts({mid: max(1, -(-n // per_minibatch[mid])) for mid, n in rows.items()})
-        bounds = {mid: _split_bounds(n, counts[mid]) for mid, n in rows.items()}
-        rng = self._shuffle_rng()
-        for _ in range(num_epochs):
-            # One gather per column and epoch; each minibatch is then a slice (a view, no copy).
-            epoch = (
-                {mid: self._take_rows(batch[mid], rng.permutation(n)) for mid, n in rows.items()}
-                if shuffle
-                else batch
-            )
-            for i in range(max(counts.values(), default=0)):
-                yield {mid: _slice(epoch[mid], *bounds[mid][i]) for mid in epoch if i < len(bounds[mid])}
 
     def _minibatch_counts(self, counts: dict[ModuleID, int]) -> dict[ModuleID, int]:
         """Minibatches per epoch for each module; distributed learners override this so that every
@@ -309,20 +377,12 @@ class Learner(Checkpointable, abc.ABC):
         return np.random.default_rng(None if seed is None else [seed, self._weights_seq_no])
 
     @abc.abstractmethod
-    def _update_on_minibatch(self, minibatch: dict, index: int, *, warn: bool) -> None:
-        """Forward, loss, gradients, clipping, finite check and optimizer step on one minibatch."""
-
-    @abc.abstractmethod
     def _to_tensors(self, columns: dict) -> dict:
         """One module's numpy columns as framework tensors on this learner's device."""
 
     @abc.abstractmethod
     def _take_rows(self, columns: dict, rows: np.ndarray) -> dict:
         """The given rows of every column (leaf-wise for nested columns)."""
-
-    @abc.abstractmethod
-    def _set_optimizer_lr(self, optimizer: Any, lr: float) -> None:
-        """Sets the learning rate of every parameter group of `optimizer`."""
 
     # Weights and state.
 
@@ -342,16 +402,14 @@ class Learner(Checkpointable, abc.ABC):
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
     ) -> StateDict:
-        """Plain data: `rl_module` (numpy weights), `optimizers`, `weights_seq_no`, `timestep`, ...
+        """Plain data: `rl_module` (numpy weights), `optimizer`, `weights_seq_no`, `timestep`, ...
 
+        `optimizer` maps `"<module_id>_<optimizer_name>"` to `{"module_id", "state"}` (RLlib's layout).
         `components` / `not_components` select top-level keys.
         """
         state = {
             "rl_module": self.module.get_state(),
-            "optimizers": {
-                f"{mid}/{name}": self._get_optimizer_state(slot.optimizer)
-                for (mid, name), slot in self._optimizer_slots.items()
-            },
+            "optimizer": self.get_optimizer_states(),
             "weights_seq_no": self._weights_seq_no,
             "timestep": self._timestep,
             "num_non_finite_updates": self._num_non_finite_updates,
@@ -367,14 +425,21 @@ class Learner(Checkpointable, abc.ABC):
         """Restores what `get_state` returned (keys missing from `state` are left as they are)."""
         if "rl_module" in state:
             self.module.set_state(state["rl_module"])
-        for key, optimizer_state in state.get("optimizers", {}).items():
-            mid, name = key.rsplit("/", 1)
-            self._set_optimizer_state(self._optimizer_slots[(mid, name)].optimizer, optimizer_state)
+        if "optimizer" in state:
+            self.set_optimizer_states(state["optimizer"], self._configure_missing_optimizers)
         self._weights_seq_no = state.get("weights_seq_no", self._weights_seq_no)
         self._timestep = state.get("timestep", self._timestep)
         self._num_non_finite_updates = state.get("num_non_finite_updates", self._num_non_finite_updates)
         if "learner_connector" in state:
             self._learner_connector.set_state(state["learner_connector"])
+
+    def _configure_missing_optimizers(self, module_id: ModuleID) -> bool:
+        """An optimizer state names a module whose optimizers are not set up yet: sets them up if the
+        module is here (True), else False."""
+        if module_id not in self.module:
+            return False
+        self.configure_optimizers_for_module(module_id=module_id, config=self.config)
+        return True
 
     # Checkpoints: the module in its own sub-directory; optimizers, counters and pipeline state here.
 
@@ -392,38 +457,3 @@ class Learner(Checkpointable, abc.ABC):
         learner = super()._from_metadata(node, allowed)
         learner.build()
         return learner
-
-    @abc.abstractmethod
-    def _get_optimizer_state(self, optimizer: Any) -> dict:
-        """The optimizer's state as plain data with numpy arrays."""
-
-    @abc.abstractmethod
-    def _set_optimizer_state(self, optimizer: Any, state: dict) -> None:
-        """Restores a state from `_get_optimizer_state`."""
-
-
-def _num_rows(columns: dict) -> int:
-    data = next(iter(columns.values()))
-    while isinstance(data, dict):
-        data = next(iter(data.values()))
-    return len(data)
-
-
-def _split_bounds(n: int, parts: int) -> list[tuple[int, int]]:
-    """`(start, stop)` of `parts` near-equal consecutive parts of `n` rows (the larger ones first,
-    as `np.array_split` splits)."""
-    size, extra = divmod(n, parts)
-    stops = np.cumsum([size + (i < extra) for i in range(parts)]).tolist()
-    return list(zip([0, *stops[:-1]], stops, strict=True))
-
-
-def _slice(data: Any, start: int, stop: int) -> Any:
-    """Rows `start:stop` of every column (leaf-wise for nested columns)."""
-    if isinstance(data, dict):
-        return {key: _slice(value, start, stop) for key, value in data.items()}
-    return data[start:stop]
-
-
-def _row_len(columns: dict) -> int:
-    """Timesteps per row: 1, or `max_seq_len` for a stateful module's sequence rows."""
-    return columns[Columns.LOSS_MASK].shape[1] if Columns.SEQ_LENS in columns else 1

@@ -19,13 +19,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
+
+import numpy as np
+import tree
 
 from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.checkpoints.tree import read_tree, tree_state
 from flywheel.core.learner.learner import Learner
 from flywheel.core.learner.learner_hosts import LearnerHost, RemoteLearners
+from flywheel.core.learner.minibatches import num_rows
+from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.errors import CheckpointError
 from flywheel.typing import ModuleID, StateDict
 
@@ -73,6 +78,15 @@ class LearnerGroup(Checkpointable):
         """Whether the (only) learner runs in this process."""
         return self._local is not None
 
+    @property
+    def is_remote(self) -> bool:
+        """Whether the learners are Ray actors."""
+        return self._remote is not None
+
+    def __len__(self) -> int:
+        """The number of remote learners (0 with a local learner), as RLlib counts them."""
+        return 0 if self._remote is None else self.config.num_learners
+
     def foreach_learner(self, func: Callable[[Learner], Any]) -> list:
         """`[func(learner) for each learner]` (rank order; remote learners run `func` in their process;
         raises `LearnerDiedError` when one of them died)."""
@@ -114,16 +128,17 @@ class LearnerGroup(Checkpointable):
 
     def update(
         self,
+        batch: dict | None = None,
         *,
-        episodes: list,
+        episodes: list | None = None,
         timesteps: dict | None = None,
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
         shuffle_batch_per_epoch: bool | None = None,
     ) -> dict:
-        """One `Learner.update` per learner, each on its shard of `episodes`; returns the results
-        (plain numbers per module), merged over learners by `merge_results`. All-or-nothing (see
-        `atomic`)."""
+        """One `Learner.update` per learner, each on its shard of `episodes` (or of `batch`'s rows);
+        returns the results (plain numbers per module), merged over learners by `merge_results`.
+        All-or-nothing (see `atomic`)."""
         kwargs = {
             "timesteps": timesteps,
             "num_epochs": num_epochs,
@@ -132,13 +147,49 @@ class LearnerGroup(Checkpointable):
         }
         with self.atomic():
             if self._local is not None:
-                return self._local.update(episodes=episodes, **kwargs)
-            shards = shard_episodes(episodes, self.config.num_learners)
+                return self._local.update(batch=batch, episodes=episodes, **kwargs)
+            if episodes is not None:
+                shards = [{"episodes": shard} for shard in shard_episodes(episodes, len(self))]
+            else:
+                shards = [{"batch": shard} for shard in shard_batch(batch, len(self))]
             return merge_results(self._remote.update(shards, kwargs))
 
-    def get_weights(self, inference_only: bool = True) -> dict[ModuleID, dict]:
-        """The (first live) learner's module weights as numpy (what runners receive)."""
-        return self._first(lambda learner: learner.get_weights(inference_only=inference_only))
+    def add_module(
+        self, *, module_id: ModuleID, module_spec: RLModuleSpec, **kwargs: Any
+    ) -> MultiRLModuleSpec:
+        """`Learner.add_module` (same keywords) on every learner; returns the module spec after the
+        change (which checkpoints of this group rebuild from)."""
+        specs = self.foreach_learner(
+            lambda learner: learner.add_module(module_id=module_id, module_spec=module_spec, **kwargs)
+        )
+        self._set_module_spec(specs[0])
+        return specs[0]
+
+    def remove_module(
+        self, module_id: ModuleID, *, new_should_module_be_updated: Any = None
+    ) -> MultiRLModuleSpec:
+        """`Learner.remove_module` on every learner; returns the module spec after the change."""
+        specs = self.foreach_learner(
+            lambda learner: learner.remove_module(
+                module_id, new_should_module_be_updated=new_should_module_be_updated
+            )
+        )
+        self._set_module_spec(specs[0])
+        return specs[0]
+
+    def _set_module_spec(self, module_spec: MultiRLModuleSpec) -> None:
+        """What this group's learners are rebuilt from (a checkpoint, a restart after a learner died)."""
+        self._module_spec = module_spec
+        if self._remote is not None:
+            self._remote.set_module_spec(module_spec)
+
+    def get_weights(
+        self, module_ids: Collection[ModuleID] | None = None, *, inference_only: bool = False
+    ) -> dict[ModuleID, dict]:
+        """The (first) learner's module weights as numpy, for `module_ids` (default all);
+        `inference_only=True` gives what runners receive."""
+        weights = self._first(lambda learner: learner.get_weights(inference_only=inference_only))
+        return weights if module_ids is None else {mid: weights[mid] for mid in module_ids}
 
     def set_weights(self, weights: dict[ModuleID, dict]) -> None:
         self.foreach_learner(lambda learner: learner.set_weights(weights))
@@ -169,8 +220,10 @@ class LearnerGroup(Checkpointable):
                 self._remote.restart()
             self.foreach_learner(lambda learner: learner.set_state(state["learner"]))
 
-    def stop(self) -> None:
-        """Kills the remote learners (a local learner needs no stopping)."""
+    def shutdown(self) -> None:
+        """Shuts the learners down and kills the remote ones."""
+        if self._local is not None:
+            self._local.learner.shutdown()
         if self._remote is not None:
             self._remote.stop()
 
@@ -232,6 +285,17 @@ def shard_episodes(episodes: list, num_shards: int) -> list[list]:
         smallest = sizes.index(min(sizes))
         shards[smallest].append(episode)
         sizes[smallest] += len(episode)
+    return shards
+
+
+def shard_batch(batch: dict, num_shards: int) -> list[dict]:
+    """Splits every module's rows of `batch` (`{module_id: {column: array}}`) into `num_shards`
+    near-equal consecutive parts, one per learner."""
+    shards: list[dict] = [{} for _ in range(num_shards)]
+    for module_id, columns in batch.items():
+        bounds = np.linspace(0, num_rows(columns), num_shards + 1).astype(int)
+        for shard, start, stop in zip(shards, bounds[:-1], bounds[1:], strict=True):
+            shard[module_id] = tree.map_structure(lambda column, a=start, b=stop: column[a:b], columns)
     return shards
 
 

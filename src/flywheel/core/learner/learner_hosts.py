@@ -164,11 +164,12 @@ class RemoteLearners:
             method, {r: getattr(self._actors[r], method).remote(*args, **kwargs) for r in ranks}
         )
 
-    def update(self, shards: list[list], kwargs: dict) -> list[dict]:
-        """Rank r's `Learner.update(episodes=shards[r], **kwargs)` result, for every rank."""
+    def update(self, shards: list[dict], kwargs: dict) -> list[dict]:
+        """Rank r's `Learner.update(**shards[r], **kwargs)` result (`shards[r]` holds its `episodes` or
+        `batch`), for every rank."""
         self.check_alive()
         calls = {
-            rank: actor.update.remote(episodes=shard, **kwargs)
+            rank: actor.update.remote(**shard, **kwargs)
             for rank, (actor, shard) in enumerate(zip(self._actors, shards, strict=True))
         }
         return self._results("update", calls)
@@ -199,6 +200,12 @@ class RemoteLearners:
         state = self.first(lambda learner: learner.get_state())
         self.restart()
         self.call("apply", lambda learner: learner.set_state(state))
+
+    def set_module_spec(self, module_spec: Any) -> None:
+        """The module spec learners started from now on are built with (after modules were added or
+        removed at run time)."""
+        learner_class, config, _, spaces = self._host_args
+        self._host_args = (learner_class, config, module_spec, spaces)
 
     def restart(self) -> None:
         """Kills every actor and starts a new group (fresh learners, seeded as at the start)."""

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from flywheel.columns import Columns
-from flywheel.core.learner.learner import Learner, OptimizerSlot
+from flywheel.core.learner.learner import Learner
+from flywheel.core.learner.optimizers import OptimizerSlot
+from flywheel.core.learner.torch_grads import clip_, global_norm
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.errors import ConfigError
-from flywheel.typing import ModuleID
+from flywheel.typing import ALL_MODULES, ModuleID
 
 logger = logging.getLogger(__name__)
 
@@ -20,18 +21,26 @@ logger = logging.getLogger(__name__)
 class TorchLearner(Learner):
     """A `Learner` for `TorchRLModule`s.
 
-    Per minibatch: `forward_train` and `compute_loss_for_module` for each module, one backward
-    pass over the summed losses, per-optimizer gradient clipping (`config.grad_clip` by
-    `"value"`, per-tensor `"norm"` or `"global_norm"`; the pre-clip global norm is logged as
-    `gradients_<optimizer>_global_norm`), then the optimizer steps only if every loss and
-    gradient is finite. A non-finite step is skipped entirely (weights and optimizer state keep
-    their last finite values), counted in `num_non_finite_updates`, and reported once per
+    Per minibatch (`Learner.update` drives these public steps): `forward_train`, the losses,
+    `compute_gradients` (one backward pass over the summed losses), `postprocess_gradients`
+    (per-optimizer clipping by `config.grad_clip` by `"value"`, per-tensor `"norm"` or
+    `"global_norm"`; the pre-clip global norm is logged as `gradients_<optimizer>_global_norm`),
+    then `apply_gradients`, which steps the optimizers only if every loss and pre-clip gradient
+    norm of the step is finite. A non-finite step is skipped entirely (weights and optimizer state
+    keep their last finite values), counted in `num_non_finite_updates`, and reported once per
     update with the module ids.
     """
 
-    def __init__(self, *, config: Any, module_spec: Any = None, spaces: tuple | None = None) -> None:
-        super().__init__(config=config, module_spec=module_spec, spaces=spaces)
+    framework = "torch"
+
+    def __init__(
+        self, *, config: Any, module_spec: Any = None, module: Any = None, spaces: tuple | None = None
+    ) -> None:
+        super().__init__(config=config, module_spec=module_spec, module=module, spaces=spaces)
         self._device = _device_for(config)
+        # What the current step computed so far, for `apply_gradients`' finite check.
+        self._step_losses: dict[ModuleID, torch.Tensor] = {}
+        self._step_norms: list[tuple[OptimizerSlot, torch.Tensor]] = []
 
     @property
     def device(self) -> torch.device:
@@ -40,46 +49,89 @@ class TorchLearner(Learner):
     def _build_module(self) -> MultiRLModule:
         return super()._build_module().to(self._device)
 
-    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any) -> None:
+    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
         """One Adam optimizer over the module's trainable parameters, with `config.lr` (or its schedule)."""
-        params = [p for p in self.module[module_id].parameters() if p.requires_grad]
-        self.register_optimizer(module_id=module_id, optimizer=adam(params), params=params)
+        params = [p for p in self.get_parameters(self.module[module_id]) if p.requires_grad]
+        lr = (self.config if config is None else config).lr
+        self.register_optimizer(
+            module_id=module_id, optimizer=adam(params), params=params, lr_or_lr_schedule=lr
+        )
+
+    def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
+        return list(module.parameters())
+
+    def get_param_ref(self, param: torch.Tensor) -> torch.Tensor:
+        return param
 
     def _set_optimizer_lr(self, optimizer: torch.optim.Optimizer, lr: float) -> None:
         for group in optimizer.param_groups:
             group["lr"] = lr
 
+    def _get_optimizer_lr(self, optimizer: torch.optim.Optimizer) -> float:
+        return float(optimizer.param_groups[0]["lr"])
+
     # The gradient step.
 
-    def _update_on_minibatch(self, minibatch: dict, index: int, *, warn: bool) -> None:
-        losses = {}
-        for module_id, batch in minibatch.items():
-            fwd_out = self.module[module_id].forward_train(batch)
-            losses[module_id] = self.compute_loss_for_module(
-                module_id=module_id, config=self.config, batch=batch, fwd_out=fwd_out
-            )
-            self.metrics.log_value((module_id, "total_loss"), losses[module_id].detach(), reduce="mean")
-            self.metrics.log_value((module_id, "num_module_steps_trained"), _num_steps(batch), reduce="sum")
+    def compute_gradients(self, loss_per_module: dict[ModuleID, torch.Tensor], **kwargs: Any) -> dict:
+        """Clears the gradients of the optimizers the losses train (all of them under
+        `torch.distributed`, where every rank steps every optimizer), backpropagates the summed
+        losses (averaging gradients over ranks) and returns `{param: grad}` of those optimizers."""
         distributed = torch.distributed.is_initialized()
-        if distributed:  # every rank steps every optimizer, with the gradients averaged over ranks
-            slots = list(self._optimizer_slots.values())
-        else:
-            slots = [slot for module_id in losses for slot in self.optimizers_of(module_id)]
-        for slot in slots:  # what zero_grad(set_to_none=True) does, without its per-call overhead
-            for param in slot.params:
-                param.grad = None
-        sum(losses.values()).backward()
+        _, params = self.slots_for((ALL_MODULES,) if distributed else loss_per_module.keys())
+        for param in params:  # what zero_grad(set_to_none=True) does, without its per-call overhead
+            param.grad = None
+        self._step_losses, self._step_norms = loss_per_module, []
+        total = sum(loss_per_module.values())
+        if not isinstance(total, torch.Tensor) or total.grad_fn is None:
+            return {}  # nothing to differentiate (no losses, or every parameter frozen)
+        total.backward()
         if distributed:
-            _average_gradients([param for slot in slots for param in slot.params])
-        norms = [self._clip_gradients(slot) for slot in slots]
-        checks = torch.stack([loss.detach() for loss in losses.values()] + norms)
-        if bool(torch.isfinite(checks).all()):
+            _average_gradients(params)
+        return {param: param.grad for param in params if param.grad is not None}
+
+    def postprocess_gradients_for_module(
+        self, *, module_id: ModuleID, config: Any = None, module_gradients_dict: dict
+    ) -> dict:
+        """Clips each optimizer's share of `module_gradients_dict` in place (`grad_clip` by `grad_clip_by`)
+        and logs its pre-clip global norm."""
+        config = self.config if config is None else config
+        for slot in self._slots_by_module.get(module_id, ()):
+            grads = _grads_of(slot, module_gradients_dict)
+            if not grads:
+                continue
+            norm = global_norm(grads)
+            self._step_norms.append((slot, norm))
+            self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
+            if config.grad_clip is not None:
+                clip_(grads, config.grad_clip, config.grad_clip_by, norm)
+        return module_gradients_dict
+
+    def apply_gradients(self, gradients_dict: dict) -> None:
+        """Sets `gradients_dict` as the parameters' gradients and steps the optimizers they belong to,
+        if the step's losses and pre-clip gradient norms (computed here when `postprocess_gradients`
+        did not run) are all finite."""
+        for param, grad in gradients_dict.items():
+            if param.grad is not grad:
+                param.grad = grad
+        given = gradients_dict.keys()
+        slots = [slot for slot in self.optimizer_slots() if not given.isdisjoint(slot.params)]
+        losses, norms = self._step_losses, self._step_norms
+        if not norms:
+            norms = [(slot, global_norm(_grads_of(slot, gradients_dict))) for slot in slots]
+        self._step_losses, self._step_norms = {}, []
+        checks = [loss.detach() for loss in losses.values() if isinstance(loss, torch.Tensor)]
+        checks += [norm for _, norm in norms]
+        if not checks or bool(torch.isfinite(torch.stack(checks)).all()):
             for slot in slots:
                 slot.optimizer.step()
             return
         self._num_non_finite_updates += 1
-        if warn:
-            self._warn_non_finite(losses, slots, norms, index)
+        if self._num_non_finite_updates - self._non_finite_before_update == 1:  # once per update
+            self._warn_non_finite(losses, norms)
+
+    @staticmethod
+    def _mean(values: list[torch.Tensor]) -> torch.Tensor:
+        return torch.stack(values).mean()
 
     def _minibatch_counts(self, counts: dict[ModuleID, int]) -> dict[ModuleID, int]:
         """With `torch.distributed` running, every module takes the largest count over all modules
@@ -90,41 +142,21 @@ class TorchLearner(Learner):
         torch.distributed.all_reduce(largest, op=torch.distributed.ReduceOp.MAX)
         return dict.fromkeys(counts, int(largest))
 
-    def _clip_gradients(self, slot: OptimizerSlot) -> torch.Tensor:
-        """Clips the slot's gradients in place; returns their global norm before clipping."""
-        grads = [p.grad for p in slot.params if p.grad is not None]
-        if not grads:
-            return torch.zeros((), device=self._device)
-        # torch.nn.utils.get_total_norm's math; its device/dtype grouping costs more than the norms here.
-        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-        self.metrics.log_value((slot.module_id, f"gradients_{slot.name}_global_norm"), norm, reduce="mean")
-        clip = self.config.grad_clip
-        if clip is None:
-            return norm
-        if self.config.grad_clip_by == "value":
-            torch._foreach_clamp_min_(grads, -clip)
-            torch._foreach_clamp_max_(grads, clip)
-        elif self.config.grad_clip_by == "norm":
-            for grad in grads:
-                grad.mul_(torch.clamp(clip / (grad.norm() + 1e-6), max=1.0))
-        else:
-            torch.nn.utils.clip_grads_with_norm_(slot.params, clip, norm)
-        return norm
-
     def _warn_non_finite(
-        self, losses: dict, slots: list[OptimizerSlot], norms: list[torch.Tensor], index: int
+        self, losses: dict[ModuleID, torch.Tensor], norms: list[tuple[OptimizerSlot, torch.Tensor]]
     ) -> None:
+        losses = {mid: loss.detach() for mid, loss in losses.items() if isinstance(loss, torch.Tensor)}
         bad = {mid for mid, loss in losses.items() if not torch.isfinite(loss).item()}
-        bad |= {slot.module_id for slot, norm in zip(slots, norms) if not torch.isfinite(norm).item()}
+        bad |= {slot.module_id for slot, norm in norms if not torch.isfinite(norm).item()}
         logger.warning(
             "Non-finite loss or gradients for module(s) %s in update %d (minibatch %d, weights_seq_no %d; "
             "losses %s): the optimizer step was skipped and the weights keep their last finite values. "
             "Fix: lower lr, set grad_clip, or check the episodes for NaN/inf observations or rewards.",
             sorted(bad),
             self._weights_seq_no + 1,
-            index,
+            self._minibatch_index,
             self._weights_seq_no,
-            {mid: float(loss.detach()) for mid, loss in losses.items()},
+            {mid: float(loss) for mid, loss in losses.items()},
         )
 
     # Tensors.
@@ -159,6 +191,10 @@ def _average_gradients(params: list[torch.Tensor]) -> None:
         offset += size
 
 
+def _grads_of(slot: OptimizerSlot, gradients: dict) -> list[torch.Tensor]:
+    return [g for p in slot.params if (g := gradients.get(p)) is not None]
+
+
 def _device_for(config: Any) -> torch.device:
     if not getattr(config, "num_gpus_per_learner", 0):
         return torch.device("cpu")
@@ -168,16 +204,6 @@ def _device_for(config: Any) -> torch.device:
             "Fix: config.learners(num_gpus_per_learner=0), or run on a machine with a GPU."
         )
     return torch.device("cuda")
-
-
-def _num_steps(batch: dict) -> int:
-    mask = batch.get(Columns.LOSS_MASK)
-    if mask is not None:
-        return int(mask.sum())
-    data = next(iter(batch.values()))
-    while isinstance(data, dict):
-        data = next(iter(data.values()))
-    return len(data)
 
 
 def _to_tensor(data: Any, device: torch.device) -> Any:

@@ -2,13 +2,16 @@
 
 Configs, runners and learners pass specs around and build the module where it lives (a
 runner builds an `inference_only` module, a learner the full one), so no module is ever
-pickled between processes.
+pickled between processes. Both specs behave as RLlib 2.60's: `from_module` reads a spec back
+from a built module, `update` merges specs, `to_dict` / `from_dict` round-trip them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import gymnasium as gym
 
@@ -16,7 +19,7 @@ from flywheel.checkpoints.registry import checkpoint_class
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.errors import ModuleError
-from flywheel.typing import ModuleID
+from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
 
 
 @checkpoint_class
@@ -25,7 +28,9 @@ class RLModuleSpec:
     """Everything needed to build one RLModule: `module_class(**the other fields)`.
 
     Fields left `None` are filled by the algorithm config (default module class, the env's
-    spaces after the env-to-module pipeline, merged `model_config`).
+    spaces after the env-to-module pipeline, merged `model_config`). `learner_only` modules
+    (e.g. a shared value function or a world model inside a `MultiRLModuleSpec`) are built on
+    learners only, never on runners; it is not passed to the module class.
     """
 
     module_class: type[RLModule] | None = None
@@ -33,6 +38,8 @@ class RLModuleSpec:
     action_space: gym.Space | None = None
     inference_only: bool = False
     model_config: dict | None = None
+    # Keyword-only: RLlib places it before model_config, flywheel's positional order predates it.
+    learner_only: bool = field(default=False, kw_only=True)
 
     def build(self) -> RLModule:
         """Builds the module (ModuleError if the class or a space is missing)."""
@@ -58,27 +65,200 @@ class RLModuleSpec:
             observation_space=self.observation_space,
             action_space=self.action_space,
             inference_only=self.inference_only,
-            model_config=self.model_config,
+            model_config=_plain_model_config(self.model_config),
         )
 
-    def update(self, other: RLModuleSpec) -> RLModuleSpec:
-        """Overrides this spec's fields with `other`'s fields that are not None (in place)."""
-        for f in dataclasses.fields(self):
-            value = getattr(other, f.name)
-            if value is not None:
-                setattr(self, f.name, value)
+    @classmethod
+    def from_module(cls, module: RLModule) -> RLModuleSpec:
+        """The spec that builds a module like `module` (its class, spaces, flags and `model_config`)."""
+        if isinstance(module, MultiRLModule):
+            raise ModuleError(
+                f"RLModuleSpec.from_module() takes a single RLModule, got a {type(module).__name__}. "
+                "Fix: use MultiRLModuleSpec.from_module(multi_module), or pass multi_module[module_id]."
+            )
+        return cls(
+            module_class=type(module),
+            observation_space=module.observation_space,
+            action_space=module.action_space,
+            inference_only=module.inference_only,
+            learner_only=getattr(module, "learner_only", False),
+            model_config=module.model_config,
+        )
+
+    def update(self, other: RLModuleSpec, override: bool = True) -> RLModuleSpec:
+        """Merges `other` into this spec (in place; returns it), like `dict.update`.
+
+        `override=True`: every field `other` sets (not None, a non-empty `model_config`) wins;
+        `inference_only` becomes True if either is, `learner_only` only if both are.
+        `override=False`: `other` only fills the fields this spec leaves unset; the two flags stay.
+        """
+        if not isinstance(other, RLModuleSpec):
+            raise ModuleError(
+                f"RLModuleSpec.update() takes another RLModuleSpec, got {type(other).__name__}. "
+                "Fix: wrap the settings in RLModuleSpec(...)."
+            )
+        first, second = (other, self) if override else (self, other)
+        for name in ("module_class", "observation_space", "action_space"):
+            setattr(self, name, _first_set(getattr(first, name), getattr(second, name)))
+        self.model_config = first.model_config or second.model_config
+        if override:
+            self.inference_only = other.inference_only or self.inference_only
+            self.learner_only = other.learner_only and self.learner_only
         return self
+
+    def as_multi_rl_module_spec(self) -> MultiRLModuleSpec:
+        """A `MultiRLModuleSpec` holding this spec under "default_policy"."""
+        return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: self})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name (the class and spaces stay objects; `model_config` becomes a plain dict)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["model_config"] = _plain_model_config(self.model_config)
+        return fields
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RLModuleSpec:
+        """The spec `to_dict()` described (ModuleError naming an unknown key)."""
+        return cls(**_known_fields(cls, d))
 
 
 @checkpoint_class
 @dataclass
 class MultiRLModuleSpec:
-    """How to build a `MultiRLModule`: one `RLModuleSpec` per module id."""
+    """How to build a `MultiRLModule`: one `RLModuleSpec` per module id.
+
+    `inference_only=None` means "True only if every sub-spec is inference_only"; `True` builds
+    every sub-module inference_only. `observation_space`, `action_space` and `model_config` are
+    global settings for custom `multi_rl_module_class`es (the built-in container ignores them).
+    The spec reads like a dict of its sub-specs: `spec["p0"]`, `"p0" in spec`.
+    """
 
     multi_rl_module_class: type[MultiRLModule] = MultiRLModule
+    observation_space: gym.Space | None = None
+    action_space: gym.Space | None = None
+    inference_only: bool | None = None
+    model_config: dict | None = None
     rl_module_specs: dict[ModuleID, RLModuleSpec] = field(default_factory=dict)
 
-    def build(self) -> MultiRLModule:
-        """Builds every sub-module, then the container."""
-        modules = {module_id: spec.build() for module_id, spec in self.rl_module_specs.items()}
-        return self.multi_rl_module_class(rl_modules=modules)
+    def __post_init__(self) -> None:
+        if not isinstance(self.rl_module_specs, dict):
+            raise ModuleError(
+                "MultiRLModuleSpec.rl_module_specs must be a dict mapping module ids to RLModuleSpecs, "
+                f"got {type(self.rl_module_specs).__name__}. Fix: pass {{'my_module': RLModuleSpec(...)}}, "
+                "or pass a single RLModuleSpec directly to config.rl_module(rl_module_spec=...)."
+            )
+        if self.inference_only is None:
+            self.inference_only = all(spec.inference_only for spec in self.rl_module_specs.values())
+
+    def build(self, module_id: ModuleID | None = None) -> MultiRLModule | RLModule:
+        """Builds the `MultiRLModule` (every sub-module, then the container), or with `module_id`
+        only that sub-module."""
+        if module_id is not None:
+            return self[module_id].build()
+        specs = self.rl_module_specs
+        if self.inference_only:
+            specs = {mid: dataclasses.replace(spec, inference_only=True) for mid, spec in specs.items()}
+        return self.multi_rl_module_class(rl_modules={mid: spec.build() for mid, spec in specs.items()})
+
+    @classmethod
+    def from_module(cls, module: MultiRLModule) -> MultiRLModuleSpec:
+        """The spec that builds a container like `module`: its class and one `RLModuleSpec.from_module`
+        per sub-module."""
+        if not isinstance(module, MultiRLModule):
+            raise ModuleError(
+                f"MultiRLModuleSpec.from_module() takes a MultiRLModule, got {type(module).__name__}. "
+                "Fix: use RLModuleSpec.from_module(module) for a single module."
+            )
+        return cls(
+            multi_rl_module_class=type(module),
+            observation_space=getattr(module, "observation_space", None),
+            action_space=getattr(module, "action_space", None),
+            inference_only=all(sub.inference_only for sub in module.values()),
+            model_config=getattr(module, "model_config", None),
+            rl_module_specs={mid: RLModuleSpec.from_module(sub) for mid, sub in module.items()},
+        )
+
+    def add_modules(self, module_specs: Mapping[ModuleID, RLModuleSpec], override: bool = True) -> None:
+        """Adds specs by module id. An id already present is replaced (`override=True`) or updated
+        with the new spec's fields (`override=False`, see `RLModuleSpec.update`)."""
+        for module_id, spec in module_specs.items():
+            if override or module_id not in self.rl_module_specs:
+                if not spec.inference_only:
+                    self.inference_only = False
+                self.rl_module_specs[module_id] = spec
+            else:
+                self.rl_module_specs[module_id].update(spec)
+
+    def remove_modules(self, module_ids: ModuleID | Collection[ModuleID]) -> None:
+        """Removes the given module ids (ids not present are ignored)."""
+        for module_id in [module_ids] if isinstance(module_ids, str) else module_ids:
+            self.rl_module_specs.pop(module_id, None)
+
+    def update(self, other: MultiRLModuleSpec | RLModuleSpec, override: bool = False) -> None:
+        """Merges `other` in: a `MultiRLModuleSpec`'s sub-specs go through `add_modules(..., override)`;
+        an `RLModuleSpec` fills the unset fields of every sub-spec."""
+        if isinstance(other, RLModuleSpec):
+            if not other.inference_only:
+                self.inference_only = False
+            for spec in self.rl_module_specs.values():
+                spec.update(other, override=False)
+        elif isinstance(other, MultiRLModuleSpec):
+            self.add_modules(other.rl_module_specs, override=override)
+        else:
+            raise ModuleError(
+                "MultiRLModuleSpec.update() takes a MultiRLModuleSpec or an RLModuleSpec, got "
+                f"{type(other).__name__}."
+            )
+
+    def as_multi_rl_module_spec(self) -> MultiRLModuleSpec:
+        """This spec (so code can call it on either kind of spec)."""
+        return self
+
+    def __contains__(self, module_id: object) -> bool:
+        return module_id in self.rl_module_specs
+
+    def __getitem__(self, module_id: ModuleID) -> RLModuleSpec:
+        try:
+            return self.rl_module_specs[module_id]
+        except KeyError:
+            raise KeyError(
+                f"No RLModuleSpec for module id {module_id!r}; this MultiRLModuleSpec has "
+                f"{list(self.rl_module_specs)}."
+            ) from None
+
+    def __len__(self) -> int:
+        return len(self.rl_module_specs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name, each sub-spec as its own `to_dict()`."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["rl_module_specs"] = {mid: spec.to_dict() for mid, spec in self.rl_module_specs.items()}
+        return fields
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MultiRLModuleSpec:
+        """The spec `to_dict()` described."""
+        fields = _known_fields(cls, d)
+        fields["rl_module_specs"] = {
+            mid: RLModuleSpec.from_dict(spec) for mid, spec in fields.get("rl_module_specs", {}).items()
+        }
+        return cls(**fields)
+
+
+def _first_set(preferred: Any, fallback: Any) -> Any:
+    return fallback if preferred is None else preferred
+
+
+def _plain_model_config(model_config: Any) -> dict | None:
+    """A `model_config` given as a dataclass (e.g. `DefaultModelConfig`) as the dict modules read."""
+    if dataclasses.is_dataclass(model_config) and not isinstance(model_config, type):
+        return dataclasses.asdict(model_config)
+    return model_config
+
+
+def _known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(d) - set(names))
+    if unknown:
+        raise ModuleError(f"{cls.__name__}.from_dict() got unknown keys {unknown}; the fields are {names}.")
+    return dict(d)
