@@ -208,7 +208,7 @@ def test_module_evaluation_callback_and_reporting_problems():
         "seed=-1 must be an int >= 0 or None. Fix: pass an int >= 0 or None to config.debugging(seed=...).",
         "callbacks_class=<class 'int'> is not an RLlibCallback subclass. "
         "Fix: subclass flywheel.RLlibCallback and pass the class to config.callbacks().",
-        "on_train_result=[<built-in function print>, 4] is not a function or a list of functions. "
+        f"on_train_result=[{print!r}, 4] is not a function or a list of functions. "
         "Fix: pass a function to config.callbacks(on_train_result=...).",
         "on_episode_end=3 is not a function or a list of functions. "
         "Fix: pass a function to config.callbacks(on_episode_end=...).",

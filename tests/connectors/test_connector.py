@@ -110,7 +110,7 @@ class Curiosity(ConnectorV2):
 
 def test_an_rllib_style_piece_is_rebuilt_from_its_constructor_arguments(tmp_path):
     piece = Curiosity(coeff=0.5)
-    restored = ConnectorV2.from_checkpoint(piece.save_to_path(tmp_path / "piece"))
+    restored = ConnectorV2.from_checkpoint(piece.save_to_path(tmp_path / "piece"), classes=[Curiosity])
     assert type(restored) is Curiosity and restored.coeff == 0.5
 
 

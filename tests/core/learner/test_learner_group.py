@@ -98,10 +98,10 @@ def assert_same_state(actual, expected):
     assert actual["timestep"] == expected["timestep"]
     for name, value in expected["rl_module"]["default_policy"].items():
         np.testing.assert_array_equal(actual["rl_module"]["default_policy"][name], value, err_msg=name)
-    for key, optimizer in expected["optimizers"].items():
-        for index, slot in optimizer["state"].items():
+    for key, optimizer in expected["optimizer"].items():
+        for index, slot in optimizer["state"]["state"].items():
             for name, value in slot.items():
-                np.testing.assert_array_equal(actual["optimizers"][key]["state"][index][name], value)
+                np.testing.assert_array_equal(actual["optimizer"][key]["state"]["state"][index][name], value)
 
 
 def test_an_update_that_raises_midway_leaves_the_learner_as_before():

@@ -45,6 +45,14 @@ class Scheduler:
             return float(self._values[0])
         return float(np.interp(t, self._steps, self._values))
 
+    def __eq__(self, other: object) -> bool:
+        """Schedules are equal when they give the same value at every timestep (names aside)."""
+        if not isinstance(other, Scheduler):
+            return NotImplemented
+        return np.array_equal(self._steps, other._steps) and np.array_equal(self._values, other._values)
+
+    __hash__ = None  # compared by value (like a list), so not hashable
+
     def __repr__(self) -> str:
         points = [[int(s), float(v)] for s, v in zip(self._steps, self._values)]
         return f"Scheduler({self.name}={points[0][1] if self.is_constant else points})"
