@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from flywheel import Columns, ConnectorV2, PPOConfig, RLModuleSpec, TorchRLModule
-from flywheel.connectors.env_to_module import FlattenObservations, MeanStdFilter, NumpyToTensor
+from flywheel.connectors.env_to_module import FlattenObservations, MeanStdFilter
 from flywheel.testing import CountingContinuousEnv, CountingEnv
 
 from .conftest import counting_config, obs_of
@@ -213,54 +213,3 @@ def test_next_step_autoreset_vector_env_records_no_reset_steps(make_runner):
     assert metrics["episode_len_mean"] == pytest.approx(np.mean(window))
     assert metrics["episode_return_mean"] == pytest.approx(np.mean(window))
     assert metrics["num_episodes"] == len(finished)
-
-
-@pytest.mark.parametrize("vectorize_mode", ["sync", "vector_entry_point"])
-def test_default_pipeline_input_is_the_envs_observations_as_the_pipeline_would_batch_them(
-    make_runner, vectorize_mode
-):
-    # With only the default env-to-module pieces, the runner batches the env's observations directly;
-    # after every step (episodes ending at different steps, both autoreset modes) that batch must equal
-    # what the pipeline builds from the episodes' last observations.
-    config = (
-        PPOConfig()
-        .environment("CartPole-v1")
-        .env_runners(num_envs_per_env_runner=3, gym_env_vectorize_mode=vectorize_mode)
-        .debugging(seed=0)
-    )
-    runner = make_runner(config)
-    assert isinstance(runner._direct_to_tensor(), NumpyToTensor)
-    ends = 0
-    for _ in range(60):
-        ends += sum(e.is_done for e in runner.sample(num_timesteps=1, random_actions=True))
-        direct = runner._to_module[Columns.OBS]
-        rebuilt = runner._call_env_to_module(runner._episodes, True)[Columns.OBS]
-        assert direct.dtype == rebuilt.dtype == torch.float32
-        torch.testing.assert_close(direct, rebuilt, rtol=0, atol=0)
-    assert ends >= 3  # episodes ended (and restarted) along the way
-
-
-def test_custom_env_to_module_pieces_keep_the_pipeline_path(make_runner):
-    config = counting_config(env_to_module_connector=lambda env, spaces, device: [AddTen()])
-    runner = make_runner(config)
-    (episode,) = runner.sample(num_timesteps=3)
-    assert runner._direct_to_tensor() is None
-    assert obs_of(episode) == [10.0, 11.0, 12.0, 13.0]
-
-
-def test_a_piece_added_after_the_runner_was_built_is_called(make_runner):
-    runner = make_runner(counting_config(episode_len=100))
-    runner.sample(num_timesteps=2)
-    assert runner._to_module[Columns.OBS].ravel().tolist() == [2.0]
-    runner.env_to_module.prepend(AddTen())
-    runner.sample(num_timesteps=1)
-    assert runner._to_module[Columns.OBS].ravel().tolist() == [13.0]
-
-
-def test_observations_an_on_episode_step_callback_rewrites_are_what_the_module_sees(make_runner):
-    def rewrite(episode, **kwargs):
-        episode.set_observations(new_data=np.array([-7.0], np.float32), at_indices=-1)
-
-    runner = make_runner(counting_config(num_envs=2, episode_len=100).callbacks(on_episode_step=rewrite))
-    runner.sample(num_timesteps=4)
-    assert runner._to_module[Columns.OBS].ravel().tolist() == [-7.0, -7.0]

@@ -17,7 +17,6 @@ import numpy as np
 import tree
 
 from flywheel.columns import Columns
-from flywheel.connectors.env_to_module import DEFAULT_PIECE_TYPES, only_default_pieces
 from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.env.checks import env_name
@@ -58,8 +57,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._count_agent_steps = config.count_steps_by == "agent_steps"
         self._stats = [EpisodeStats() for _ in range(self.num_envs)]
         self._rows: dict[str, Any] = {}
-        # Module ids the mapping returned that the module has -> whether that module is stateful.
-        self._checked_modules: dict[str, bool] = {}
+        self._checked_modules: set[str] = set()  # module ids the mapping returned that the module has
         self._restart_sub_envs = config.restart_failed_sub_environments
         self._num_sub_env_restarts = 0  # since the last sample() logged them
         self._chunk_steps = [0] * self.num_envs  # steps counted per sub-env's chunk (restarts only)
@@ -224,55 +222,31 @@ class MultiAgentEnvRunner(EnvRunner):
         """Ends finished episodes, starts their successors, prepares the next forward pass (callbacks
         in RLlib's order: step, end, created, start)."""
         if finished:
-            if self._pipeline_writes_episodes():
-                self._call_env_to_module([episode for _, episode in finished], explore)
+            self._call_env_to_module([episode for _, episode in finished], explore)
             for i, episode in finished:
                 self._episode_callback("on_episode_end", episode, i)
                 episode.to_numpy()
                 reset_infos = {k: v for k, v in infos[i].items() if k not in (FINAL_OBS, FINAL_INFOS)}
                 self._new_episode(i, obs[i], reset_infos)
                 starting.append(i)
-        self._prepare_forward(explore, obs)
+        self._prepare_forward(explore)
         for i in starting:
             self._episode_callback("on_episode_start", self._episodes[i], i)
 
-    def _pipeline_writes_episodes(self) -> bool:
-        """Whether the env-to-module pipeline has pieces besides the defaults, which only read episodes
-        into the batch: only then can a call on finished episodes change what their callbacks see."""
-        return any(type(piece) not in DEFAULT_PIECE_TYPES for piece in self._env_to_module.connectors)
-
-    def _prepare_forward(self, explore: bool, obs: list[dict]) -> None:
-        """Lays out the rows of the next forward pass and builds its batch from `obs` (what the env
-        just returned for each sub-env, the newest observation of every agent to act)."""
+    def _prepare_forward(self, explore: bool) -> None:
+        """Lays out the rows of the next forward pass (checking each module the mapping names once)
+        and has the env-to-module pipeline build its batch."""
         shared_data: dict[str, Any] = {}
         self._rows = agent_rows(self._episodes, shared_data)
         if self.module is None:
             return
-        stateful = False
         for module_id, rows in self._rows.items():
             if module_id not in self._checked_modules:
                 if module_id not in self.module:
                     index, agent_id = rows.keys[0]
                     raise_unknown_module(agent_id, module_id, self.module.keys())
-                self._checked_modules[module_id] = self.module[module_id].is_stateful()
-            stateful = stateful or self._checked_modules[module_id]
-        pieces = self._env_to_module.connectors
-        if stateful or self._on_episode_step or not only_default_pieces(pieces):
-            self._to_module = self._call_env_to_module(self._episodes, explore, shared_data)
-            return
-        # Only the default pieces run and nothing changed the episodes since the env step, so the
-        # observations the reading pieces would take from the episodes are the env's own: read
-        # them from `obs` (one lookup per row) and let the batching pieces stack and convert.
-        batch = {
-            module_id: {Columns.OBS: [obs[i][agent_id] for i, agent_id in rows.keys]}
-            for module_id, rows in self._rows.items()
-        }
-        for piece in pieces[2:]:
-            batch = piece(
-                rl_module=self.module, batch=batch, episodes=self._episodes, explore=explore,
-                shared_data=shared_data, metrics=self.metrics,
-            )  # fmt: skip
-        self._to_module = batch
+                self._checked_modules.add(module_id)
+        self._to_module = self._call_env_to_module(self._episodes, explore, shared_data)
 
     def _random_actions(self) -> tuple[list[dict], list[dict], list[dict]]:
         actions = []
@@ -318,7 +292,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._episodes = [None] * self.num_envs
         for i in range(self.num_envs):
             self._new_episode(i, obs[i], infos[i])
-        self._prepare_forward(explore, obs)
+        self._prepare_forward(explore)
         for i, episode in enumerate(self._episodes):
             self._episode_callback("on_episode_start", episode, i)
 
@@ -345,7 +319,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._use_config(config)
         spec = module_spec(config, module_id, self._module_spaces_for(config).get(module_id), own=spec)
         self.module_spec.rl_module_specs[module_id] = spec
-        self._checked_modules.pop(module_id, None)  # a replaced module may differ in being stateful
+        self._checked_modules.discard(module_id)  # checked again when the mapping names it
         self.module.add_module(
             module_id, dataclasses.replace(spec, inference_only=True).build(), override=True
         )
@@ -356,7 +330,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._use_config(config)
         self.module_spec.rl_module_specs.pop(module_id, None)
         self.module.remove_module(module_id)
-        self._checked_modules.pop(module_id, None)
+        self._checked_modules.discard(module_id)
         self._episodes = None
 
     def _use_config(self, config: Any) -> None:

@@ -1,7 +1,9 @@
 """`SingleAgentEnvRunner`: steps a gymnasium vector env and records `SingleAgentEpisode`s.
 
-One forward pass per vector step serves all sub-envs. Per step the runner only appends to the
-episodes' lists; metrics are counted in plain numbers and logged once per `sample()`.
+One forward pass per vector step serves all sub-envs. Each step is recorded column-wise by a
+`VectorRecorder` (a constant number of Python operations per vector step, see
+`flywheel.episodes.vector_recorder`), and the env-to-module pipeline builds every forward pass's
+batch; metrics are counted in plain numbers and logged once per `sample()`.
 """
 
 from __future__ import annotations
@@ -12,13 +14,12 @@ import gymnasium as gym
 import numpy as np
 
 from flywheel.columns import Columns
-from flywheel.connectors.env_to_module import NumpyToTensor, only_default_pieces
 from flywheel.connectors.module_to_env import GetActions
 from flywheel.env.checks import ObservationMonitor, check_env, env_name
 from flywheel.env.make import SUB_ENV_RESTARTED, make_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
-from flywheel.env_runners.infos import row, unbatch_infos
 from flywheel.episodes import SingleAgentEpisode
+from flywheel.episodes.vector_recorder import VectorRecorder
 from flywheel.errors import ConfigError, ModuleError
 from flywheel.metrics import keys
 from flywheel.typing import DEFAULT_MODULE_ID
@@ -44,13 +45,12 @@ class SingleAgentEnvRunner(EnvRunner):
         if spec.module_class is not None:  # else: no module, the runner samples random actions only
             self.module = spec.build()
             self._check_lookback_for_state()
-        self._direct_pieces: list = []  # the pipeline pieces `_to_tensor` was decided for
-        self._to_tensor: NumpyToTensor | None = None
         # Custom pieces may rewrite the stored observations (normalized floats, flattened dicts), so
         # episodes then take their dtypes from the data instead of casting to the env's space.
         self._episode_obs_space = (
             self.env.single_observation_space if config.env_to_module_connector is None else None
         )
+        self._recorder = VectorRecorder(self.num_envs, self._episode_obs_space, self.env.single_action_space)
         # Forward passes (explore True/False) whose output still has to be checked once.
         has_get_actions = any(isinstance(p, GetActions) for p in self._module_to_env.connectors)
         self._unchecked_forwards = {True, False} if has_get_actions else set()
@@ -110,119 +110,100 @@ class SingleAgentEnvRunner(EnvRunner):
         while steps < num_timesteps:
             stepped, finished = self._step(explore, random_actions, stats)
             done.extend(finished)
-            steps += sum(len(e) for e in finished) if complete else stepped
-        if not complete:
-            done.extend(self._cut_ongoing())
+            steps += sum(map(self._recorder.steps_of, finished)) if complete else stepped
+        done.extend(self._recorder.end_sample(None if complete else self.config.episode_lookback_horizon))
         return done, stats
 
     def _sample_episodes(self, num_episodes: int, explore: bool, random_actions: bool):
         done, stats = [], []
         while len(done) < num_episodes:
             done.extend(self._step(explore, random_actions, stats)[1])
+        self._recorder.end_sample(None)
         self._episodes = None  # ongoing episodes are dropped; the next sample() resets
         return done[:num_episodes], stats[:num_episodes]
-
-    def _cut_ongoing(self) -> list[SingleAgentEpisode]:
-        chunks = []
-        for i, episode in enumerate(self._episodes):
-            if self._reset_pending[i] or len(episode) == 0:
-                continue
-            self._episodes[i] = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
-            episode.to_numpy()
-            chunks.append(episode)
-        return chunks
 
     def _step(self, explore: bool, random_actions: bool, stats: list) -> tuple[int, list]:
         """One vector step: act, step the env, record. Returns (env steps recorded, finished episodes)."""
         to_env = self._random_actions() if random_actions else self._compute_actions(explore)
         obs, rewards, terminateds, truncateds, infos = self.env.step(to_env[Columns.ACTIONS_FOR_ENV])
+        recorder = self._recorder
         if self._obs_monitor is not None:
-            self._obs_monitor.check(obs, self._episodes, terminateds, truncateds)
+            self._obs_monitor.check(obs, recorder.episodes, terminateds, truncateds)
         self._returns += rewards
         if self._clip_rewards is not None:
             rewards = self._clip_rewards(rewards)
-        per_env_infos = unbatch_infos(infos, self.num_envs)
-        final_obs = infos.get("final_obs") if not self._next_step_autoreset else None
-        final_infos = unbatch_infos(infos["final_info"], self.num_envs) if final_obs is not None else None
-        restarted = self._pop_restarts(per_env_infos) if self._restart_sub_envs else ()
+        starting, dropped_steps = self._not_stepping(infos, terminateds, truncateds)
+        extras = {k: v for k, v in to_env.items() if k not in _NOT_EXTRA}
+        extras[Columns.WEIGHTS_SEQ_NO] = self.weights_seq_no
+        finished = recorder.add_step(
+            obs, infos, to_env[Columns.ACTIONS], rewards, terminateds, truncateds, extras,
+            final_obs=None if self._next_step_autoreset else infos.get("final_obs"),
+        )  # fmt: skip
+        if self._on_episode_step:
+            for i, episode in enumerate(recorder.episodes):
+                if i not in starting:
+                    self._episode_callback("on_episode_step", episode, i)
+        episodes = [recorder.episodes[i] for i in finished]
+        for i, episode in zip(finished, episodes):
+            stats.append((float(self._returns[i]), episode.t_started + recorder.steps_of(episode)))
+            self._reset_pending[i] = self._next_step_autoreset
+        self._end_and_start_episodes(finished, starting, explore)
+        return self.num_envs - len(starting) - dropped_steps, episodes
 
-        actions = to_env[Columns.ACTIONS]
-        extra_keys = [k for k in to_env if k not in _NOT_EXTRA]
-        seq_no = self.weights_seq_no
-        stepped, finished, starting = 0, [], []
-        for i, episode in enumerate(self._episodes):
-            if i in restarted and not (terminateds[i] or truncateds[i]):
-                # Sub-env i failed mid-episode and was rebuilt: its episode is dropped (with the
-                # steps it recorded in this sample) and a new one starts from the fresh reset.
-                stepped -= len(episode)
-                self._returns[i] = 0.0
-                self._new_episode(i, row(obs, i), per_env_infos[i])
-                starting.append(i)
-                continue
-            if self._reset_pending[i]:  # NEXT_STEP autoreset: this step only reset sub-env i
-                self._reset_pending[i] = False
-                self._returns[i] = 0.0
-                self._new_episode(i, row(obs, i), per_env_infos[i])
-                starting.append(i)
-                continue
-            extra = {k: row(to_env[k], i) for k in extra_keys}
-            extra[Columns.WEIGHTS_SEQ_NO] = seq_no
-            terminated, truncated = bool(terminateds[i]), bool(truncateds[i])
-            done = terminated or truncated
-            if done and final_obs is not None:
-                next_obs, info = final_obs[i], final_infos[i]
-            else:
-                next_obs, info = row(obs, i), per_env_infos[i]
-            episode.add_env_step(
-                next_obs, row(actions, i), rewards[i], infos=info,
-                terminated=terminated, truncated=truncated, extra_model_outputs=extra,
-            )  # fmt: skip
-            stepped += 1
-            if self._on_episode_step:
-                self._episode_callback("on_episode_step", episode, i)
-            if done:
-                finished.append((i, episode))
-                stats.append((float(self._returns[i]), episode.t))
-                self._reset_pending[i] = self._next_step_autoreset
-        self._end_and_start_episodes(finished, starting, obs, per_env_infos, explore)
-        return stepped, [episode for _, episode in finished]
+    def _not_stepping(
+        self, infos: dict, terminateds: np.ndarray, truncateds: np.ndarray
+    ) -> tuple[list[int], int]:
+        """The sub-envs whose episode did not take this step, to start anew: a NEXT_STEP autoreset
+        only reset them, or they failed mid-episode and were rebuilt (their episode is dropped);
+        and the steps the dropped episodes had recorded in this sample."""
+        dropped_steps = 0
+        starting = self._reset_pending.nonzero()[0].tolist() if self._next_step_autoreset else []
+        if self._restart_sub_envs:
+            for i in self._pop_restarts(infos):
+                if not (terminateds[i] or truncateds[i]):
+                    dropped_steps += self._recorder.drop(i)
+                    starting.append(i)
+        for i in starting:
+            self._returns[i] = 0.0
+            self._reset_pending[i] = False
+        return starting, dropped_steps
 
-    def _pop_restarts(self, per_env_infos: list[dict]) -> list[int]:
-        """Indices of the sub-envs rebuilt in the last call (their flag is removed and counted)."""
-        restarted = [i for i, info in enumerate(per_env_infos) if info.pop(SUB_ENV_RESTARTED, False)]
+    def _pop_restarts(self, infos: dict) -> list[int]:
+        """Indices of the sub-envs rebuilt in the last call (their flag is removed from the vector
+        env's infos and counted)."""
+        flags = infos.pop(SUB_ENV_RESTARTED, None)
+        mask = infos.pop("_" + SUB_ENV_RESTARTED, None)
+        if flags is None:
+            return []
+        restarted = (flags.astype(bool) & mask).nonzero()[0].tolist()
         self._num_sub_env_restarts += len(restarted)
         return restarted
 
-    def _end_and_start_episodes(
-        self, finished: list, starting: list[int], obs: Any, infos: list[dict], explore: bool
-    ) -> None:
-        """Ends the finished episodes, starts new ones and prepares the next forward pass.
+    def _end_and_start_episodes(self, finished: list[int], starting: list[int], explore: bool) -> None:
+        """Ends the finished episodes, starts new ones and builds the next forward pass's batch.
 
         Callbacks come in RLlib's order (step, end, created, start), and each one sees the
         observations already processed by the env-to-module pipeline (final and reset ones too).
         """
-        if self._next_step_autoreset:
-            # Finished episodes stay in place until their sub-env resets next step, so this call
-            # processes their final observations along with everyone else's.
-            self._to_module = self._module_input(obs, explore)
+        episodes = self._recorder.episodes
+        if finished and not self._next_step_autoreset:
+            self._call_env_to_module([episodes[i] for i in finished], explore)
             self._end_episodes(finished)
-        else:
-            if finished:
-                if self._direct_to_tensor() is None:
-                    self._call_env_to_module([episode for _, episode in finished], explore)
-                self._end_episodes(finished)
-                for i, _ in finished:
-                    self._new_episode(i, row(obs, i), infos[i])
-                    starting.append(i)
-            self._to_module = self._module_input(obs, explore)
+            starting = starting + finished
         for i in starting:
-            self._episode_callback("on_episode_start", self._episodes[i], i)
+            self._new_episode(i)
+        self._to_module = self._call_env_to_module(episodes, explore)
+        if self._next_step_autoreset:
+            # Finished episodes stay in place until their sub-env resets next step, so the call
+            # above processed their final observations along with everyone else's.
+            self._end_episodes(finished)
+        for i in starting:
+            self._episode_callback("on_episode_start", episodes[i], i)
 
-    def _end_episodes(self, finished: list) -> None:
-        for i, episode in finished:
+    def _end_episodes(self, finished: list[int]) -> None:
+        for i in finished:
             self._returns[i] = 0.0
-            self._episode_callback("on_episode_end", episode, i)
-            episode.to_numpy()
+            self._episode_callback("on_episode_end", self._recorder.episodes[i], i)
 
     def _random_actions(self) -> dict[str, Any]:
         actions = self.env.action_space.sample()
@@ -236,8 +217,8 @@ class SingleAgentEnvRunner(EnvRunner):
         if explore in self._unchecked_forwards:
             self._check_module_output(out, explore)
         return self._module_to_env(
-            rl_module=self.module, batch=out, episodes=self._episodes, explore=explore, shared_data={},
-            metrics=self.metrics,
+            rl_module=self.module, batch=out, episodes=self._recorder.episodes, explore=explore,
+            shared_data={}, metrics=self.metrics,
         )  # fmt: skip
 
     def _check_module_output(self, out: Any, explore: bool) -> None:
@@ -258,36 +239,6 @@ class SingleAgentEnvRunner(EnvRunner):
             )
         self._unchecked_forwards.discard(explore)
 
-    def _module_input(self, obs: Any, explore: bool) -> dict[str, Any]:
-        """The next forward pass's batch. When the env-to-module pipeline only batches the latest
-        observations and no `on_episode_step` callback may have rewritten them, that batch is the
-        env's observations as they came (the episodes' last observations, row by row), converted
-        by the pipeline's own `NumpyToTensor`."""
-        if self.module is None:
-            return {}
-        to_tensor = self._direct_to_tensor()
-        if to_tensor is None:
-            return self._call_env_to_module(self._episodes, explore)
-        return to_tensor(
-            rl_module=self.module, batch={Columns.OBS: obs}, episodes=self._episodes, explore=explore,
-            shared_data={}, metrics=self.metrics,
-        )  # fmt: skip
-
-    def _direct_to_tensor(self) -> NumpyToTensor | None:
-        """The pipeline's `NumpyToTensor` when the next forward's batch may be the env's observations
-        (see `_module_input`), else None; decided again when the pipeline's pieces change."""
-        pieces = self._env_to_module.connectors
-        if pieces != self._direct_pieces:
-            self._direct_pieces = list(pieces)
-            direct = (
-                only_default_pieces(pieces)
-                and not self._on_episode_step
-                and self.module is not None
-                and not self.module.is_stateful()
-            )
-            self._to_tensor = pieces[-1] if direct else None
-        return self._to_tensor
-
     def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
         if self.module is None:  # nothing will read the batch
             return {}
@@ -301,28 +252,28 @@ class SingleAgentEnvRunner(EnvRunner):
         if seed is not None:
             self.env.action_space.seed(seed)  # random_actions=True samples from it
         obs, infos = self.env.reset(seed=seed)
-        per_env_infos = unbatch_infos(infos, self.num_envs)
         if self._restart_sub_envs:
-            self._pop_restarts(per_env_infos)
-        self._episodes = [None] * self.num_envs
+            self._pop_restarts(infos)
+        self._recorder.reset(obs, infos)
+        self._episodes = self._recorder.episodes
         self._returns[:] = 0.0
         self._reset_pending[:] = False
         for i in range(self.num_envs):
-            self._new_episode(i, row(obs, i), per_env_infos[i])
-        self._to_module = self._module_input(obs, explore)
-        for i, episode in enumerate(self._episodes):
+            self._new_episode(i)
+        self._to_module = self._call_env_to_module(self._recorder.episodes, explore)
+        for i, episode in enumerate(self._recorder.episodes):
             self._episode_callback("on_episode_start", episode, i)
 
-    def _new_episode(self, index: int, observation: Any, info: dict) -> None:
-        """Puts a new episode for sub-env `index` in place, holding its reset observation."""
+    def _new_episode(self, index: int) -> None:
+        """Puts a new episode in place for sub-env `index`; it begins with the sub-env's newest
+        observation and info."""
         episode = SingleAgentEpisode(
             observation_space=self._episode_obs_space,
             action_space=self.env.single_action_space,
             len_lookback_buffer=0,
         )
-        self._episodes[index] = episode
         self._episode_callback("on_episode_created", episode, index)
-        episode.add_env_reset(observation, infos=info)
+        self._recorder.start(index, episode)
 
     def _log_sample_metrics(self, episodes: list[SingleAgentEpisode], stats: list[tuple[float, int]]) -> None:
         m, window = self.metrics, self.config.metrics_num_episodes_for_smoothing

@@ -30,7 +30,10 @@ from flywheel.episodes.lookback_buffer import Indices, LookbackBuffer
 from flywheel.errors import EpisodeError, EpisodeKeyError
 
 # Rewards have no space of their own; this one gives them float32 when stacked and a scalar fill.
-_REWARD_SPACE = gym.spaces.Box(-np.inf, np.inf, (), np.float32)
+REWARD_SPACE = gym.spaces.Box(-np.inf, np.inf, (), np.float32)
+
+RECORDED_ATTRIBUTES = ("observations", "infos", "actions", "rewards", "extra_model_outputs", "t")
+"""The data attributes a pending episode lacks until first read (see `__getattr__`)."""
 
 
 def _buffer(data: Any, lookback: int, space: gym.Space | None = None) -> LookbackBuffer:
@@ -52,6 +55,10 @@ class SingleAgentEpisode:
     ``agent_id``, ``module_id`` and ``multi_agent_episode_id`` tie the episode to a
     multi-agent episode; they are only carried along.
     """
+
+    _pending: Any = None
+    """Set while a `VectorRecorder` holds this episode's newest steps in its columns
+    (`flywheel.episodes.vector_recorder`): the episode then lacks its `RECORDED_ATTRIBUTES`."""
 
     def __init__(
         self,
@@ -83,7 +90,7 @@ class SingleAgentEpisode:
             infos = [{} for _ in range(self.observations.len_incl_lookback())]
         self.infos = _buffer(infos, lookback)
         self.actions = _buffer(actions, lookback, action_space)
-        self.rewards = _buffer(rewards, lookback, _REWARD_SPACE)
+        self.rewards = _buffer(rewards, lookback, REWARD_SPACE)
         self.extra_model_outputs = {
             key: _buffer(value, lookback) for key, value in (extra_model_outputs or {}).items()
         }
@@ -109,6 +116,15 @@ class SingleAgentEpisode:
                 f"Expected len_lookback_buffer to be an int >= 0 or 'auto', got {len_lookback_buffer!r}."
             )
         return min(int(len_lookback_buffer), n_steps)
+
+    def __getattr__(self, name: str) -> Any:
+        # Python calls this only for attributes the instance lacks. A pending episode lacks its data
+        # attributes until something reads one: its recorder then hands its steps in.
+        pending = self._pending
+        if pending is None or name not in RECORDED_ATTRIBUTES:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        pending.realize(self)
+        return getattr(self, name)
 
     # ----------------------------------------------------------------- recording (hot path)
 

@@ -26,14 +26,6 @@ __all__ = [
     "default_env_to_module_connectors",
 ]
 
-DEFAULT_PIECE_TYPES = (
-    AddObservationsFromEpisodesToBatch,
-    AddStatesFromEpisodesToBatch,
-    BatchIndividualItems,
-    NumpyToTensor,
-)
-"""The classes of `default_env_to_module_connectors()`, in order."""
-
 
 def default_env_to_module_connectors(*, device: str | torch.device | None = None) -> list[ConnectorV2]:
     """The default env-to-module pieces, in order; user pieces run before them."""
@@ -43,10 +35,3 @@ def default_env_to_module_connectors(*, device: str | torch.device | None = None
         BatchIndividualItems(),
         NumpyToTensor(device=device),
     ]
-
-
-def only_default_pieces(pieces: list[ConnectorV2]) -> bool:
-    """Whether `pieces` are exactly the default pipeline: it then only reads each episode's newest
-    observation (and state) into the batch and converts it, so runners may batch the env's
-    observations directly instead (see docs/architecture.md)."""
-    return tuple(map(type, pieces)) == DEFAULT_PIECE_TYPES

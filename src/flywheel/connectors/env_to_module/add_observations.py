@@ -5,12 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from flywheel.columns import Columns
+from flywheel.connectors.batch_items import stack_rows
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent, place_episode_items
+from flywheel.episodes.vector_recorder import newest_observations
 
 
 class AddObservationsFromEpisodesToBatch(ConnectorV2):
-    """Sets `batch[OBS]` to the list of each episode's newest observation, in episode order.
+    """Sets `batch[OBS]` to each episode's newest observation, stacked in episode order (one array,
+    leaf-wise for nested observations).
+
+    When a runner's `VectorRecorder` holds the episodes and nothing has read or rewritten them since
+    the env step, their newest observations are the env's observation batch itself, which is passed
+    on as it is (`newest_observations`); otherwise each episode's is read and stacked. Either way it
+    is what the episodes hold.
 
     Skipped when an earlier piece already set `OBS` (e.g. `FrameStacking`), so such pieces replace
     what the module sees without being undone here (columns custom pieces added per episode with
@@ -34,7 +42,16 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
             for module_id, rows in agent_rows(episodes, shared_data).items():
                 columns = batch.setdefault(module_id, {})
                 if Columns.OBS not in columns:
-                    columns[Columns.OBS] = [episode.get_observations(-1) for episode in rows.episodes]
+                    columns[Columns.OBS] = _stacked(
+                        [episode.get_observations(-1) for episode in rows.episodes]
+                    )
         elif Columns.OBS not in batch:
-            batch[Columns.OBS] = [episode.get_observations(-1) for episode in episodes]
+            observations = newest_observations(episodes)
+            if observations is None:
+                observations = _stacked([episode.get_observations(-1) for episode in episodes])
+            batch[Columns.OBS] = observations
         return batch
+
+
+def _stacked(observations: list) -> Any:
+    return stack_rows(observations) if observations else observations

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, take_rows
+from flywheel.episodes import MultiAgentEpisode
 from flywheel.typing import AgentID, ModuleID
 
 AGENT_ROWS = "agent_rows"
@@ -31,7 +32,7 @@ class ModuleRows(NamedTuple):
 
 def is_multi_agent(episodes: list[Any]) -> bool:
     """Whether `episodes` are `MultiAgentEpisode`s (checked on the first one: pipelines get one kind)."""
-    return bool(episodes) and hasattr(episodes[0], "agent_episodes")
+    return bool(episodes) and isinstance(episodes[0], MultiAgentEpisode)
 
 
 def column_dicts(batch: dict[str, Any], episodes: list[Any]) -> Iterable[dict[str, Any]]:

@@ -1,0 +1,403 @@
+"""`VectorRecorder`: records a vector env's steps into one `SingleAgentEpisode` per sub-env, column-wise.
+
+Writing each vector step into each sub-env's episode costs a chain of Python calls per sub-env and
+step, which at 64 sub-envs is more than the env step itself. The recorder instead appends each step's
+batches (observations, infos, actions, rewards, every extra model output) to one list per column: a
+constant number of Python operations per vector step. The episodes it fills this way are *pending*:
+their steps are rows of those columns, and their data attributes are absent. A pending episode
+becomes an ordinary one in one of two ways:
+
+- `end_sample` (when `sample()` returns): each column is stacked once into one array, and every
+  pending episode takes its rows from it as numpy arrays, finalized as `to_numpy` would leave it;
+- `realize`, as soon as anything reads its data (`SingleAgentEpisode.__getattr__`): a connector piece
+  calling `episode.get_observations(-1)`, a callback, a `len(episode)`. Its rows are appended to its
+  list-based buffers, and from then on the recorder appends each new step to it, one call per step.
+
+So whoever looks at an episode sees all of it, and episodes nobody looks at cost nothing per step.
+While no episode of the current vector step has been looked at, their newest observations are
+exactly the env's observation batch: `newest_observations` hands that batch to
+`AddObservationsFromEpisodesToBatch`, which is how the default env-to-module pipeline passes the
+env's observations straight through, and why a custom piece anywhere (or a callback) that reads or
+rewrites episodes simply turns the pass-through off for the steps it touches.
+
+Column layout: `_obs[k]` / `_infos[k]` are the batches seen before step `k` (index 0: after the last
+reset or `end_sample`), `_actions[k]`, `_rewards[k]` and `_extras[key][k]` belong to step `k`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import tree
+
+from flywheel.episodes.lookback_buffer import LookbackBuffer
+from flywheel.episodes.single_agent_episode import RECORDED_ATTRIBUTES, REWARD_SPACE, SingleAgentEpisode
+from flywheel.episodes.space_items import map_leaves, stack_items
+from flywheel.episodes.vector_rows import info_row, per_env_infos, row
+
+_NO_INFO: dict = {}
+
+
+class _Pending:
+    """Where a pending episode's rows are: sub-env `index`, observations from `obs_start`, steps from
+    `step_start` up to `step_stop` (None while it runs); what it held before (`stash`: its data
+    attributes, e.g. a cut's lookback; None for a fresh episode, which held nothing) and the final
+    observation and info of a `SAME_STEP` ending."""
+
+    __slots__ = ("recorder", "index", "obs_start", "step_start", "step_stop", "stash", "final")
+
+    def __init__(
+        self, recorder: VectorRecorder, index: int, stash: dict | None, obs_start: int, step_start: int
+    ):
+        self.recorder = recorder
+        self.index = index
+        self.stash = stash
+        self.obs_start = obs_start
+        self.step_start = step_start
+        self.step_stop: int | None = None
+        self.final: tuple[Any, dict] | None = None
+
+    def realize(self, episode: SingleAgentEpisode) -> None:
+        self.recorder.realize(episode)
+
+    def newest_observation(self) -> Any:
+        if self.final is not None:
+            return self.final[0]
+        recorder = self.recorder
+        stop = len(recorder._obs) if self.step_stop is None else self.step_stop + 1
+        if stop > self.obs_start:
+            return row(recorder._obs[stop - 1], self.index)
+        return self.stash["observations"].data[-1]  # a cut's first observation, carried in its buffer
+
+
+class VectorRecorder:
+    """Holds the current episode of each of `num_envs` sub-envs and records vector steps into them.
+
+    A runner calls `reset` after the env's reset, `start` for each new episode, `add_step` after each
+    `env.step`, and `end_sample` when `sample()` returns; `episodes` is the list of current episodes
+    (one per sub-env, in order) it passes to its pipelines.
+    """
+
+    def __init__(self, num_envs: int, observation_space: Any, action_space: Any) -> None:
+        self.num_envs = num_envs
+        self._observation_space = observation_space
+        self._action_space = action_space
+        self.episodes: list[SingleAgentEpisode | None] = [None] * num_envs
+        self._eager: set[int] = set()  # sub-envs whose current episode holds its own data (not pending)
+        self._finished: list[SingleAgentEpisode] = []  # episodes that ended since the last end_sample
+        self._restart_columns([], [])
+
+    def _restart_columns(self, obs: list, infos: list, extra_keys: tuple = ()) -> None:
+        self._obs, self._infos = obs, infos
+        self._actions: list = []
+        self._rewards: list = []
+        self._extras: dict[str, list] = {key: [] for key in extra_keys}
+
+    # ------------------------------------------------------------------ recording
+
+    def reset(self, obs: Any, infos: dict) -> None:
+        """Drops every episode and starts the columns from the env's reset batches."""
+        self.episodes = [None] * self.num_envs
+        self._eager.clear()
+        self._finished = []
+        self._restart_columns([obs], [infos])
+
+    def start(self, index: int, episode: SingleAgentEpisode) -> None:
+        """Makes `episode` the current one of sub-env `index`. A fresh episode begins with the newest
+        observation and info of that sub-env; a cut's successor already holds its first one."""
+        fresh = not episode.is_reset
+        if fresh:
+            episode._start_time = time.perf_counter()
+        # A fresh episode's empty buffers are dropped and made anew when needed: a pending episode
+        # then holds 3 objects the garbage collector tracks instead of 12 (the collector's full
+        # passes over the process come that much less often).
+        stash = {name: vars(episode).pop(name) for name in RECORDED_ATTRIBUTES}
+        if fresh:
+            stash = None
+        newest = len(self._obs) - 1
+        episode._pending = _Pending(self, index, stash, newest if fresh else newest + 1, len(self._actions))
+        self.episodes[index] = episode
+        self._eager.discard(index)
+
+    def drop(self, index: int) -> int:
+        """Forgets sub-env `index`'s current episode (its env failed mid-episode); returns the steps
+        its chunk had recorded."""
+        steps = self.steps_of(self.episodes[index])
+        self.episodes[index] = None
+        self._eager.discard(index)
+        return steps
+
+    def add_step(
+        self,
+        obs: Any,
+        infos: dict,
+        actions: Any,
+        rewards: np.ndarray,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        extras: dict[str, Any],
+        final_obs: Any = None,
+    ) -> list[int]:
+        """Records one vector step for every sub-env whose episode runs (row `i` is sub-env `i`'s
+        action, reward, next observation and info; `extras` every other column: an array with one row
+        per sub-env, or one value for all). `final_obs` (`infos["final_obs"]` of a `SAME_STEP`
+        autoreset) holds the last observation of the episodes that ended, whose row in `obs` is then a
+        reset observation; without it that row is their last observation. Returns the sub-envs whose
+        episode ended."""
+        if extras.keys() != self._extras.keys():
+            self._use_extra_keys(tuple(extras))
+        self._obs.append(obs)
+        self._infos.append(infos)
+        self._actions.append(actions)
+        self._rewards.append(rewards)
+        for key, value in extras.items():
+            self._extras[key].append(value)
+        ended = (terminateds | truncateds).nonzero()[0].tolist()
+        finished = [i for i in ended if self.episodes[i] is not None and not self.episodes[i].is_done]
+        for i in self._eager:
+            self._add_eager(i, obs, infos, actions, rewards, terminateds, truncateds, extras, final_obs)
+        for i in finished:
+            self._finish(i, terminateds[i], truncateds[i], final_obs, infos)
+        return finished
+
+    def _add_eager(
+        self, i: int, obs, infos, actions, rewards, terminateds, truncateds, extras, final_obs
+    ) -> None:
+        episode = self.episodes[i]
+        if episode.is_done:
+            return
+        final = final_obs is not None and (terminateds[i] or truncateds[i])
+        episode.add_env_step(
+            final_obs[i] if final else row(obs, i), row(actions, i), rewards[i],
+            infos=info_row(infos["final_info"], i) if final else info_row(infos, i),
+            terminated=bool(terminateds[i]), truncated=bool(truncateds[i]),
+            extra_model_outputs={key: row(value, i) for key, value in extras.items()},
+        )  # fmt: skip
+
+    def _finish(self, i: int, terminated: bool, truncated: bool, final_obs: Any, infos: dict) -> None:
+        episode = self.episodes[i]
+        pending = episode._pending
+        if pending is not None:
+            episode.is_terminated, episode.is_truncated = bool(terminated), bool(truncated)
+            pending.step_stop = len(self._actions)
+            if final_obs is not None:
+                pending.final = (final_obs[i], info_row(infos["final_info"], i))
+        episode._end_time = time.perf_counter()
+        self._finished.append(episode)
+
+    def _use_extra_keys(self, keys: tuple) -> None:
+        """New extra columns (a sample with other settings): episodes pending in the current columns
+        are realized first, and the columns start anew from the newest batches."""
+        if self._actions:
+            for episode in [*self.episodes, *self._finished]:
+                if episode is not None and episode._pending is not None:
+                    self.realize(episode)
+            self._obs, self._infos = self._obs[-1:], self._infos[-1:]
+        self._restart_columns(self._obs, self._infos, keys)
+
+    def _held(self, pending: _Pending, episode: SingleAgentEpisode) -> dict[str, Any]:
+        """The data attributes a pending episode held before its rows (empty buffers for a fresh one)."""
+        if pending.stash is not None:
+            return pending.stash
+        return {
+            "observations": LookbackBuffer([], 0, self._observation_space),
+            "infos": LookbackBuffer([]),
+            "actions": LookbackBuffer([], 0, self._action_space),
+            "rewards": LookbackBuffer([], 0, REWARD_SPACE),
+            "extra_model_outputs": {},
+            "t": episode.t_started,
+        }
+
+    def steps_of(self, episode: SingleAgentEpisode) -> int:
+        """The steps of `episode`'s chunk, without reading (and so realizing) a pending episode."""
+        pending = episode._pending
+        if pending is None:
+            return len(episode)
+        stop = len(self._actions) if pending.step_stop is None else pending.step_stop
+        return stop - pending.step_start
+
+    # ------------------------------------------------------------------ reading
+
+    def newest_observations(self, episodes: list[SingleAgentEpisode]) -> Any:
+        """The newest observation of each of `episodes`, batched, when all of them are pending in this
+        recorder (nothing has read or rewritten them since their steps were recorded); else None."""
+        if episodes is self.episodes:
+            return None if self._eager else self._obs[-1]
+        rows = []
+        for episode in episodes:
+            pending = episode._pending
+            if pending is None or pending.recorder is not self:
+                return None
+            rows.append(pending.newest_observation())
+        return stack_items(rows)
+
+    def realize(self, episode: SingleAgentEpisode) -> None:
+        """Hands a pending episode its recorded rows (list items, one per step); from then on, while
+        it runs, `add_step` appends to it directly."""
+        pending = episode._pending
+        del episode._pending
+        vars(episode).update(self._held(pending, episode))
+        i = pending.index
+        step_stop = len(self._actions) if pending.step_stop is None else pending.step_stop
+        for k in range(pending.obs_start, step_stop + 1):
+            episode.observations.data.append(row(self._obs[k], i))
+            episode.infos.data.append(info_row(self._infos[k], i))
+        if pending.final is not None:
+            episode.observations.data[-1], episode.infos.data[-1] = pending.final
+        outputs = episode.extra_model_outputs
+        for key in self._extras:
+            outputs.setdefault(key, LookbackBuffer())
+        for k in range(pending.step_start, step_stop):
+            episode.actions.data.append(row(self._actions[k], i))
+            episode.rewards.data.append(self._rewards[k][i])
+            for key, column in self._extras.items():
+                outputs[key].data.append(row(column[k], i))
+        episode.t += step_stop - pending.step_start
+        if self.episodes[i] is episode:
+            self._eager.add(i)
+
+    # ------------------------------------------------------------------ ending a sample
+
+    def end_sample(self, cut_lookback: int | None) -> list[SingleAgentEpisode]:
+        """Turns every episode that ended since the last call into numpy and, with `cut_lookback`,
+        cuts each running episode that has steps: returns those chunks (numpy) and continues each
+        with its successor (`cut(len_lookback_buffer=cut_lookback)`). Episodes that keep running
+        uncut stay pending, and the columns keep only the rows they still need."""
+        to_cut = []
+        if cut_lookback is not None:
+            to_cut = [
+                (i, e)
+                for i, e in enumerate(self.episodes)
+                if e is not None and not e.is_done and self.steps_of(e)
+            ]
+        to_fill = [e for e in [*self._finished, *(e for _, e in to_cut)] if e._pending is not None]
+        columns = _Stacked(self) if to_fill else None
+        for episode in to_fill:
+            columns.fill(episode)
+        for episode in self._finished:
+            episode.to_numpy()
+        self._finished = []
+        chunks = []
+        for i, episode in to_cut:
+            successor = episode.cut(len_lookback_buffer=cut_lookback)
+            chunks.append(episode.to_numpy())
+            self.start(i, successor)
+        self._eager = {i for i, e in enumerate(self.episodes) if e is not None and e._pending is None}
+        self._trim_columns()
+        return chunks
+
+    def _trim_columns(self) -> None:
+        """Drops the rows no pending episode needs any more (keeping the newest batches)."""
+        pending = [e._pending for e in self.episodes if e is not None and e._pending is not None]
+        keep = min([p.step_start for p in pending] + [len(self._obs) - 1])
+        if keep <= 0:
+            return
+        self._obs, self._infos = self._obs[keep:], self._infos[keep:]
+        self._actions, self._rewards = self._actions[keep:], self._rewards[keep:]
+        self._extras = {key: column[keep:] for key, column in self._extras.items()}
+        for p in pending:
+            p.obs_start -= keep
+            p.step_start -= keep
+
+
+class _Stacked:
+    """The recorder's columns stacked once into arrays with the sub-env first (`[num_envs, steps, ...]`,
+    so each episode's rows are contiguous), and the per-sub-env infos of each observation index."""
+
+    def __init__(self, recorder: VectorRecorder) -> None:
+        self.num_steps = len(recorder._actions)
+        self.obs = _stack_steps(recorder._obs)
+        self.infos = [per_env_infos(infos, recorder.num_envs) for infos in recorder._infos]
+        self.no_infos = all(rows is None for rows in self.infos)
+        self.actions = _stack_steps(recorder._actions)
+        self.rewards = _stack_steps(recorder._rewards).astype(np.float32)
+        self.extras = {key: _stack_steps(column) for key, column in recorder._extras.items()}
+
+    def fill(self, episode: SingleAgentEpisode) -> None:
+        """Gives a pending episode its rows as finalized (numpy) buffers."""
+        pending = episode._pending
+        del episode._pending
+        i, own = pending.index, pending.recorder._held(pending, episode)
+        start, stop = pending.step_start, self.num_steps if pending.step_stop is None else pending.step_stop
+        obs = _rows(self.obs, i, pending.obs_start, stop + 1)
+        if self.no_infos:
+            infos = [{} for _ in range(pending.obs_start, stop + 1)]
+        else:
+            infos = [{} if rows is None else rows[i] for rows in self.infos[pending.obs_start : stop + 1]]
+        if pending.final is not None:
+            final_obs, infos[-1] = pending.final
+            obs = map_leaves(
+                lambda a, f: np.concatenate([a[:-1], np.asarray(f, a.dtype)[None]]), obs, final_obs
+            )
+        _append_rows(own["observations"], obs)
+        own["infos"].data.extend(infos)
+        _append_rows(own["actions"], _rows(self.actions, i, start, stop))
+        _append_rows(own["rewards"], _rows(self.rewards, i, start, stop))
+        outputs = own["extra_model_outputs"]
+        for key, column in self.extras.items():
+            rows = _rows(column, i, start, stop)
+            if key in outputs:
+                _append_rows(outputs[key], rows)
+            else:
+                outputs[key] = LookbackBuffer(rows)
+        if len(outputs) > len(
+            self.extras
+        ):  # outputs only the lookback holds (later steps did not return them)
+            for buffer in outputs.values():
+                buffer.finalize()
+        own["t"] += stop - start
+        vars(episode).update(own)
+
+
+def _stack_steps(batches: list) -> Any:
+    """Per-step batches (`[num_envs, ...]`, nested leaf-wise, or one scalar for all rows) as one array
+    `[num_envs, steps, ...]` (scalars: `[steps]`)."""
+    if not batches:
+        return None
+    if isinstance(batches[0], dict | tuple):
+        return tree.map_structure(lambda *leaves: _sub_env_first(leaves), *batches)
+    return _sub_env_first(batches)
+
+
+def _sub_env_first(batches: list | tuple) -> np.ndarray:
+    # One C loop builds `[steps, num_envs, ...]` (np.stack takes several Python steps per array);
+    # one more copy makes each sub-env's rows contiguous.
+    stacked = np.asarray(batches)
+    return stacked if stacked.ndim == 1 else np.ascontiguousarray(stacked.swapaxes(0, 1))
+
+
+def _rows(stacked: Any, index: int, start: int, stop: int) -> Any:
+    """Sub-env `index`'s rows `start:stop` of a `_stack_steps` result."""
+    if isinstance(stacked, np.ndarray):
+        return stacked[start:stop] if stacked.ndim == 1 else stacked[index, start:stop]
+    return tree.map_structure(lambda leaf: leaf[index, start:stop], stacked)
+
+
+def _append_rows(buffer: LookbackBuffer, rows: Any) -> None:
+    """Finalizes a list-based buffer with `rows` appended, in the dtypes of its space (as `finalize`
+    gives them); the items it held stay in front (its lookback stays lookback)."""
+    struct = buffer.space_struct
+    if isinstance(rows, np.ndarray):  # (the common, flat case without dm-tree)
+        if struct is not None and rows.dtype != struct.dtype:
+            rows = rows.astype(struct.dtype)
+        if buffer.data:
+            rows = np.concatenate([stack_items(buffer.data, struct), rows])
+        buffer.data = rows
+        return
+    if struct is not None:
+        rows = map_leaves(lambda a, space: a.astype(space.dtype, copy=False), rows, struct)
+    if buffer.data:
+        head = stack_items(buffer.data, struct)
+        rows = map_leaves(lambda a, b: np.concatenate([a, np.asarray(b, a.dtype)]), head, rows)
+    buffer.data = rows
+
+
+def newest_observations(episodes: list[Any]) -> Any:
+    """The newest observation of each of `episodes`, batched as the env returned it, when a
+    `VectorRecorder` holds all of them untouched (see the module docstring); else None."""
+    if not episodes or not isinstance(episodes[0], SingleAgentEpisode):
+        return None
+    pending = episodes[0]._pending
+    return None if pending is None else pending.recorder.newest_observations(episodes)
