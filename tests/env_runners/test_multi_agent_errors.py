@@ -4,8 +4,9 @@ import itertools
 
 import pytest
 
-from flywheel import MultiAgentEnvRunner, PPOConfig
-from flywheel.errors import ConfigError, EnvError, EpisodeError
+from flywheel import Columns, MultiAgentEnvRunner, PPOConfig, RLModuleSpec
+from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
+from flywheel.errors import ConfigError, EnvError, EpisodeError, ModuleError
 from flywheel.testing.multi_agent_envs import BrokenMultiAgentEnv, TurnBasedEnv
 
 
@@ -71,3 +72,20 @@ def test_agent_not_in_possible_agents_is_caught_by_the_env_check():
 def test_agent_not_in_possible_agents_without_the_env_check():
     with pytest.raises(EpisodeError, match=r"Agent 'ghost' observed in episode .* has no space for it"):
         run(config(BrokenMultiAgentEnv, problem="unknown_agent", check=False))
+
+
+class LogitsOnly(DefaultPPOTorchRLModule):
+    """PPO's default module, returning its logits under a key of its own."""
+
+    def _forward(self, batch, **kwargs):
+        return {"logits": super()._forward(batch, **kwargs)[Columns.ACTION_DIST_INPUTS]}
+
+
+def test_module_without_action_dist_inputs_fails_with_its_keys_and_the_fix():
+    bad = config().rl_module(rl_module_spec=RLModuleSpec(module_class=LogitsOnly))
+    with pytest.raises(
+        ModuleError,
+        match=r"LogitsOnly\.forward_exploration\(\) returned the keys \['logits'\], but the runner's GetActions "
+        r"piece needs Columns\.ACTION_DIST_INPUTS \('action_dist_inputs'\)",
+    ):
+        run(bad)

@@ -52,6 +52,14 @@ class ReadLengths(ConnectorV2):
         return batch
 
 
+class NegateInPlace(ConnectorV2):
+    """Negates the batch's OBS column in place, whatever it is at this point (array or tensor)."""
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        batch[Columns.OBS] *= -1
+        return batch
+
+
 def _config(*, vectorize_mode="sync", model_config=None, **env_runners):
     return (
         PPOConfig()
@@ -62,7 +70,7 @@ def _config(*, vectorize_mode="sync", model_config=None, **env_runners):
     )
 
 
-def _sample_and_check(runner, sub_env_of, calls=3, num_timesteps=60):
+def _sample_and_check(runner, sub_env_of, calls=3, num_timesteps=60, sign=1.0):
     """Samples, then checks that forward pass `k` saw, for each sub-env, the observation its episode
     held before its `k`-th step. (With a NEXT_STEP autoreset the final observation of an ended
     episode is acted on once more, in the step that only resets its sub-env.)"""
@@ -80,7 +88,9 @@ def _sample_and_check(runner, sub_env_of, calls=3, num_timesteps=60):
     assert all(len(rows) - len(seen) in ((0, 1) if next_step else (0,)) for rows in expected.values())
     assert len(seen) >= calls * num_timesteps // NUM_ENVS
     for k, batch in enumerate(seen):
-        np.testing.assert_allclose(batch, [expected[i][k] for i in range(NUM_ENVS)], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            batch, [sign * expected[i][k] for i in range(NUM_ENVS)], rtol=0, atol=1e-6
+        )
     return chunks
 
 
@@ -115,6 +125,19 @@ def test_a_piece_after_a_default_piece_that_reads_episodes(make_runner, where):
     runner, sub_env_of = _runner(make_runner, _config())
     runner.env_to_module.insert_after(where, ReadLengths())
     _sample_and_check(runner, sub_env_of)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [AddObservationsFromEpisodesToBatch, BatchIndividualItems, NumpyToTensor],
+    ids=lambda c: c.__name__,
+)
+def test_a_piece_after_a_default_piece_that_changes_the_batch_in_place(make_runner, where):
+    runner, sub_env_of = _runner(make_runner, _config())
+    runner.env_to_module.insert_after(where, NegateInPlace())
+    # The module sees the negated observations while the episodes keep the env's (a change that
+    # reached the episodes too would show up negated on both sides).
+    _sample_and_check(runner, sub_env_of, sign=-1.0)
 
 
 def test_an_on_episode_step_callback_that_rewrites_observations(make_runner):

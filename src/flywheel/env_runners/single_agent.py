@@ -14,13 +14,12 @@ import gymnasium as gym
 import numpy as np
 
 from flywheel.columns import Columns
-from flywheel.connectors.module_to_env import GetActions
 from flywheel.env.checks import ObservationMonitor, check_env, env_name
 from flywheel.env.make import SUB_ENV_RESTARTED, make_vector_env
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.episodes.vector_recorder import VectorRecorder
-from flywheel.errors import ConfigError, ModuleError
+from flywheel.errors import ConfigError
 from flywheel.metrics import keys
 from flywheel.typing import DEFAULT_MODULE_ID
 
@@ -51,9 +50,6 @@ class SingleAgentEnvRunner(EnvRunner):
             self.env.single_observation_space if config.env_to_module_connector is None else None
         )
         self._recorder = VectorRecorder(self.num_envs, self._episode_obs_space, self.env.single_action_space)
-        # Forward passes (explore True/False) whose output still has to be checked once.
-        has_get_actions = any(isinstance(p, GetActions) for p in self._module_to_env.connectors)
-        self._unchecked_forwards = {True, False} if has_get_actions else set()
         self._clip_rewards = _reward_clipper(config.clip_rewards)
         self._returns = np.zeros(self.num_envs)  # unclipped, for metrics
         self._reset_pending = np.zeros(self.num_envs, bool)  # NEXT_STEP autoreset: env i resets next step
@@ -214,30 +210,10 @@ class SingleAgentEnvRunner(EnvRunner):
             out = self.module.forward_exploration(self._to_module)
         else:
             out = self.module.forward_inference(self._to_module)
-        if explore in self._unchecked_forwards:
-            self._check_module_output(out, explore)
         return self._module_to_env(
             rl_module=self.module, batch=out, episodes=self._recorder.episodes, explore=explore,
             shared_data={}, metrics=self.metrics,
         )  # fmt: skip
-
-    def _check_module_output(self, out: Any, explore: bool) -> None:
-        """Once per forward kind: the default GetActions piece needs ACTION_DIST_INPUTS (or ACTIONS)."""
-        method = "forward_exploration" if explore else "forward_inference"
-        name = type(self.module).__name__
-        if not isinstance(out, dict):
-            raise ModuleError(
-                f"{name}.{method}() returned a {type(out).__name__}, expected a dict of columns. "
-                f"Fix: return {{Columns.ACTION_DIST_INPUTS: logits}} from {name}._forward."
-            )
-        if Columns.ACTION_DIST_INPUTS not in out and Columns.ACTIONS not in out:
-            raise ModuleError(
-                f"{name}.{method}() returned the keys {sorted(out)}, but the runner's GetActions piece needs "
-                f"Columns.ACTION_DIST_INPUTS ({Columns.ACTION_DIST_INPUTS!r}) to sample actions from, or "
-                f"Columns.ACTIONS ({Columns.ACTIONS!r}) chosen by the module. Fix: return "
-                f"{{Columns.ACTION_DIST_INPUTS: logits}} from {name}._forward (or the phase method)."
-            )
-        self._unchecked_forwards.discard(explore)
 
     def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
         if self.module is None:  # nothing will read the batch

@@ -222,9 +222,10 @@ class VectorRecorder:
 
     def newest_observations(self, episodes: list[SingleAgentEpisode]) -> Any:
         """The newest observation of each of `episodes`, batched, when all of them are pending in this
-        recorder (nothing has read or rewritten them since their steps were recorded); else None."""
+        recorder (nothing has read or rewritten them since their steps were recorded); else None.
+        The batch is the caller's own (a copy of the env's), so changing it leaves the episodes be."""
         if episodes is self.episodes:
-            return None if self._eager else self._obs[-1]
+            return None if self._eager else map_leaves(np.copy, self._obs[-1])
         rows = []
         for episode in episodes:
             pending = episode._pending

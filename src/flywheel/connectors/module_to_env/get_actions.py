@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
+from flywheel.errors import ModuleError
 
 
 class GetActions(ConnectorV2):
@@ -16,6 +17,9 @@ class GetActions(ConnectorV2):
     needs it for importance ratios). Not exploring: the inference distribution's
     `deterministic_sample()` (e.g. argmax, Gaussian mean), no log-probs. For `MultiAgentEpisode`s
     each module's outputs (`batch[module_id]`) get actions from that module's distributions.
+
+    A module output it cannot act on (not a dict, or neither of the two columns) fails with a
+    `ModuleError` naming the module, its forward method and the fix.
     """
 
     def __call__(
@@ -37,9 +41,11 @@ class GetActions(ConnectorV2):
         return batch
 
 
-def _add_actions(rl_module: Any, columns: dict[str, Any], explore: bool | None) -> None:
-    if Columns.ACTIONS in columns:
+def _add_actions(rl_module: Any, columns: Any, explore: bool | None) -> None:
+    if isinstance(columns, dict) and Columns.ACTIONS in columns:
         return
+    if not isinstance(columns, dict) or Columns.ACTION_DIST_INPUTS not in columns:
+        _raise_unusable_output(rl_module, columns, explore)
     if explore:
         dist = rl_module.get_exploration_action_dist_cls().from_logits(columns[Columns.ACTION_DIST_INPUTS])
         actions = dist.sample()
@@ -48,3 +54,19 @@ def _add_actions(rl_module: Any, columns: dict[str, Any], explore: bool | None) 
         dist = rl_module.get_inference_action_dist_cls().from_logits(columns[Columns.ACTION_DIST_INPUTS])
         actions = dist.deterministic_sample()
     columns[Columns.ACTIONS] = actions
+
+
+def _raise_unusable_output(rl_module: Any, out: Any, explore: bool | None) -> NoReturn:
+    name = type(rl_module).__name__
+    method = f"{name}.{'forward_exploration' if explore else 'forward_inference'}()"
+    if not isinstance(out, dict):
+        raise ModuleError(
+            f"{method} returned a {type(out).__name__}, expected a dict of columns. "
+            f"Fix: return {{Columns.ACTION_DIST_INPUTS: logits}} from {name}._forward."
+        )
+    raise ModuleError(
+        f"{method} returned the keys {sorted(out)}, but the runner's GetActions piece needs "
+        f"Columns.ACTION_DIST_INPUTS ({Columns.ACTION_DIST_INPUTS!r}) to sample actions from, or "
+        f"Columns.ACTIONS ({Columns.ACTIONS!r}) chosen by the module. Fix: return "
+        f"{{Columns.ACTION_DIST_INPUTS: logits}} from {name}._forward (or the phase method)."
+    )
