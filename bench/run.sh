@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the benchmarks and writes bench/RESULTS.md.
 #
-#   bench/run.sh                          # everything: sampling (1 and 8 envs, 3 repeats), training (seed 0)
+#   bench/run.sh                          # everything: sampling (1, 8 and 64 envs, 3 repeats), training (seed 0)
 #   bench/run.sh --seeds 3                # training with seeds 0, 1, 2
 #   bench/run.sh --frameworks "flywheel"  # re-measure flywheel only; the peers' saved results stay
-#   bench/run.sh --only sampling          # or: --only train, --only ma (multi-agent sampling),
+#   bench/run.sh --only sampling          # or: --only trainspeed (PPO train() at the loop's settings, loop and
+#                                         #     flywheel), --only train, --only ma (multi-agent sampling),
 #                                         #     --only remote (PPO train() with 0/1/2 remote runners),
 #                                         #     --only offpolicy (DQN CartPole 450 / SAC Pendulum -250: rllib, sb3, flywheel)
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
@@ -38,8 +39,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 case "$only" in
-    all | sampling | train | ma | remote | offpolicy) ;;
-    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, train, ma, remote or offpolicy)" >&2; exit 2 ;;
+    all | sampling | trainspeed | train | ma | remote | offpolicy) ;;
+    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote or offpolicy)" >&2; exit 2 ;;
 esac
 
 [[ -x .venv/bin/python ]] || ./setup.sh
@@ -68,22 +69,50 @@ measure() {
 
 has() { [[ " $frameworks " == *" $1 "* ]]; }
 
+# in_turns LEAD OTHER OUT LOG BENCH SCRIPT ARGS...: measures both frameworks (those selected), side by
+# side in timed turns when both are (OUT, LOG and SCRIPT hold %s for the framework's name).
+in_turns() {
+    local lead="$1" other="$2" out="$3" log="$4" bench="$5" script="$6"; shift 6
+    local turns_dir="" fw
+    if has "$lead" && has "$other"; then turns_dir="$(mktemp -d)"; fi
+    for fw in "$lead" "$other"; do
+        has "$fw" || continue
+        local args=("$@")
+        if [[ -n "$turns_dir" ]]; then
+            args+=(--turns-dir "$turns_dir" --turn-order "$lead,$other" --turn-as "$fw")
+        fi
+        # shellcheck disable=SC2059  # the names are formats with one %s
+        measure "$(printf "$out" "$fw")" "$(printf "$log" "$fw")" 900 "$bench" "$fw" "$(printf "$script" "$fw")" "${args[@]}" &
+    done
+    wait
+    if [[ -n "$turns_dir" ]]; then rm -rf "$turns_dir"; fi
+}
+
 if [[ $report_only == 0 ]]; then
     "${nice_cmd[@]}" "$py" machine.py > results/machine.json
     # Repeats and seeds are the outer loops, so every framework's figures are spread over the same
     # stretch of time and see the same competition for the CPU.
     if [[ $only == all || $only == sampling ]]; then
         for fw in rllib loop flywheel; do
-            has "$fw" && for n in 1 8; do : > "results/sampling_${fw}_${n}envs.jsonl"; done
+            has "$fw" && for n in 1 8 64; do : > "results/sampling_${fw}_${n}envs.jsonl"; done
         done
         for r in $(seq 1 "$repeats"); do
-            for n in 1 8; do
-                for fw in rllib loop flywheel; do
-                    has "$fw" || continue
-                    measure "results/sampling_${fw}_${n}envs.jsonl" "sampling_${fw}_${n}envs_r${r}.log" 900 \
-                        sampling "$fw" "sampling_${fw}.py" --num-envs "$n"
-                done
+            for n in 1 8 64; do
+                has rllib && measure "results/sampling_rllib_${n}envs.jsonl" "sampling_rllib_${n}envs_r${r}.log" 900 \
+                    sampling rllib sampling_rllib.py --num-envs "$n"
+                # The loop and flywheel run side by side in timed turns (bench/turns.py) when both run.
+                in_turns loop flywheel "results/sampling_%s_${n}envs.jsonl" "sampling_%s_${n}envs_r${r}.log" \
+                    sampling "sampling_%s.py" --num-envs "$n"
             done
+        done
+    fi
+    if [[ $only == all || $only == trainspeed ]]; then
+        for fw in loop flywheel; do
+            has "$fw" && : > "results/train_speed_${fw}.jsonl"
+        done
+        for r in $(seq 1 "$repeats"); do
+            in_turns loop flywheel "results/train_speed_%s.jsonl" "train_speed_%s_r${r}.log" \
+                train_speed "train_speed_%s.py"
         done
     fi
     if [[ $only == all || $only == train ]]; then

@@ -5,7 +5,7 @@ with the default PPO module, `sample(num_timesteps=4000, explore=True)` timed af
 (API.md section 6). Prints one JSON line: env steps per second, or an "error" if it fails.
 """
 
-from benchlib import run_guarded, sampling_args, time_sampling
+from benchlib import run_guarded, sampling_args, time_sampling, turns_of
 
 
 def main() -> None:
@@ -31,6 +31,7 @@ def main() -> None:
             calls=args.calls,
             warmup=args.warmup,
             min_seconds=args.min_seconds,
+            turns=turns_of(args),
         )
         runner.stop()
         return result

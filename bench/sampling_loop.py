@@ -11,7 +11,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import torch
-from benchlib import run_guarded, sampling_args, time_sampling
+from benchlib import run_guarded, sampling_args, time_sampling, turns_of
 from torch import nn
 
 
@@ -79,6 +79,7 @@ def main() -> None:
             calls=args.calls,
             warmup=args.warmup,
             min_seconds=args.min_seconds,
+            turns=turns_of(args),
         )
         env.close()
         return result

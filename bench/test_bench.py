@@ -136,7 +136,11 @@ def write_lines(path, rows) -> None:
 def test_report_computes_ratios_from_medians_and_shows_errors(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "RESULTS", tmp_path)
     monkeypatch.setattr(report, "HERE", tmp_path)
-    for n, rllib, loop, ours in ((1, [900, 1000, 1100], [10_000], [12_000]), (8, [5000], [40_000], [15_000])):
+    for n, rllib, loop, ours in (
+        (1, [900, 1000, 1100], [10_000], [12_000]),
+        (8, [5000], [40_000], [15_000]),
+        (64, [15_000], [100_000], [96_000]),
+    ):
         write_lines(tmp_path / f"sampling_rllib_{n}envs.jsonl", [{"env_steps_per_s": v} for v in rllib])
         write_lines(tmp_path / f"sampling_loop_{n}envs.jsonl", [{"env_steps_per_s": v} for v in loop])
         write_lines(tmp_path / f"sampling_flywheel_{n}envs.jsonl", [{"env_steps_per_s": v} for v in ours])
@@ -145,10 +149,15 @@ def test_report_computes_ratios_from_medians_and_shows_errors(tmp_path, monkeypa
     write_lines(tmp_path / "train_sb3.jsonl", [{"error": "ImportError: no sb3"}])
     fast = {"seconds": 50.0, "train_seconds": 45.0, "env_steps": 60_000}
     write_lines(tmp_path / "train_flywheel.jsonl", [{"to_450": fast, "to_475": fast, "steps_per_s": 1333.3}])
+    write_lines(tmp_path / "train_speed_loop.jsonl", [{"env_steps_per_s": v} for v in (1000, 1200, 1100)])
+    write_lines(tmp_path / "train_speed_flywheel.jsonl", [{"env_steps_per_s": 980}, {"error": "ValueError: x"}])
     report.main()
     text = (tmp_path / "RESULTS.md").read_text()
-    assert "| flywheel / RLlib 2.60 | ≥ 10× | 12.00× (met) | 3.00× (NOT met) |" in text
-    assert "| flywheel / single-file loop | ≥ 0.5× | 1.20× (met) | 0.38× (NOT met) |" in text
+    assert "| flywheel / RLlib 2.60 | ≥ 10× | 12.00× (met) | 3.00× (NOT met) | 6.40× (NOT met) |" in text
+    assert "| flywheel / single-file loop | ≥ 0.95× | 1.20× (met) | 0.38× (NOT met) | 0.96× (met) |" in text
+    assert "| single-file loop | 1,100 (1,000–1,200, n=3) |" in text
+    assert "| flywheel / single-file loop | ≥ 0.9× | 0.89× (NOT met) |" in text
+    assert "- flywheel: `ValueError: x`" in text
     assert "| RLlib 2.60 ÷ flywheel | ≥ 3× | 4.00× (met) | 2.50× |" in text
     assert "| Stable-Baselines3 ÷ flywheel | > 1× | not measured | not measured |" in text
     assert "- Stable-Baselines3: `ImportError: no sb3`" in text

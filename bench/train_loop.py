@@ -7,6 +7,8 @@ advantages, separate 64-64 tanh actor and critic. Like CleanRL, a truncated epis
 terminated (no bootstrap from the final observation). One torch thread. Prints one JSON line.
 """
 
+from collections.abc import Callable
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -79,50 +81,71 @@ def update(agent, optimizer, obs, actions, logp, adv, returns, values) -> None:
             optimizer.step()
 
 
+class LoopPPO:
+    """The loop's state (envs, agent, optimizer, rollout buffers); `iterate` runs one PPO iteration.
+
+    `on_episode_end` gets the return of every episode that finishes while sampling.
+    """
+
+    def __init__(self, seed: int, on_episode_end: Callable[[float], None]) -> None:
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        self.envs = gym.vector.SyncVectorEnv(
+            [lambda: gym.make("CartPole-v1") for _ in range(NUM_ENVS)],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
+        envs = self.envs
+        self.agent = Agent(envs.single_observation_space.shape[0], int(envs.single_action_space.n))
+        self.optimizer = torch.optim.Adam(self.agent.parameters(), lr=LR, eps=1e-5)
+        shape = (NUM_STEPS, NUM_ENVS)
+        self.obs_buf = torch.zeros(shape + envs.single_observation_space.shape)
+        self.act_buf, self.logp_buf, self.rew_buf, self.done_buf, self.val_buf = (
+            torch.zeros(shape) for _ in range(5)
+        )
+        self.next_obs = torch.from_numpy(envs.reset(seed=seed)[0])
+        self.next_done = torch.zeros(NUM_ENVS)
+        self.episode_returns = np.zeros(NUM_ENVS)
+        self.on_episode_end = on_episode_end
+
+    def iterate(self, it: int, iterations: int) -> int:
+        """Iteration `it` of `iterations` (the lr anneals over them): a rollout and an update.
+        Returns the env steps sampled."""
+        agent = self.agent
+        self.optimizer.param_groups[0]["lr"] = LR * (1.0 - it / iterations)
+        for t in range(NUM_STEPS):
+            self.obs_buf[t], self.done_buf[t] = self.next_obs, self.next_done
+            with torch.no_grad():
+                action, logp, value = agent.act(self.next_obs)
+            self.act_buf[t], self.logp_buf[t], self.val_buf[t] = action, logp, value
+            obs, reward, terminated, truncated, _ = self.envs.step(action.numpy())
+            done = terminated | truncated
+            self.episode_returns += reward
+            for ret in self.episode_returns[done]:
+                self.on_episode_end(float(ret))
+            self.episode_returns[done] = 0.0
+            self.rew_buf[t] = torch.from_numpy(reward)
+            self.next_obs, self.next_done = torch.from_numpy(obs), torch.from_numpy(done.astype(np.float32))
+        with torch.no_grad():
+            next_value = agent.critic(self.next_obs).squeeze(-1)
+            adv = advantages(self.rew_buf, self.done_buf, self.val_buf, next_value, self.next_done)
+        flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731 - (steps, envs, ...) -> (batch, ...)
+        update(
+            agent, self.optimizer, flat(self.obs_buf), flat(self.act_buf).long(), flat(self.logp_buf),
+            flat(adv), flat(adv + self.val_buf), flat(self.val_buf),
+        )  # fmt: skip
+        return NUM_ENVS * NUM_STEPS
+
+
 def train(seed: int, max_seconds: float, clock: ThresholdClock) -> int:
     """Runs PPO iterations until the clock's last threshold, the time cap or the step budget; returns env steps."""
-    torch.set_num_threads(1)
-    torch.manual_seed(seed)
-    envs = gym.vector.SyncVectorEnv(
-        [lambda: gym.make("CartPole-v1") for _ in range(NUM_ENVS)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
-    agent = Agent(envs.single_observation_space.shape[0], int(envs.single_action_space.n))
-    optimizer = torch.optim.Adam(agent.parameters(), lr=LR, eps=1e-5)
-    shape = (NUM_STEPS, NUM_ENVS)
-    obs_buf = torch.zeros(shape + envs.single_observation_space.shape)
-    act_buf, logp_buf, rew_buf, done_buf, val_buf = (torch.zeros(shape) for _ in range(5))
-    next_obs = torch.from_numpy(envs.reset(seed=seed)[0])
-    next_done = torch.zeros(NUM_ENVS)
-    episode_returns = np.zeros(NUM_ENVS)
+    ppo = LoopPPO(seed, clock.tracker.add_finished)
     steps, iterations = 0, TOTAL_TIMESTEPS // (NUM_ENVS * NUM_STEPS)
     clock.start_training()
     for it in range(iterations):
-        optimizer.param_groups[0]["lr"] = LR * (1.0 - it / iterations)
-        for t in range(NUM_STEPS):
-            obs_buf[t], done_buf[t] = next_obs, next_done
-            with torch.no_grad():
-                action, logp, value = agent.act(next_obs)
-            act_buf[t], logp_buf[t], val_buf[t] = action, logp, value
-            obs, reward, terminated, truncated, _ = envs.step(action.numpy())
-            done = terminated | truncated
-            episode_returns += reward
-            for ret in episode_returns[done]:
-                clock.tracker.add_finished(float(ret))
-            episode_returns[done] = 0.0
-            rew_buf[t] = torch.from_numpy(reward)
-            next_obs, next_done = torch.from_numpy(obs), torch.from_numpy(done.astype(np.float32))
-        steps += NUM_ENVS * NUM_STEPS
-        with torch.no_grad():
-            adv = advantages(rew_buf, done_buf, val_buf, agent.critic(next_obs).squeeze(-1), next_done)
-        flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731 - (steps, envs, ...) -> (batch, ...)
-        update(
-            agent, optimizer, flat(obs_buf), flat(act_buf).long(), flat(logp_buf), flat(adv),
-            flat(adv + val_buf), flat(val_buf),
-        )  # fmt: skip
+        steps += ppo.iterate(it, iterations)
         if clock.check(steps) or since_start() >= max_seconds:
             break
-    envs.close()
+    ppo.envs.close()
     return steps
 
 
