@@ -2,7 +2,7 @@
 
 `SingleAgentEnvRunner(config=PPOConfig().environment("CartPole-v1").env_runners(num_envs_per_env_runner=N))`
 with the default PPO module, `sample(num_timesteps=4000, explore=True)` timed after a warm-up
-(API.md section 6). Prints one JSON line: env steps per second, or an "error" if it fails.
+(API.md section 6), alone or in turns with the single-file loop (--turns-dir). Prints one JSON line: env steps per second, or an "error" if it fails.
 """
 
 from benchlib import run_guarded, sampling_args, time_sampling, turns_of

@@ -3,7 +3,8 @@
 gymnasium SyncVectorEnv (autoreset SAME_STEP) + the default PPO module's policy network
 (obs -> 256 -> 256 tanh -> logits) + categorical sampling with its log-prob, storing
 obs/actions/rewards/logp/terminated/truncated per vector step in Python lists.
-One torch thread, `torch.inference_mode()`. Prints one JSON line: env steps per second.
+One torch thread, `torch.inference_mode()`. Timed alone or in turns with flywheel (--turns-dir).
+Prints one JSON line: env steps per second.
 """
 
 import math

@@ -24,7 +24,9 @@ def main() -> None:
         config = (
             PPOConfig()
             .environment("CartPole-v1")
-            .env_runners(num_env_runners=0, num_envs_per_env_runner=NUM_ENVS, rollout_fragment_length=NUM_STEPS)
+            .env_runners(
+                num_env_runners=0, num_envs_per_env_runner=NUM_ENVS, rollout_fragment_length=NUM_STEPS
+            )
             .training(
                 lr=[[0, 2.5e-4], [500_000, 0.0]],
                 gamma=0.99,

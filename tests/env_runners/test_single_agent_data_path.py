@@ -88,9 +88,7 @@ def _sample_and_check(runner, sub_env_of, calls=3, num_timesteps=60, sign=1.0):
     assert all(len(rows) - len(seen) in ((0, 1) if next_step else (0,)) for rows in expected.values())
     assert len(seen) >= calls * num_timesteps // NUM_ENVS
     for k, batch in enumerate(seen):
-        np.testing.assert_allclose(
-            batch, [sign * expected[i][k] for i in range(NUM_ENVS)], rtol=0, atol=1e-6
-        )
+        np.testing.assert_allclose(batch, [sign * expected[i][k] for i in range(NUM_ENVS)], rtol=0, atol=1e-6)
     return chunks
 
 
