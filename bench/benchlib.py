@@ -291,6 +291,18 @@ def turns_of(args: argparse.Namespace) -> Turns | None:
     return Turns(args.turns_dir, args.turn_order.split(","), args.turn_as, rounds=args.rounds)
 
 
+def time_sampling_args(sample: Callable[[int], int], args: argparse.Namespace) -> dict[str, Any]:
+    """`time_sampling` with the settings of the sampling command line (turns included)."""
+    return time_sampling(
+        sample,
+        num_timesteps=args.num_timesteps,
+        calls=args.calls,
+        warmup=args.warmup,
+        min_seconds=args.min_seconds,
+        turns=turns_of(args),
+    )
+
+
 def training_args(description: str) -> argparse.Namespace:
     """Command line shared by the training scripts."""
     parser = argparse.ArgumentParser(description=description)

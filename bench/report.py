@@ -80,7 +80,9 @@ def sampling_section() -> list[str]:
         lines.append(f"| {NAMES[fw]} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "| ratio | target | " + " | ".join(f"{n} env{'s' if n > 1 else ''}" for n in SAMPLING_NUM_ENVS) + " |",
+        "| ratio | target | "
+        + " | ".join(f"{n} env{'s' if n > 1 else ''}" for n in SAMPLING_NUM_ENVS)
+        + " |",
     ]
     lines.append("|---|---|" + "---:|" * len(SAMPLING_NUM_ENVS))
     for peer, target in (("rllib", 10.0), ("loop", 0.95)):

@@ -6,7 +6,7 @@
 the RLlib peer (--turns-dir). Prints one JSON line: env steps per second, or an "error" if it fails.
 """
 
-from benchlib import run_guarded, sampling_args, time_sampling, turns_of
+from benchlib import run_guarded, sampling_args, time_sampling_args
 
 
 def main() -> None:
@@ -30,14 +30,7 @@ def main() -> None:
         def sample(n: int) -> int:
             return sum(len(e) for e in runner.sample(num_timesteps=n, explore=True))
 
-        result = time_sampling(
-            sample,
-            num_timesteps=args.num_timesteps,
-            calls=args.calls,
-            warmup=args.warmup,
-            min_seconds=args.min_seconds,
-            turns=turns_of(args),
-        )
+        result = time_sampling_args(sample, args)
         runner.stop()
         return result
 

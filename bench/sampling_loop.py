@@ -12,7 +12,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import torch
-from benchlib import run_guarded, sampling_args, time_sampling, turns_of
+from benchlib import run_guarded, sampling_args, time_sampling_args
 from torch import nn
 
 
@@ -74,14 +74,7 @@ def main() -> None:
             np.stack(store["obs"])  # the batch a learner would receive: one conversion per call
             return vector_steps * args.num_envs
 
-        result = time_sampling(
-            sample,
-            num_timesteps=args.num_timesteps,
-            calls=args.calls,
-            warmup=args.warmup,
-            min_seconds=args.min_seconds,
-            turns=turns_of(args),
-        )
+        result = time_sampling_args(sample, args)
         env.close()
         return result
 

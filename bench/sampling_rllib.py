@@ -5,7 +5,7 @@ PPO module (2x256 tanh), `sample(num_timesteps=4000, explore=True)` timed after 
 Prints one JSON line: env steps per second.
 """
 
-from benchlib import run_guarded, sampling_args, time_sampling
+from benchlib import run_guarded, sampling_args, time_sampling_args
 
 
 def main() -> None:
@@ -26,13 +26,7 @@ def main() -> None:
         def sample(n: int) -> int:
             return sum(len(e) for e in runner.sample(num_timesteps=n, explore=True))
 
-        result = time_sampling(
-            sample,
-            num_timesteps=args.num_timesteps,
-            calls=args.calls,
-            warmup=args.warmup,
-            min_seconds=args.min_seconds,
-        )
+        result = time_sampling_args(sample, args)
         algo.stop()
         return result
 

@@ -6,7 +6,7 @@ one default PPO module per agent, `num_env_runners=0`, `num_envs_per_env_runner=
 flywheel peer (--turns-dir). Prints one JSON line: env steps per second.
 """
 
-from benchlib import run_guarded, sampling_args, time_sampling, turns_of
+from benchlib import run_guarded, sampling_args, time_sampling_args
 
 
 def main() -> None:
@@ -31,14 +31,7 @@ def main() -> None:
         def sample(n: int) -> int:
             return sum(e.env_steps() for e in runner.sample(num_timesteps=n, explore=True))
 
-        result = time_sampling(
-            sample,
-            num_timesteps=args.num_timesteps,
-            calls=args.calls,
-            warmup=args.warmup,
-            min_seconds=args.min_seconds,
-            turns=turns_of(args),
-        )
+        result = time_sampling_args(sample, args)
         algo.stop()
         return result
 

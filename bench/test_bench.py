@@ -150,7 +150,9 @@ def test_report_computes_ratios_from_medians_and_shows_errors(tmp_path, monkeypa
     fast = {"seconds": 50.0, "train_seconds": 45.0, "env_steps": 60_000}
     write_lines(tmp_path / "train_flywheel.jsonl", [{"to_450": fast, "to_475": fast, "steps_per_s": 1333.3}])
     write_lines(tmp_path / "train_speed_loop.jsonl", [{"env_steps_per_s": v} for v in (1000, 1200, 1100)])
-    write_lines(tmp_path / "train_speed_flywheel.jsonl", [{"env_steps_per_s": 980}, {"error": "ValueError: x"}])
+    write_lines(
+        tmp_path / "train_speed_flywheel.jsonl", [{"env_steps_per_s": 980}, {"error": "ValueError: x"}]
+    )
     report.main()
     text = (tmp_path / "RESULTS.md").read_text()
     assert "| flywheel / RLlib 2.60 | ≥ 10× | 12.00× (met) | 3.00× (NOT met) | 6.40× (NOT met) |" in text

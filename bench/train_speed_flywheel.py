@@ -10,7 +10,7 @@ everything in this process (`num_env_runners=0`). Timed like `train_speed_loop.p
 
 import math
 
-from benchlib import run_guarded, sampling_args, time_sampling, turns_of
+from benchlib import run_guarded, sampling_args, time_sampling_args
 
 NUM_ENVS, NUM_STEPS = 4, 128
 
@@ -55,14 +55,7 @@ def main() -> None:
                 sampled = algo.train()["env_runners"][key]
             return sampled - before
 
-        result = time_sampling(
-            train,
-            num_timesteps=args.num_timesteps,
-            calls=args.calls,
-            warmup=args.warmup,
-            min_seconds=args.min_seconds,
-            turns=turns_of(args),
-        )
+        result = time_sampling_args(train, args)
         algo.stop()
         return result
 

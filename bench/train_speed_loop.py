@@ -9,7 +9,7 @@ least `--calls` calls and `--min-seconds` are timed, alone or in turns with `tra
 
 import math
 
-from benchlib import run_guarded, sampling_args, time_sampling, turns_of
+from benchlib import run_guarded, sampling_args, time_sampling_args
 from train_loop import NUM_ENVS, NUM_STEPS, TOTAL_TIMESTEPS, LoopPPO
 
 
@@ -28,14 +28,7 @@ def main() -> None:
                 done += 1
             return steps
 
-        result = time_sampling(
-            train,
-            num_timesteps=args.num_timesteps,
-            calls=args.calls,
-            warmup=args.warmup,
-            min_seconds=args.min_seconds,
-            turns=turns_of(args),
-        )
+        result = time_sampling_args(train, args)
         ppo.envs.close()
         return result
 

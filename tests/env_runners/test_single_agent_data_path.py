@@ -20,6 +20,11 @@ from flywheel.connectors.env_to_module import (
 )
 
 NUM_ENVS = 3
+AFTER_EACH_DEFAULT_PIECE = pytest.mark.parametrize(
+    "where",
+    [AddObservationsFromEpisodesToBatch, BatchIndividualItems, NumpyToTensor],
+    ids=lambda c: c.__name__,
+)
 
 
 class RecordingModule(DefaultPPOTorchRLModule):
@@ -114,22 +119,14 @@ def test_a_piece_before_the_defaults_that_rewrites_episodes(make_runner):
     assert all((chunk.get_observations()[:, 0] > 7.0).all() for chunk in chunks)
 
 
-@pytest.mark.parametrize(
-    "where",
-    [AddObservationsFromEpisodesToBatch, BatchIndividualItems, NumpyToTensor],
-    ids=lambda c: c.__name__,
-)
+@AFTER_EACH_DEFAULT_PIECE
 def test_a_piece_after_a_default_piece_that_reads_episodes(make_runner, where):
     runner, sub_env_of = _runner(make_runner, _config())
     runner.env_to_module.insert_after(where, ReadLengths())
     _sample_and_check(runner, sub_env_of)
 
 
-@pytest.mark.parametrize(
-    "where",
-    [AddObservationsFromEpisodesToBatch, BatchIndividualItems, NumpyToTensor],
-    ids=lambda c: c.__name__,
-)
+@AFTER_EACH_DEFAULT_PIECE
 def test_a_piece_after_a_default_piece_that_changes_the_batch_in_place(make_runner, where):
     runner, sub_env_of = _runner(make_runner, _config())
     runner.env_to_module.insert_after(where, NegateInPlace())
