@@ -105,9 +105,9 @@ class TensorBoardWriter(ResultWriter):
         step = int(flat[self.step_key])
         undrawable = []
         for tag, value in flat.items():
-            if _is_number(value):
+            if is_number(value):
                 self._writer.add_scalar(tag, float(value), step)
-            elif not _is_plain(value):
+            elif not is_plain(value):
                 media = to_media(tag, value)
                 if media is None:
                     undrawable.append(tag)
@@ -182,10 +182,10 @@ class CSVWriter(ResultWriter):
         self._file.flush()
 
     def _plain_leaves(self, flat: dict[str, Any]) -> dict[str, Any]:
-        skipped = [key for key, value in flat.items() if not _is_plain(value)]
+        skipped = [key for key, value in flat.items() if not is_plain(value)]
         if skipped:
             self.warn_skipped(skipped, _NOT_PLAIN)
-        return {key: value for key, value in flat.items() if _is_plain(value)}
+        return {key: value for key, value in flat.items() if is_plain(value)}
 
     def _use_header(self, fieldnames: list[str], *, write_it: bool) -> None:
         self._fieldnames = fieldnames
@@ -250,12 +250,14 @@ def default_writers(run_dir: str | os.PathLike) -> list[ResultWriter]:
 _NOT_PLAIN = "this file holds numbers, strings and None only (TensorBoard draws images, videos and lists)."
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """Whether a result leaf is a number (a TensorBoard scalar)."""
     return isinstance(value, numbers.Real | np.bool_)
 
 
-def _is_plain(value: Any) -> bool:
-    return value is None or isinstance(value, str) or _is_number(value)
+def is_plain(value: Any) -> bool:
+    """Whether a result leaf is plain data (a number, a string or None) rather than media."""
+    return value is None or isinstance(value, str) or is_number(value)
 
 
 def _csv_cell(value: Any) -> Any:
@@ -268,7 +270,7 @@ def _jsonable(value: Any, key: str, skipped: list[str]) -> Any:
         out = {}
         for name, item in value.items():
             path = f"{key}/{name}" if key else str(name)
-            if isinstance(item, Mapping) or _is_plain(item):
+            if isinstance(item, Mapping) or is_plain(item):
                 out[str(name)] = _jsonable(item, path, skipped)
             else:
                 skipped.append(path)

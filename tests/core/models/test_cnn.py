@@ -21,7 +21,8 @@ def test_default_84x84_stack_ends_in_1x1x256():
 
 
 @pytest.mark.parametrize(
-    ("shape", "dim"), [((64, 64, 3), 128 * 3 * 3), ((42, 42, 1), 256), ((10, 10, 2), 32)]
+    ("shape", "dim"),
+    [((96, 96, 3), 256), ((64, 64, 3), 128 * 3 * 3), ((42, 42, 1), 256), ((10, 10, 2), 32)],
 )
 def test_default_stacks_for_other_sizes(shape, dim):
     enc = CNNEncoder(shape, default_conv_filters(shape), "relu")
@@ -50,3 +51,15 @@ def test_channels_last_layout_is_respected():
 def test_filters_that_shrink_the_image_to_nothing():
     with pytest.raises(ModuleError, match=r"shrink a \(10, 10, 1\) image to nothing at layer 1"):
         CNNEncoder((10, 10, 1), [[4, 3, 2], [8, 7, 1]], "relu")
+
+
+def test_uint8_pixels_are_scaled_to_the_unit_interval_other_dtypes_are_not():
+    enc = CNNEncoder((1, 1, 1), [[1, 1, 1]], "linear")
+    with torch.no_grad():
+        enc.net[0].weight.fill_(1.0)
+        enc.net[0].bias.zero_()
+    pixels = torch.tensor([0, 51, 255], dtype=torch.uint8).view(3, 1, 1, 1)
+    assert enc(pixels).squeeze(-1).tolist() == pytest.approx([0.0, 0.2, 1.0])
+    flags = torch.tensor([False, True]).view(2, 1, 1, 1)
+    assert enc(flags).squeeze(-1).tolist() == [0.0, 1.0]
+    assert enc(torch.tensor([51.0]).view(1, 1, 1, 1)).item() == 51.0
