@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from flywheel.env.atari import is_atari_spec, make_atari
+from flywheel.env.gym_ids import gym_spec
 from flywheel.env.recording import record_sub_env
 from flywheel.env.sync_vector_env import FastSyncVectorEnv
 from flywheel.errors import EnvError
@@ -55,9 +55,6 @@ SUB_ENV_RESTARTED = "flywheel_sub_env_restarted"
 
 _REGISTRY: dict[str, EnvCreator] = {}
 
-# Id namespaces whose envs a package registers: (module to import, its function that registers them
-# or None when importing does, the flywheel extra that installs it).
-_NAMESPACES = {"ALE": ("ale_py", None, "ale"), "MinAtar": ("minatar.gym", "register_envs", "minatar")}
 
 _HOW_TO_PASS = (
     "Pass a gymnasium id, a name given to flywheel.register_env(name, creator), "
@@ -143,7 +140,7 @@ def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> E
     if isinstance(env, str):
         if env in _REGISTRY:
             return _REGISTRY[env]
-        spec = _gym_spec(env)
+        spec = gym_spec(env)
         if spec is None:
             raise EnvError(_unknown_env_message(env))
         return _GymMake(env, atari=is_atari_spec(spec))
@@ -241,7 +238,7 @@ class _GymMake:
         self.atari = atari
 
     def __call__(self, env_context: EnvContext) -> gym.Env:
-        _gym_spec(self.env_id)  # registers namespaced ids in processes that have not seen them yet
+        gym_spec(self.env_id)  # registers namespaced ids in processes that have not seen them yet
         kwargs = dict(env_context or {})
         try:
             return make_atari(self.env_id, kwargs) if self.atari else gym.make(self.env_id, **kwargs)
@@ -357,7 +354,7 @@ def _mode_name(vectorize_mode: str | gym.VectorizeMode) -> str:
 def _make_vector_entry_point(
     env: Any, creator: EnvCreator, num_envs: int, env_config: Mapping[str, Any] | None
 ) -> gym.vector.VectorEnv:
-    spec = _gym_spec(creator.env_id) if isinstance(creator, _GymMake) else None
+    spec = gym_spec(creator.env_id) if isinstance(creator, _GymMake) else None
     if spec is None or spec.vector_entry_point is None:
         raise EnvError(
             f"gym_env_vectorize_mode='vector_entry_point' needs a gymnasium id whose spec has a "
@@ -373,7 +370,7 @@ def is_atari_env(env: Any) -> bool:
     preprocesses (`flywheel.env.atari`)."""
     if not isinstance(env, str) or env in _REGISTRY:
         return False
-    return is_atari_spec(_gym_spec(env))
+    return is_atari_spec(gym_spec(env))
 
 
 def module_to_import(env: Any) -> str | None:
@@ -384,40 +381,6 @@ def module_to_import(env: Any) -> str | None:
         return None
     module = env.rpartition(":")[0]
     return module if module and module not in sys.modules else None
-
-
-def _gym_spec(env_id: str) -> gym.envs.registration.EnvSpec | None:
-    """The gymnasium spec of ``env_id``, or None when gymnasium does not know it."""
-    module, _, name = env_id.rpartition(":")
-    if module:
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise EnvError(
-                f"env {env_id!r} names module {module!r} to import before making {name!r}, but importing it "
-                f"failed ({e}). Fix: install the package that provides {module!r} or correct the id."
-            ) from e
-    try:
-        return gym.spec(name)
-    except gym.error.Error:
-        pass
-    namespace = name.partition("/")[0] if "/" in name else None
-    if namespace not in _NAMESPACES or any(spec.namespace == namespace for spec in gym.registry.values()):
-        return None  # not a namespace flywheel knows, or its package registered it already
-    package, register, extra = _NAMESPACES[namespace]
-    try:
-        registered = importlib.import_module(package)
-    except ImportError as e:
-        raise EnvError(
-            f"env {env_id!r} is a {namespace} env, which needs the {package.split('.')[0]!r} package, but "
-            f"importing {package!r} failed ({e}). Fix: pip install 'flywheel[{extra}]'."
-        ) from e
-    if register is not None:
-        getattr(registered, register)()
-    try:
-        return gym.spec(name)
-    except gym.error.Error:
-        return None
 
 
 def _unknown_env_message(name: str) -> str:
