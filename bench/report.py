@@ -338,6 +338,56 @@ def train_section() -> list[str]:
     return lines + ([""] + errors if errors else [])
 
 
+def atari_section() -> list[str]:
+    lines = [
+        "## Atari Pong PPO: env steps/s of `sample()` and of `train()`, RLlib 2.60 and flywheel in turns",
+        "",
+        "Same env (`AtariPreprocessing`: 4-frame skip, 84x84 grayscale), 4 frames stacked by connector",
+        "pieces, RLlib's 84x84 CNN with shared value layers, 8 sub-envs, everything local; `train()` with a",
+        "train batch of 512, minibatches of 128, 1 epoch. Median over repeats. Target: flywheel >= 3x RLlib.",
+        "",
+        "| measure | RLlib 2.60 | flywheel | ratio | load (1 min) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    errors: list[str] = []
+    for mode, label in (("sample", "sampling"), ("train", "training (`train()`)")):
+        cells = {}
+        for fw in ("rllib", "flywheel"):
+            rows = load(f"atari_{mode}_{fw}.jsonl")
+            errors += errors_of(rows, f"{NAMES[fw]} {label}")
+            cells[fw] = [row for row in rows if "error" not in row]
+        rates = {fw: median([row["env_steps_per_s"] for row in rows]) for fw, rows in cells.items()}
+        ratio = rates["flywheel"] / rates["rllib"] if rates["flywheel"] and rates["rllib"] else None
+        loads = [row["loadavg_1m"] for rows in cells.values() for row in rows if "loadavg_1m" in row]
+        lines.append(
+            f"| {label} | {fmt(rates['rllib'], 1)} | {fmt(rates['flywheel'], 1)} | {ratio_cell(ratio, 3.0)} "
+            f"| {fmt(median(loads), 1)} |"
+        )
+    return lines + ([""] + errors if errors else [])
+
+
+def minatar_section() -> list[str]:
+    rows = load("learning_minatar_flywheel.jsonl")
+    lines = [
+        "## MinAtar Breakout: flywheel PPO (examples/ppo_minatar.py), 1M env steps",
+        "",
+        "Mean return of the last 100 episodes. Target: >= 10 within 1M env steps (random policy: 0.4).",
+        "",
+        "| seed | env steps to 10 | mean return at the end | best mean return | env steps/s | load (1 min) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"| {row.get('seed', '?')} | error: `{row['error']}` | | | | |")
+            continue
+        reached = fmt(row["env_steps_to_threshold"]) if row["env_steps_to_threshold"] else "not reached"
+        lines.append(
+            f"| {row['seed']} | {reached} | {row['last_mean_return']:.2f} | {row['best_mean_return']:.2f} "
+            f"| {fmt(row['env_steps_per_s'])} | {fmt(row.get('loadavg_1m'), 1)} |"
+        )
+    return lines
+
+
 def machine_section() -> list[str]:
     path = RESULTS / "machine.json"
     facts = json.loads(path.read_text()) if path.exists() else {}
@@ -375,6 +425,10 @@ def main() -> None:
         *train_remote_section(),
         "",
         *offpolicy_section(),
+        "",
+        *atari_section(),
+        "",
+        *minatar_section(),
         "",
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))

@@ -7,6 +7,8 @@
 #   bench/run.sh --only sampling          # or: --only train, --only ma (multi-agent sampling),
 #                                         #     --only remote (PPO train() with 0/1/2 remote runners),
 #                                         #     --only offpolicy (DQN CartPole 450 / SAC Pendulum -250: rllib, sb3, flywheel)
+#                                         #     --only atari (PPO Pong sampling and train() env steps/s: rllib, flywheel)
+#                                         #     --only minatar (flywheel PPO MinAtar Breakout, 1M env steps per seed)
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
 #
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
@@ -38,8 +40,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 case "$only" in
-    all | sampling | train | ma | remote | offpolicy) ;;
-    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, train, ma, remote or offpolicy)" >&2; exit 2 ;;
+    all | sampling | train | ma | remote | offpolicy | atari | minatar) ;;
+    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, train, ma, remote, offpolicy, atari or minatar)" >&2; exit 2 ;;
 esac
 
 [[ -x .venv/bin/python ]] || ./setup.sh
@@ -155,6 +157,35 @@ if [[ $report_only == 0 ]]; then
                 measure "results/learning_offpolicy_${fw}.jsonl" "learning_offpolicy_${fw}_seed${seed}.log" \
                     $((${max_seconds%.*} * 2 + 300)) learning_offpolicy "$fw" "$script" "${args[@]}"
             done
+        done
+    fi
+    if [[ $only == all || $only == atari ]]; then
+        for mode in sample train; do
+            for fw in rllib flywheel; do
+                has "$fw" && : > "results/atari_${mode}_${fw}.jsonl"
+            done
+            for r in $(seq 1 "$repeats"); do
+                turns_dir=""
+                if has rllib && has flywheel; then turns_dir="$(mktemp -d)"; fi
+                for fw in rllib flywheel; do
+                    has "$fw" || continue
+                    args=(--mode "$mode")
+                    if [[ -n "$turns_dir" ]]; then
+                        args+=(--turns-dir "$turns_dir" --turn-order rllib,flywheel --turn-as "$fw")
+                    fi
+                    measure "results/atari_${mode}_${fw}.jsonl" "atari_${mode}_${fw}_r${r}.log" 1800 \
+                        "atari_$mode" "$fw" "atari_speed_${fw}.py" "${args[@]}" &
+                done
+                wait
+                if [[ -n "$turns_dir" ]]; then rm -rf "$turns_dir"; fi
+            done
+        done
+    fi
+    if [[ $only == all || $only == minatar ]] && has flywheel; then
+        : > results/learning_minatar_flywheel.jsonl
+        for seed in $(seq 0 $((seeds - 1))); do
+            measure results/learning_minatar_flywheel.jsonl "learning_minatar_seed${seed}.log" 7200 \
+                learning_minatar flywheel learning_minatar.py --seed "$seed"
         done
     fi
 fi
