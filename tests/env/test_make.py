@@ -136,7 +136,9 @@ def test_gymnasium_id_with_a_keyword_it_does_not_take():
             "gymnasium.make('CartPole-v1', **env_config) with env_config={'bogus': 1} raised TypeError: "
         )
         + ".*"
-        + re.escape("flywheel passes every env_config key to gymnasium.make as a keyword argument. Fix: keep"),
+        + re.escape(
+            "flywheel passes every env_config key to gymnasium.make as a keyword argument. Fix: keep"
+        ),
     ):
         creator(EnvContext({"bogus": 1}))
 
