@@ -1,9 +1,12 @@
-"""Command line of the Atari speed scripts: the sampling options plus `--mode`, the training batch and epochs."""
+"""What the Atari speed scripts share: their command line and the timing of a built algorithm."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
+
+from benchlib import time_sampling, turns_of
 
 
 def atari_args(description: str) -> argparse.Namespace:
@@ -30,3 +33,26 @@ def atari_args(description: str) -> argparse.Namespace:
 
         torch.set_num_threads(args.torch_threads)
     return args
+
+
+def time_algo(algo: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Times `algo.env_runner.sample(num_timesteps=N, explore=True)` (`--mode sample`) or `algo.train()`
+    (`--mode train`) as `time_sampling` does (RLlib's and flywheel's algorithms answer both alike)."""
+    runner = algo.env_runner
+
+    def sample(n: int) -> int:
+        return sum(len(e) for e in runner.sample(num_timesteps=n, explore=True))
+
+    def train(_: int) -> int:
+        return algo.train()["env_runners"]["num_env_steps_sampled"]
+
+    result = time_sampling(
+        sample if args.mode == "sample" else train,
+        num_timesteps=args.num_timesteps,
+        calls=args.calls,
+        warmup=args.warmup,
+        min_seconds=args.min_seconds,
+        turns=turns_of(args),
+    )
+    algo.stop()
+    return result

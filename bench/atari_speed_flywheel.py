@@ -17,8 +17,8 @@ its env scales them (`scale_obs=True`), as RLlib's own Atari wrapper does.
 
 from __future__ import annotations
 
-from atari_speed_args import atari_args
-from benchlib import run_guarded, time_sampling, turns_of
+from atari_speed_args import atari_args, time_algo
+from benchlib import run_guarded
 
 
 def main() -> None:
@@ -45,25 +45,7 @@ def main() -> None:
             )
             .debugging(seed=args.seed)
         )
-        algo = config.build_algo()
-        runner = algo.env_runner
-
-        def sample(n: int) -> int:
-            return sum(len(e) for e in runner.sample(num_timesteps=n, explore=True))
-
-        def train(_: int) -> int:
-            return algo.train()["env_runners"]["num_env_steps_sampled"]
-
-        result = time_sampling(
-            sample if args.mode == "sample" else train,
-            num_timesteps=args.num_timesteps,
-            calls=args.calls,
-            warmup=args.warmup,
-            min_seconds=args.min_seconds,
-            turns=turns_of(args),
-        )
-        algo.stop()
-        return result
+        return time_algo(config.build_algo(), args)
 
     meta = {"bench": f"atari_{args.mode}", "framework": "flywheel", "num_envs": args.num_envs}
     run_guarded({**meta, "train_batch": args.train_batch, "num_epochs": args.num_epochs}, body)

@@ -409,16 +409,7 @@ def test_api_md_section_11_commands_parse():
 
 def test_train_draws_the_learning_curves_and_saves_evaluation_videos(tmp_path, capsys):
     run_dir = tmp_path / "cartpole_seed0"
-    argv = [
-        "train",
-        "--env",
-        "CartPole-v1",
-        "--stop-iters",
-        "1",
-        "--checkpoint-dir",
-        str(run_dir),
-        "--no-progress",
-    ]
+    argv = shlex.split(f"train --env CartPole-v1 --stop-iters 1 --checkpoint-dir {run_dir} --no-progress")
     evaluation = ["evaluation_interval=1", "evaluation_duration=1", "evaluation_config={'render_env': True}"]
     code, out, err = run([*argv, *TINY, *evaluation], capsys)
     assert code == 0, err
