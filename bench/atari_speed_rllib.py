@@ -61,7 +61,8 @@ def main() -> None:
         return time_algo(config.build_algo(), args)
 
     meta = {"bench": f"atari_{args.mode}", "framework": "rllib", "num_envs": args.num_envs}
-    run_guarded({**meta, "train_batch": args.train_batch, "num_epochs": args.num_epochs}, body)
+    settings = {"train_batch": args.train_batch, "num_epochs": args.num_epochs, "torch_threads": args.torch_threads}
+    run_guarded({**meta, **settings}, body)
 
 
 if __name__ == "__main__":

@@ -344,25 +344,28 @@ def atari_section() -> list[str]:
         "",
         "Same env (`AtariPreprocessing`: 4-frame skip, 84x84 grayscale), 4 frames stacked by connector",
         "pieces, RLlib's 84x84 CNN with shared value layers, 8 sub-envs, everything local; `train()` with a",
-        "train batch of 512, minibatches of 128, 1 epoch. Median over repeats. Target: flywheel >= 3x RLlib.",
+        "train batch of 512, minibatches of 128, 1 epoch. flywheel runs torch on 1 thread; RLlib on torch's",
+        "default (one per core) or on 1 thread. Median over the runs in turns. Target: flywheel >= 3x RLlib.",
         "",
-        "| measure | RLlib 2.60 | flywheel | ratio | load (1 min) |",
-        "|---|---:|---:|---:|---:|",
+        "| measure | RLlib torch threads | RLlib 2.60 | flywheel | ratio | runs | load (1 min) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     errors: list[str] = []
-    for mode, label in (("sample", "sampling"), ("train", "training (`train()`)")):
-        cells = {}
-        for fw in ("rllib", "flywheel"):
-            rows = load(f"atari_{mode}_{fw}.jsonl")
-            errors += errors_of(rows, f"{NAMES[fw]} {label}")
-            cells[fw] = [row for row in rows if "error" not in row]
-        rates = {fw: median([row["env_steps_per_s"] for row in rows]) for fw, rows in cells.items()}
-        ratio = rates["flywheel"] / rates["rllib"] if rates["flywheel"] and rates["rllib"] else None
-        loads = [row["loadavg_1m"] for rows in cells.values() for row in rows if "loadavg_1m" in row]
-        lines.append(
-            f"| {label} | {fmt(rates['rllib'], 1)} | {fmt(rates['flywheel'], 1)} | {ratio_cell(ratio, 3.0)} "
-            f"| {fmt(median(loads), 1)} |"
-        )
+    for mode, label in (("sample", "sampling"), ("train", "`train()`")):
+        rllib, ours = load(f"atari_{mode}_rllib.jsonl"), load(f"atari_{mode}_flywheel.jsonl")
+        errors += errors_of(rllib, f"RLlib {label}") + errors_of(ours, f"flywheel {label}")
+        pairs: dict[int, list[tuple[dict, dict]]] = {}
+        for peer, mine in zip(rllib, ours):  # the i-th lines of both files ran in turns together
+            if "error" not in peer and "error" not in mine:
+                pairs.setdefault(peer.get("torch_threads", 0), []).append((peer, mine))
+        for threads, runs in sorted(pairs.items()):
+            peer_rate = median([peer["env_steps_per_s"] for peer, _ in runs])
+            our_rate = median([mine["env_steps_per_s"] for _, mine in runs])
+            loads = [row["loadavg_1m"] for pair in runs for row in pair if "loadavg_1m" in row]
+            lines.append(
+                f"| {label} | {threads or 'default'} | {fmt(peer_rate, 1)} | {fmt(our_rate, 1)} "
+                f"| {ratio_cell(our_rate / peer_rate, 3.0)} | {len(runs)} | {fmt(median(loads), 1)} |"
+            )
     return lines + ([""] + errors if errors else [])
 
 

@@ -170,6 +170,8 @@ if [[ $report_only == 0 ]]; then
                 for fw in rllib flywheel; do
                     has "$fw" || continue
                     args=(--mode "$mode")
+                    # RLlib with torch's default threads unless BENCH_PEER_TORCH_THREADS is set (README.md).
+                    [[ $fw == rllib ]] && args+=(--torch-threads "${BENCH_PEER_TORCH_THREADS:-0}")
                     if [[ -n "$turns_dir" ]]; then
                         args+=(--turns-dir "$turns_dir" --turn-order rllib,flywheel --turn-as "$fw")
                     fi

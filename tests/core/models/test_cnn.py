@@ -63,3 +63,20 @@ def test_uint8_pixels_are_scaled_to_the_unit_interval_other_dtypes_are_not():
     flags = torch.tensor([False, True]).view(2, 1, 1, 1)
     assert enc(flags).squeeze(-1).tolist() == [0.0, 1.0]
     assert enc(torch.tensor([51.0]).view(1, 1, 1, 1)).item() == 51.0
+
+
+def test_weights_are_channels_last_and_survive_a_checkpoint_round_trip(tmp_path):
+    import gymnasium as gym
+    import numpy as np
+
+    from flywheel import Columns, RLModule
+    from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
+
+    space = gym.spaces.Box(0, 255, (42, 42, 4), np.uint8)
+    module = DefaultPPOTorchRLModule(observation_space=space, action_space=gym.spaces.Discrete(3))
+    conv = next(m for m in module.encoder.net if isinstance(m, nn.Conv2d))
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last) and not conv.weight.is_contiguous()
+    obs = torch.randint(0, 255, (2, 42, 42, 4), dtype=torch.uint8)
+    restored = RLModule.from_checkpoint(module.save_to_path(tmp_path / "m"))
+    expected = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+    assert torch.equal(restored.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS], expected)
