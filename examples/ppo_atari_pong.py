@@ -15,7 +15,7 @@ import argparse
 import contextlib
 
 from flywheel import PPOConfig
-from flywheel.reporting import VideoWriter, default_writers, train_with_progress
+from flywheel.reporting import default_writers, train_with_progress
 
 
 def build_config(seed: int = 0) -> PPOConfig:
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
             train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1
         ).evaluation(evaluation_interval=None)
     algo = config.build_algo()
-    writers = [*default_writers(args.run_dir), VideoWriter(f"{args.run_dir}/videos")] if args.run_dir else []
+    writers = default_writers(args.run_dir) if args.run_dir else []
     with contextlib.ExitStack() as closing:
         for writer in writers:
             closing.enter_context(writer)

@@ -35,7 +35,6 @@ EXIT_LEFT_TO_PORT = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 CURVES_FILE = "curves.png"
-VIDEO_DIR = "videos"
 
 
 # ------------------------------------------------------------------------------------- settings
@@ -188,8 +187,8 @@ def train(args: argparse.Namespace) -> int:
     print(f"Training {algo_name} on {env_name}; run dir: {run_dir}", flush=True)
     if all(value is None for value in stops.values()):
         print("No --stop-iters/--stop-timesteps/--stop-reward given: training until interrupted (Ctrl-C).")
-    videos = VideoWriter(run_dir / VIDEO_DIR)
-    writers = [*default_writers(run_dir), videos]
+    writers = default_writers(run_dir)
+    (videos,) = (writer for writer in writers if isinstance(writer, VideoWriter))
     try:
         result = train_with_progress(
             algo,

@@ -2,7 +2,7 @@
 
 The driving loop::
 
-    writers = default_writers(run_dir)          # TensorBoard events, results.csv, results.jsonl
+    writers = default_writers(run_dir)          # TensorBoard events, results.csv, results.jsonl, videos/
     for _ in range(10):
         result = algo.train()
         for writer in writers:
@@ -36,6 +36,7 @@ from flywheel.reporting.media import Media, gif_bytes, to_media
 
 RESULTS_CSV = "results.csv"
 RESULTS_JSONL = "results.jsonl"
+VIDEO_DIR = "videos"
 
 
 def flatten_result(result: Mapping[str, Any], sep: str = "/") -> dict[str, Any]:
@@ -238,12 +239,16 @@ class JSONLWriter(ResultWriter):
 
 
 def default_writers(run_dir: str | os.PathLike) -> list[ResultWriter]:
-    """TensorBoard event files in `run_dir`, plus `run_dir/results.csv` and `run_dir/results.jsonl`."""
+    """TensorBoard event files in `run_dir`, plus `run_dir/results.csv`, `run_dir/results.jsonl`, and the
+    videos results hold (e.g. with `render_env`) as mp4 files in `run_dir/videos/` (`VideoWriter`)."""
+    from flywheel.reporting.videos import VideoWriter  # videos.py builds on this module's ResultWriter
+
     run_dir = Path(run_dir)
     return [
         TensorBoardWriter(run_dir),
         CSVWriter(run_dir / RESULTS_CSV),
         JSONLWriter(run_dir / RESULTS_JSONL),
+        VideoWriter(run_dir / VIDEO_DIR),
     ]
 
 
