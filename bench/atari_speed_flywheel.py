@@ -48,7 +48,11 @@ def main() -> None:
         return time_algo(config.build_algo(), args)
 
     meta = {"bench": f"atari_{args.mode}", "framework": "flywheel", "num_envs": args.num_envs}
-    settings = {"train_batch": args.train_batch, "num_epochs": args.num_epochs, "torch_threads": args.torch_threads}
+    settings = {
+        "train_batch": args.train_batch,
+        "num_epochs": args.num_epochs,
+        "torch_threads": args.torch_threads,
+    }
     run_guarded({**meta, **settings}, body)
 
 

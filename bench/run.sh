@@ -54,6 +54,9 @@ echo "${BENCH_NICE:--20}" 2>/dev/null > /proc/self/autogroup || true
 nice_cmd=(nice -n "${BENCH_NICE:--20}")
 "${nice_cmd[@]}" true 2>/dev/null || nice_cmd=()
 mkdir -p results/logs
+# RLlib starts Ray; "local" makes it start a Ray of its own rather than join (or fail to reach) a cluster
+# that something else on this machine started and recorded in /tmp/ray/ray_current_cluster.
+export RAY_ADDRESS="${RAY_ADDRESS:-local}"
 
 # measure OUT LOG LIMIT BENCH FRAMEWORK SCRIPT ARGS...: runs SCRIPT, appends its JSON result line to OUT,
 # or an error line naming the log when the script printed none (crashed, killed, timed out).

@@ -12,10 +12,12 @@ from flywheel.env import check_env
 from flywheel.errors import EnvError
 from flywheel.testing import ActionMaskEnv
 
+# Off-policy iterations sample 200 env steps (not the default 1000, each with an update), to stay quick.
+OFF_POLICY = {"num_steps_sampled_before_learning_starts": 100, "train_batch_size_per_learner": 32}
 CONFIGS = {
     "PPO": lambda: PPOConfig().training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=2),
-    "DQN": lambda: DQNConfig().training(num_steps_sampled_before_learning_starts=100),
-    "SAC": lambda: SACConfig().training(num_steps_sampled_before_learning_starts=100),
+    "DQN": lambda: DQNConfig().training(**OFF_POLICY).reporting(min_sample_timesteps_per_iteration=200),
+    "SAC": lambda: SACConfig().training(**OFF_POLICY).reporting(min_sample_timesteps_per_iteration=200),
 }
 
 
