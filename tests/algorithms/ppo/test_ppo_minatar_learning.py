@@ -1,8 +1,8 @@
 """PPO learns MinAtar Breakout from pixels: clearly above a random policy within 40,000 env steps.
 
-The recipe of examples/ppo_minatar.py (a 3x3 CNN on the (10, 10, 4) bool frames, a 128-unit head).
-A random policy's mean return is 0.4 (std 0.6 per episode, 100 episodes in the mean); seed 0 passed
-1.5 after about 20,000 env steps and reached 3.1 at 40,000, and seeds 1 and 2 passed too.
+The recipe of examples/ppo_minatar.py (a 3x3 CNN on the (10, 10, 4) bool frames, a 256-unit head).
+A random policy's mean return is 0.4 (std 0.6 per episode, 100 episodes in the mean). Seeds 0, 1, 2
+passed 1.5 after 8,192, 10,240 and 11,264 env steps and reached 3.81, 3.94 and 4.48 at 40,000.
 """
 
 import runpy
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.learning
 EXAMPLE = Path(__file__).parents[3] / "examples" / "ppo_minatar.py"
 BUDGET = 40_000
 RANDOM_POLICY = 0.4
-TARGET = 1.5
+TARGET = 2.5
 
 
 @pytest.mark.parametrize("seed", [0])
