@@ -35,6 +35,18 @@ def atari_args(description: str) -> argparse.Namespace:
     return args
 
 
+def atari_meta(args: argparse.Namespace, framework: str) -> dict[str, Any]:
+    """What a result line says about the run besides its timings."""
+    return {
+        "bench": f"atari_{args.mode}",
+        "framework": framework,
+        "num_envs": args.num_envs,
+        "train_batch": args.train_batch,
+        "num_epochs": args.num_epochs,
+        "torch_threads": args.torch_threads,
+    }
+
+
 def time_algo(algo: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Times `algo.env_runner.sample(num_timesteps=N, explore=True)` (`--mode sample`) or `algo.train()`
     (`--mode train`) as `time_sampling` does (RLlib's and flywheel's algorithms answer both alike)."""

@@ -9,7 +9,7 @@ take uint8. Prints one JSON line.
 
 from __future__ import annotations
 
-from atari_speed_args import atari_args, time_algo
+from atari_speed_args import atari_args, atari_meta, time_algo
 from benchlib import run_guarded
 
 
@@ -60,13 +60,7 @@ def main() -> None:
         )
         return time_algo(config.build_algo(), args)
 
-    meta = {"bench": f"atari_{args.mode}", "framework": "rllib", "num_envs": args.num_envs}
-    settings = {
-        "train_batch": args.train_batch,
-        "num_epochs": args.num_epochs,
-        "torch_threads": args.torch_threads,
-    }
-    run_guarded({**meta, **settings}, body)
+    run_guarded(atari_meta(args, "rllib"), body)
 
 
 if __name__ == "__main__":
