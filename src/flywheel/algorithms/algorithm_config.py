@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from flywheel.algorithms import config_validation
 from flywheel.algorithms.config_builders import (
+    atari_frame_stacking,
     env_spaces,
     hook_pieces,
     hook_spaces,
@@ -35,7 +36,7 @@ from flywheel.algorithms.config_builders import (
 )
 from flywheel.algorithms.config_settings import AlgorithmSettings
 from flywheel.algorithms.config_stack import StackSettings
-from flywheel.callbacks import HOOK_NAMES, RLlibCallback, make_callbacks
+from flywheel.callbacks import HOOK_NAMES, RLlibCallback, as_hook_list, make_callbacks
 from flywheel.checkpoints.registry import checkpoint_class, register_if_flywheel
 from flywheel.core.rl_module.default_model_config import as_model_config_dict
 from flywheel.errors import ConfigError
@@ -140,7 +141,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         """The env and how its observations, actions and rewards are adapted.
 
         Keywords: env_config, observation_space, action_space, clip_rewards, normalize_actions,
-        clip_actions, disable_env_checking.
+        clip_actions, render_env, disable_env_checking.
         """
         return self._section("environment", kwargs, env=env)
 
@@ -368,6 +369,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         self, env: Any, spaces: tuple | None = None, device: Any = None
     ) -> ConnectorPipelineV2:
         """The env-to-module pipeline: the user's pieces, then the defaults (add obs/states, batch, to tensor).
+        For an Atari id, `FrameStacking(num_frames=4)` follows the user's pieces unless they stack frames.
 
         `spaces` is `(observation_space, action_space)` or RLlib's `{"__env_single__": (...), ...}`; the
         user's hook is called as ``env_to_module_connector(env, spaces, device)`` with RLlib's dict
@@ -375,6 +377,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         """
         hook_args = (env, hook_spaces(env, spaces), device)
         pieces = hook_pieces(self.env_to_module_connector, "env_to_module_connector", *hook_args)
+        pieces += atari_frame_stacking(self.env, pieces, as_learner_connector=False)
         if self.add_default_connectors_to_env_to_module_pipeline:
             from flywheel.connectors.env_to_module import default_env_to_module_connectors
 
@@ -405,12 +408,15 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         self, input_observation_space: Any, input_action_space: Any, device: Any = None
     ) -> ConnectorPipelineV2:
         """The learner pipeline: the user's pieces, then the defaults (algorithm configs add their own).
+        For an Atari id, the learner's `FrameStacking(num_frames=4)` follows the user's pieces unless they
+        stack frames.
 
         The user's hook is called as ``learner_connector(input_observation_space, input_action_space)``;
         `device` is where the learner trains (the default pieces produce numpy; the learner moves it).
         """
         hook_args = (input_observation_space, input_action_space)
         pieces = hook_pieces(self.learner_connector, "learner_connector", *hook_args)
+        pieces += atari_frame_stacking(self.env, pieces, as_learner_connector=True)
         if self.add_default_connectors_to_learner_pipeline:
             from flywheel.connectors.learner import default_learner_connectors
 
@@ -441,8 +447,14 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         return self
 
     def build_callbacks(self) -> RLlibCallback:
-        """One RLlibCallback running callbacks_class's hooks, then the function hooks (see `active_hooks`)."""
-        return make_callbacks(self.callbacks_class, {name: getattr(self, name) for name in HOOK_NAMES})
+        """One RLlibCallback running callbacks_class's hooks, then the function hooks (see `active_hooks`);
+        with `render_env`, `on_episode_end` also logs the recorded video (`flywheel.env.recording`)."""
+        hooks = {name: getattr(self, name) for name in HOOK_NAMES}
+        if self.render_env:
+            from flywheel.env.recording import log_episode_video
+
+            hooks["on_episode_end"] = [*as_hook_list(hooks["on_episode_end"]), log_episode_video]
+        return make_callbacks(self.callbacks_class, hooks)
 
 
 _LEARNER_KEYS_IN_TRAINING = (

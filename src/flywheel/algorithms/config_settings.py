@@ -44,6 +44,11 @@ class AlgorithmSettings:
     """Box actions: the module acts in [-1, 1] and actions are unsquashed to the env's bounds."""
     clip_actions: bool = setting("environment", False)
     """Box actions: clip to the env's bounds (used when normalize_actions is False)."""
+    render_env: bool = setting("environment", False)
+    """Record the episodes of each runner's first sub-env as videos (`episode_videos` in the runners'
+    metrics: GIFs in TensorBoard, mp4 files in a run dir); meant for evaluation:
+    `config.evaluation(evaluation_config={"render_env": True})`. Gymnasium ids render with
+    `render_mode="rgb_array"`; a creator or env class must set that itself. Single-agent envs only."""
     disable_env_checking: bool = setting("environment", False)
     """Skip flywheel's env checks: the contract check at runner build and the observation check while
     sampling (every 16th step; for envs that are slow to step, or to save its ~1 us a step)."""
@@ -70,7 +75,8 @@ class AlgorithmSettings:
     add_default_connectors_to_module_to_env_pipeline: bool = setting("env_runners", True)
     """False: the module-to-env pipeline holds only your pieces (they must produce actions)."""
     episode_lookback_horizon: int = setting("env_runners", 1)
-    """Steps of history carried into each cut chunk (connectors such as frame stacking read them)."""
+    """Steps of history carried into each cut chunk; runners carry more when an env-to-module piece
+    reads more (`FrameStacking(num_frames=4)` reads 3: see `ConnectorV2.required_episode_lookback`)."""
     sample_timeout_s: float | None = setting("env_runners", 60.0)
     """Seconds to wait for remote runners' samples before treating a runner as failed."""
     num_cpus_per_env_runner: float = setting("env_runners", 1)

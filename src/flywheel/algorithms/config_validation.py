@@ -154,6 +154,12 @@ def _check_env(config: AlgorithmConfig) -> list[str | None]:
         )
     problems.append(check_bool(config, "normalize_actions"))
     problems.append(check_bool(config, "clip_actions"))
+    problems.append(check_bool(config, "render_env"))
+    if config.render_env is True and config.is_multi_agent:
+        problems.append(
+            "render_env=True records videos of single-agent envs only, but this config is multi-agent. "
+            "Fix: record a single-agent version of the env, or set render_env=False."
+        )
     clip = config.clip_rewards
     if not (clip is None or isinstance(clip, bool) or (_is_number(clip) and clip > 0)):
         problems.append(

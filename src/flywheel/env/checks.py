@@ -41,7 +41,8 @@ def check_env(env: gym.Env, *, num_steps: int = 5, seed: int = 0) -> None:
     """Checks ``env`` against the gymnasium contract, then closes it.
 
     Checks that ``observation_space`` and ``action_space`` are supported space instances, that
-    ``reset(seed=seed)`` returns ``(obs, info)`` and that ``num_steps`` random ``step()``s return
+    ``reset(seed=seed)`` returns ``(obs, info)`` and that ``num_steps`` random ``step()``s (of actions the
+    observation's ``"action_mask"`` allows, when it has one) return
     ``(obs, reward, terminated, truncated, info)``, every observation inside the observation space.
     Raises an :class:`EnvError` naming the culprit and the fix; an exception raised by the env
     itself is wrapped in one that says which call raised it.
@@ -65,11 +66,20 @@ def _run_checks(env: gym.Env, name: str, num_steps: int, seed: int) -> None:
         )
     obs_space = _space_attribute(env, name, "observation_space")
     act_space = _space_attribute(env, name, "action_space")
-    _check_reset(env, name, obs_space, seed)
+    obs = _check_reset(env, name, obs_space, seed)
     act_space.seed(seed)
     for _ in range(num_steps):
-        if _check_step(env, name, obs_space, act_space.sample()):
-            _check_reset(env, name, obs_space, None)
+        done, obs = _check_step(env, name, obs_space, _random_action(act_space, obs))
+        if done:
+            obs = _check_reset(env, name, obs_space, None)
+
+
+def _random_action(act_space: gym.spaces.Space, obs: Any) -> Any:
+    """A random action; one the observation's `"action_mask"` allows, when it has one (Discrete actions)."""
+    mask = obs.get("action_mask") if isinstance(obs, dict) else None
+    if mask is None or not isinstance(act_space, gym.spaces.Discrete) or not np.any(mask):
+        return act_space.sample()
+    return act_space.sample(mask=(np.asarray(mask) > 0).astype(np.int8))
 
 
 def env_name(env: Any) -> str:
@@ -126,7 +136,8 @@ def _check_supported(space: gym.spaces.Space, name: str, path: str) -> None:
             _check_supported(sub, name, f"{path}[{i}]")
 
 
-def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int | None) -> None:
+def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int | None) -> Any:
+    """Resets and returns the observation."""
     what = f"reset(seed={seed})" if seed is not None else "reset()"
     result = _call(name, what, env.reset, seed=seed)
     if not isinstance(result, tuple) or len(result) != 2:
@@ -137,10 +148,11 @@ def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int
     obs, info = result
     _check_info(name, what, info)
     _check_obs(name, what, obs, obs_space)
+    return obs
 
 
-def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: Any) -> bool:
-    """Steps once and returns whether the episode ended."""
+def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: Any) -> tuple[bool, Any]:
+    """Steps once and returns whether the episode ended, and the observation."""
     what = "step()"
     result = _call(name, f"step({action!r})", env.step, action)
     if not isinstance(result, tuple) or len(result) != 5:
@@ -163,7 +175,7 @@ def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: An
             )
     _check_info(name, what, info)
     _check_obs(name, what, obs, obs_space)
-    return bool(terminated or truncated)
+    return bool(terminated or truncated), obs
 
 
 def _check_info(name: str, what: str, info: Any) -> None:

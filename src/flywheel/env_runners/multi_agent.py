@@ -160,10 +160,11 @@ class MultiAgentEnvRunner(EnvRunner):
 
     def _cut_ongoing(self) -> list[MultiAgentEpisode]:
         chunks = []
+        lookback = max(self.config.episode_lookback_horizon, self._env_to_module.required_episode_lookback)
         for i, episode in enumerate(self._episodes):
             if len(episode) == 0:
                 continue
-            self._episodes[i] = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
+            self._episodes[i] = episode.cut(len_lookback_buffer=lookback)
             self._stats[i].add_chunk(episode)
             self._chunk_steps[i] = 0
             chunks.append(episode.to_numpy())

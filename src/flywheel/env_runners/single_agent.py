@@ -91,6 +91,7 @@ class SingleAgentEnvRunner(EnvRunner):
             worker_index=self.worker_index,
             num_workers=self.num_workers,
             restart_failed_sub_environments=config.restart_failed_sub_environments,
+            render_env=config.render_env,
         )
 
     def _check_lookback_for_state(self) -> None:
@@ -124,10 +125,11 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _cut_ongoing(self) -> list[SingleAgentEpisode]:
         chunks = []
+        lookback = max(self.config.episode_lookback_horizon, self._env_to_module.required_episode_lookback)
         for i, episode in enumerate(self._episodes):
             if self._reset_pending[i] or len(episode) == 0:
                 continue
-            self._episodes[i] = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
+            self._episodes[i] = episode.cut(len_lookback_buffer=lookback)
             episode.to_numpy()
             chunks.append(episode)
         return chunks

@@ -164,6 +164,14 @@ class OffPolicyConfig(AlgorithmConfig):
                 "(multi_agent()). Fix: use PPO for multi-agent training, or drop the policies and "
                 "policy_mapping_fn."
             )
+        if _is_atari_env(self.env):
+            problems.append(
+                f"env {self.env!r} is an Atari id, whose frames flywheel stacks (4 per observation) in the "
+                f"connector pipelines, but {name} trains on single frames replayed from its buffer, without a "
+                "learner pipeline to stack them. Fix: use PPOConfig for Atari ids, or register a creator "
+                "that stacks frames inside the env: register_env('pong', lambda cfg: MyFrameStack("
+                "gymnasium.make('ALE/Pong-v5', **cfg)))."
+            )
         return problems
 
     def _replay_problems(self) -> list[str | None]:
@@ -218,6 +226,12 @@ def _is_number(value: Any) -> bool:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_atari_env(env: Any) -> bool:
+    from flywheel.env.make import is_atari_env
+
+    return is_atari_env(env)
 
 
 def _check_tau(config: OffPolicyConfig) -> str | None:

@@ -6,7 +6,8 @@ Layout (see `flywheel.core.models` for the parts)::
                    └─ vf  → values              (vf_share_layers=True, or use_lstm)
     obs ─ vf_encoder ── vf → values             (vf_share_layers=False, the default)
 
-Runners build it with `inference_only=True`: encoder and policy head only.
+Runners build it with `inference_only=True`: encoder and policy head only. Observations
+`{"observations": ..., "action_mask": ...}` mask the logits (`flywheel.core.models.action_mask`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from flywheel.core.models import (
     build_encoder,
     build_policy_head,
     build_value_head,
+    mask_logits,
+    masked_observation_space,
     resolve_model_config,
+    split_masked,
 )
 from flywheel.core.rl_module.apis import ValueFunctionAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
@@ -44,7 +48,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     def setup(self) -> None:
         self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
         cfg = self.model_config
-        self.encoder = build_encoder(self.observation_space, cfg)
+        inner_space = masked_observation_space(self.observation_space, self.action_space)
+        self.masked = inner_space is not None
+        encoder_space = inner_space if self.masked else self.observation_space
+        self.encoder = build_encoder(encoder_space, cfg)
         self.recurrent = isinstance(self.encoder, LSTMEncoder)
         self.shared_encoder = bool(cfg["vf_share_layers"]) or self.recurrent
         self.pi = build_policy_head(
@@ -53,7 +60,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         if self.inference_only:
             return
         if not self.shared_encoder:
-            self.vf_encoder = build_encoder(self.observation_space, cfg)
+            self.vf_encoder = build_encoder(encoder_space, cfg)
         self.vf = build_value_head(self.encoder.output_dim, cfg)
 
     def get_initial_state(self) -> dict:
@@ -63,19 +70,20 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         return ["vf_encoder", "vf"]
 
     def _forward(self, batch: dict, **kwargs) -> dict:
+        obs, allowed = self._observations(batch)
         if self.recurrent:
-            embeddings, state = self.encoder(batch[Columns.OBS], batch[Columns.STATE_IN], sequence=False)
-            return {Columns.ACTION_DIST_INPUTS: self.pi(embeddings), Columns.STATE_OUT: state}
-        return {Columns.ACTION_DIST_INPUTS: self.pi(self.encoder(batch[Columns.OBS]))}
+            embeddings, state = self.encoder(obs, batch[Columns.STATE_IN], sequence=False)
+            return {Columns.ACTION_DIST_INPUTS: self._logits(embeddings, allowed), Columns.STATE_OUT: state}
+        return {Columns.ACTION_DIST_INPUTS: self._logits(self.encoder(obs), allowed)}
 
     def _forward_train(self, batch: dict, **kwargs) -> dict:
-        obs = batch[Columns.OBS]
+        obs, allowed = self._observations(batch)
         out = {}
         if self.recurrent:
             embeddings, out[Columns.STATE_OUT] = self.encoder(obs, self._state_in(batch), sequence=True)
         else:
             embeddings = self.encoder(obs)
-        out[Columns.ACTION_DIST_INPUTS] = self.pi(embeddings)
+        out[Columns.ACTION_DIST_INPUTS] = self._logits(embeddings, allowed)
         if not self.inference_only:
             out[Columns.EMBEDDINGS] = embeddings if self.shared_encoder else self.vf_encoder(obs)
         return out
@@ -91,8 +99,16 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
             embeddings = self._value_embeddings(batch)
         return self.vf(embeddings).squeeze(-1)
 
+    def _observations(self, batch: dict) -> tuple:
+        """(what the encoders read, the allowed-actions mask or None)."""
+        return split_masked(batch[Columns.OBS]) if self.masked else (batch[Columns.OBS], None)
+
+    def _logits(self, embeddings: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        logits = self.pi(embeddings)
+        return logits if allowed is None else mask_logits(logits, allowed)
+
     def _value_embeddings(self, batch: dict) -> torch.Tensor:
-        obs = batch[Columns.OBS]
+        obs = self._observations(batch)[0]
         if self.recurrent:
             return self.encoder(obs, self._state_in(batch), sequence=True)[0]
         return self.encoder(obs) if self.shared_encoder else self.vf_encoder(obs)

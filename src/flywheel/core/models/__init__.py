@@ -1,5 +1,14 @@
 """Default models built from `model_config`: encoders (MLP, one-hot MLP, CNN, LSTM) and heads."""
 
+from flywheel.core.models.action_mask import (
+    ACTION_MASK,
+    MASKED_LOGIT,
+    MASKED_OBSERVATIONS,
+    mask_logits,
+    masked_observation_space,
+    random_allowed_actions,
+    split_masked,
+)
 from flywheel.core.models.catalog import (
     FreeLogStdHead,
     build_encoder,
@@ -12,6 +21,9 @@ from flywheel.core.models.lstm import LSTMEncoder
 from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_
 
 __all__ = [
+    "ACTION_MASK",
+    "MASKED_LOGIT",
+    "MASKED_OBSERVATIONS",
     "CNNEncoder",
     "DEFAULT_MODEL_CONFIG",
     "FreeLogStdHead",
@@ -22,7 +34,11 @@ __all__ = [
     "build_encoder",
     "build_policy_head",
     "build_value_head",
+    "mask_logits",
+    "masked_observation_space",
     "mlp",
     "normc_init_",
+    "random_allowed_actions",
     "resolve_model_config",
+    "split_masked",
 ]

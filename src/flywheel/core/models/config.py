@@ -31,7 +31,7 @@ DEFAULT_MODEL_CONFIG = MappingProxyType(
         # Length of the training sequences the learner cuts episodes into (recurrent modules).
         "max_seq_len": 20,
         # CNN layers for image (H, W, C) observations: [[out_channels, kernel, stride], ...];
-        # None picks a default for 84x84, 64x64, 42x42 and 10x10 images.
+        # None picks RLlib's default for 96x96, 84x84, 64x64, 42x42 and 10x10 images.
         "conv_filters": None,
         "conv_activation": "relu",
         # Hidden layers of the policy and value heads (after the encoder).
@@ -52,6 +52,7 @@ _ACTIVATIONS: dict[str, type[nn.Module] | None] = {
 }
 
 _DEFAULT_CONV_FILTERS = {
+    (96, 96): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 2]],
     (84, 84): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],
     (64, 64): [[16, [4, 4], 2], [32, [4, 4], 2], [64, [4, 4], 2], [128, [4, 4], 2]],
     (42, 42): [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],
