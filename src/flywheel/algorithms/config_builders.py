@@ -147,4 +147,4 @@ def _env_from_config(config: Any) -> Any:
             "no env or observation/action spaces. Fix: pass env=... or spaces=(observation_space, "
             "action_space), or set config.environment(env=...)."
         )
-    return make_env_creator(config.env, config.env_config)(EnvContext(config.env_config))
+    return make_env_creator(config.env, config.env_config, config.env_wrappers)(EnvContext(config.env_config))

@@ -14,7 +14,7 @@ import contextlib
 import difflib
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -122,14 +122,22 @@ def registered_envs() -> dict[str, EnvCreator]:
     return dict(_REGISTRY)
 
 
-def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> EnvCreator:
+def make_env_creator(
+    env: Any, env_config: Mapping[str, Any] | None = None, wrappers: Sequence[Callable] = ()
+) -> EnvCreator:
     """Resolves ``env`` into ``creator(env_context) -> gymnasium.Env``.
 
     Tried in order: a registered name, a gymnasium id (``"module:Id-v0"`` imports ``module``
     first), a ``gymnasium.Env`` subclass (called as ``cls(env_context)``), any callable. A
     gymnasium id is made with ``gymnasium.make(id)`` alone, so a non-empty ``env_config`` for
-    one is rejected rather than silently ignored.
+    one is rejected rather than silently ignored. With ``wrappers`` (gymnasium wrapper classes or
+    callables ``wrapper(env) -> env``), the creator wraps each env it makes in them, first one innermost.
     """
+    creator = _resolve_creator(env, env_config)
+    return _WrappedCreator(creator, tuple(wrappers)) if wrappers else creator
+
+
+def _resolve_creator(env: Any, env_config: Mapping[str, Any] | None) -> EnvCreator:
     if isinstance(env, str):
         if env in _REGISTRY:
             return _REGISTRY[env]
@@ -162,6 +170,7 @@ def make_vector_env(
     worker_index: int = 0,
     num_workers: int = 0,
     restart_failed_sub_environments: bool = False,
+    wrappers: Sequence[Callable] = (),
 ) -> gym.vector.VectorEnv:
     """Builds the vector env a runner steps.
 
@@ -175,11 +184,19 @@ def make_vector_env(
     ``reset``/``step`` raises is rebuilt from the creator and reset in place; that call returns the
     fresh reset observation (reward 0, not done) with ``info[SUB_ENV_RESTARTED] = True``, so the
     runner can drop the sub-env's episode. Off, the env is not wrapped and errors pass unchanged.
+
+    ``wrappers`` wrap every sub-env (see :func:`make_env_creator`); ``"vector_entry_point"`` has no
+    sub-envs to wrap and rejects them.
     """
     mode = _mode_name(vectorize_mode)
     if not isinstance(num_envs, int) or num_envs < 1:
         raise EnvError(f"num_envs must be an int >= 1, got {num_envs!r}. Fix: pass num_envs=1 or more.")
-    creator = make_env_creator(env, env_config)
+    if wrappers and mode == "vector_entry_point":
+        raise EnvError(
+            "env_wrappers wrap each sub-env, but gym_env_vectorize_mode='vector_entry_point' builds no "
+            "sub-envs. Fix: use gym_env_vectorize_mode='sync' (or 'async'), or drop env_wrappers."
+        )
+    creator = make_env_creator(env, env_config, wrappers)
     if mode == "vector_entry_point":
         return _make_vector_entry_point(env, creator, num_envs)
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
@@ -213,6 +230,31 @@ class _GymMake:
 
     def __repr__(self) -> str:
         return f"gymnasium.make({self.env_id!r})"
+
+
+class _WrappedCreator:
+    """A creator whose envs come wrapped in ``wrappers`` (first innermost); picklable when its parts are."""
+
+    def __init__(self, creator: EnvCreator, wrappers: tuple[Callable, ...]) -> None:
+        self.creator = creator
+        self.wrappers = wrappers
+        self.__qualname__ = getattr(creator, "__qualname__", repr(creator))
+
+    def __call__(self, env_context: EnvContext) -> gym.Env:
+        env = self.creator(env_context)
+        for wrapper in self.wrappers:
+            wrapped = wrapper(env)
+            if not isinstance(wrapped, gym.Env):
+                name = getattr(wrapper, "__qualname__", repr(wrapper))
+                raise EnvError(
+                    f"env_wrappers: {name}(env) returned {type(wrapped).__name__}, expected a gymnasium.Env. "
+                    "Fix: pass wrapper classes (gymnasium.wrappers.ClipAction) or functions returning the wrapped env."
+                )
+            env = wrapped
+        return env
+
+    def __repr__(self) -> str:
+        return f"{self.creator!r} wrapped in {[getattr(w, '__qualname__', w) for w in self.wrappers]}"
 
 
 class _SubEnvThunk:

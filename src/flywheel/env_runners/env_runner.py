@@ -64,7 +64,7 @@ class EnvRunner(Checkpointable, abc.ABC):
         config = self.config
         context = EnvContext(config.env_config, worker_index=self.worker_index, num_workers=self.num_workers)
         if not config.disable_env_checking:
-            self._check_env(make_env_creator(config.env, config.env_config)(context))
+            self._check_env(make_env_creator(config.env, config.env_config, config.env_wrappers)(context))
         env = self._make_vector_env()
         self._callbacks.on_environment_created(
             env_runner=self, metrics_logger=self.metrics, env=env, env_context=context

@@ -91,6 +91,7 @@ class SingleAgentEnvRunner(EnvRunner):
             worker_index=self.worker_index,
             num_workers=self.num_workers,
             restart_failed_sub_environments=config.restart_failed_sub_environments,
+            wrappers=config.env_wrappers,
         )
 
     def _check_lookback_for_state(self) -> None:

@@ -19,7 +19,7 @@ from torch import nn
 
 from flywheel.columns import Columns
 from flywheel.core.learner.utils import make_target_network
-from flywheel.core.models import build_encoder, mlp, resolve_model_config
+from flywheel.core.models import GAUSSIAN_HEAD_KEYS, build_encoder, build_head, resolve_model_config
 from flywheel.core.rl_module.apis import TargetNetworkAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.errors import ModuleError
@@ -56,7 +56,12 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
                 "Fix: use SAC (flywheel.SACConfig) for continuous actions, or discretize the actions "
                 "with a gymnasium ActionWrapper."
             )
-        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
+        self.model_config = resolve_model_config(
+            self.model_config,
+            check=self.uses_default_model_config,
+            unused=GAUSSIAN_HEAD_KEYS + ("pi_output_kernel_initializer_kwargs",),
+            module="DefaultDQNTorchRLModule",
+        )
         cfg = self.model_config
         if cfg["use_lstm"]:
             raise ModuleError(
@@ -64,9 +69,8 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
                 "Fix: set use_lstm=False, or stack frames with flywheel.connectors.env_to_module.FrameStacking."
             )
         self.encoder = build_encoder(self.observation_space, cfg)
-        hiddens, act = cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"]
-        self.af = mlp(self.encoder.output_dim, hiddens, act, int(self.action_space.n))
-        self.vf = mlp(self.encoder.output_dim, hiddens, act, 1) if cfg.get("dueling", True) else None
+        self.af = build_head(self.encoder.output_dim, int(self.action_space.n), cfg, "vf")
+        self.vf = build_head(self.encoder.output_dim, 1, cfg, "vf") if cfg.get("dueling", True) else None
         self.register_buffer("epsilon", torch.tensor(1.0))
         if not self.inference_only:
             self.make_target_networks()
