@@ -164,7 +164,7 @@ class PPOTorchLearner(TorchLearner):
 
     def _warn_vf_clipping(self, module_id: ModuleID, fraction: float) -> None:
         logger.warning(
-            "PPO: %.0f%% of module %r's value losses in this update exceeded vf_clip_param=%s and were "
+            "PPO: %.0f%% of the value losses of module %r in this update exceeded vf_clip_param=%s and were "
             "clamped, which gives them no gradient: the value function stops learning at this return "
             "scale. Fix: config.training(vf_clip_param=float('inf')) (or a value above the squared "
             "value errors), and/or config.env_runners(normalize_rewards=True) to shrink the returns. "

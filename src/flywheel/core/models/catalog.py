@@ -159,7 +159,7 @@ def _check_not_gaussian_settings(dist_cls: type[Distribution], action_space: gym
     ]
     if wrong:
         raise ModuleError(
-            f"{' and '.join(wrong)} need a Gaussian action distribution (Box actions), got "
+            f"{' and '.join(wrong)} {'needs' if len(wrong) == 1 else 'need'} a Gaussian action distribution (Box actions), got "
             f"{dist_cls.__name__} for action space {action_space}. Fix: remove them from model_config."
         )
 
