@@ -56,7 +56,8 @@ class Recorder:
         os.makedirs(os.path.join(RESULTS, "mujoco"), exist_ok=True)
         name = f"{framework}_{args.env}_seed{args.seed}.jsonl"
         self.curve_path = os.path.join(RESULTS, "mujoco", name)
-        self._file = open(self.curve_path, "w")
+        with open(self.curve_path, "w"):
+            pass  # a new run starts a new curve
         self.last_mean: float | None = None
         self.start = self.cpu_start = self.seconds = self.cpu_seconds = 0.0
 
@@ -72,8 +73,8 @@ class Recorder:
         if mean_return is None or mean_return != mean_return:  # no episode finished yet (or NaN)
             return
         self.last_mean = float(mean_return)
-        self._file.write(json.dumps({"t": int(env_steps), "r": round(self.last_mean, 2)}) + "\n")
-        self._file.flush()
+        with open(self.curve_path, "a") as f:
+            f.write(json.dumps({"t": int(env_steps), "r": round(self.last_mean, 2)}) + "\n")
 
     def finish(self, env_steps: int, eval_returns: list[float], **extra) -> dict:
         line = {
@@ -90,7 +91,6 @@ class Recorder:
             "loadavg_1m": os.getloadavg()[0],
             **extra,
         }
-        self._file.close()
         with open(os.path.join(RESULTS, f"mujoco_{self.framework}.jsonl"), "a") as f:
             f.write(json.dumps(line) + "\n")
         print(json.dumps(line), flush=True)

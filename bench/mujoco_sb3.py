@@ -70,7 +70,9 @@ def evaluate(model, train_env, args) -> list[float]:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    env = VecNormalize(make_vec_env(args.env, n_envs=1, seed=args.seed + 1000), training=False, norm_reward=False)
+    env = VecNormalize(
+        make_vec_env(args.env, n_envs=1, seed=args.seed + 1000), training=False, norm_reward=False
+    )
     env.obs_rms = train_env.obs_rms
     returns, obs = [], env.reset()
     while len(returns) < EVAL_EPISODES:
