@@ -48,8 +48,8 @@ def parse_args(doc: str) -> argparse.Namespace:
 
 class Recorder:
     """Writes the learning curve to results/mujoco/<framework>_<env>_seed<seed>.jsonl, one point per
-    update (`{"t": env steps, "r": mean raw return of the last 10 training episodes}`), and the
-    summary line to results/mujoco_<framework>.jsonl."""
+    update (`{"t": env steps, "r": mean raw return of the last 10 training episodes, "cpu_s", "wall_s"}`,
+    seconds of training so far), and the summary line to results/mujoco_<framework>.jsonl."""
 
     def __init__(self, framework: str, args: argparse.Namespace):
         self.framework, self.args = framework, args
@@ -74,7 +74,12 @@ class Recorder:
             return
         self.last_mean = float(mean_return)
         with open(self.curve_path, "a") as f:
-            f.write(json.dumps({"t": int(env_steps), "r": round(self.last_mean, 2)}) + "\n")
+            point = {
+                "t": int(env_steps),
+                "r": round(self.last_mean, 2),
+                "cpu_s": round(time.process_time() - self.cpu_start, 1),
+            }
+            f.write(json.dumps({**point, "wall_s": round(time.time() - self.start, 1)}) + "\n")
 
     def finish(self, env_steps: int, eval_returns: list[float], **extra) -> dict:
         line = {
@@ -86,6 +91,8 @@ class Recorder:
             "train_seconds": round(self.seconds, 1),
             "train_cpu_seconds": round(self.cpu_seconds, 1),
             "env_steps_per_s": round(env_steps / self.seconds, 1),
+            # Per second of this process's own CPU time: what one core does, whatever else loads the machine.
+            "env_steps_per_cpu_s": round(env_steps / self.cpu_seconds, 1),
             "final_return": None if self.last_mean is None else round(self.last_mean, 1),
             "eval_return": round(sum(eval_returns) / max(1, len(eval_returns)), 1),
             "loadavg_1m": os.getloadavg()[0],
