@@ -308,12 +308,18 @@ def test_mujoco_report_curves_partial_runs_and_ratios(tmp_path, monkeypatch):
         + "\n"
     )
     (tmp_path / "mujoco_sb3.jsonl").write_text(
-        json.dumps({**done, "final_return": 10.0, "env_steps_per_s": 100.0, "env_steps_per_cpu_s": 250.0}) + "\n"
+        json.dumps({**done, "final_return": 10.0, "env_steps_per_s": 100.0, "env_steps_per_cpu_s": 250.0})
+        + "\n"
     )
-    assert [row["final_return"] for row in mujoco_report.summaries("flywheel", "Hopper-v5")] == [20.0]  # the latest
+    assert [row["final_return"] for row in mujoco_report.summaries("flywheel", "Hopper-v5")] == [
+        20.0
+    ]  # the latest
     lines = mujoco_report.mujoco_section()
     (row,) = [line for line in lines if line.startswith("| flywheel |")]
-    assert row == "| flywheel | 1 (1) | 20 | 20 | 25 | 140 | 300 | seed 0: 30 at 4,096 steps, 2,048 steps per CPU-s |"
+    assert (
+        row
+        == "| flywheel | 1 (1) | 20 | 20 | 25 | 140 | 300 | seed 0: 30 at 4,096 steps, 2,048 steps per CPU-s |"
+    )
     assert (
         "- env steps/s, flywheel ÷ SB3: 1.40× wall-clock (n=1; target ≥ 1.3×: met); "
         "1.20× per CPU-second (n=1; target ≥ 1.3×: NOT met)" in lines

@@ -119,3 +119,17 @@ def test_normalize_rewards_is_validated():
     config = tiny_config().multi_agent(policies={"p0"}, policy_mapping_fn=lambda aid, ep, **kw: "p0")
     with pytest.raises(ConfigError, match=r"- normalize_rewards=True works on single-agent runs only"):
         config.validate()
+
+
+def test_load_policy_acts_with_a_normalize_rewards_checkpoint(tmp_path):
+    from flywheel.inference import load_policy
+
+    algo = tiny_config().build_algo()
+    algo.train()
+    path = algo.save_to_path(str(tmp_path / "ckpt"))
+    expected = algo.get_module().forward_inference({"obs": np.zeros((1, 4), np.float32)})[
+        "action_dist_inputs"
+    ]
+    algo.stop()
+    action = load_policy(path).compute_single_action(np.zeros(4, np.float32), explore=False)
+    assert action == int(expected.argmax())

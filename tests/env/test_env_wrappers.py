@@ -110,3 +110,18 @@ def test_wrapped_observations_are_what_the_episodes_hold():
     observations = np.asarray(episode.get_observations())
     assert observations.shape[1] == 5 and list(observations[:3, -1]) == [0, 1, 2]  # the wrapper's time step
     runner.stop()
+
+
+def test_checkpoints_name_wrapper_classes_which_the_caller_passes_back(tmp_path):
+    from flywheel import Algorithm
+    from flywheel.errors import CheckpointError
+
+    algo = config(gym.wrappers.TimeAwareObservation).build_algo()
+    path = algo.save_to_path(str(tmp_path / "ckpt"))
+    algo.stop()
+    with pytest.raises(CheckpointError, match=r"TimeAwareObservation"):
+        Algorithm.from_checkpoint(path)
+    restored = Algorithm.from_checkpoint(path, classes=[gym.wrappers.TimeAwareObservation])
+    assert restored.config.env_wrappers == [gym.wrappers.TimeAwareObservation]
+    assert restored.get_module().observation_space.shape == (5,)
+    restored.stop()

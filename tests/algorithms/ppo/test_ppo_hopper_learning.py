@@ -1,8 +1,8 @@
 """PPO with CleanRL's MuJoCo recipe (examples/ppo_mujoco.py) learns to hop: within 12,288 env steps on
-Hopper-v5 the mean raw return of the last 10 episodes is at least 3x a random policy's (~17).
+Hopper-v5 the mean raw return of the last 10 episodes is at least 3x a random policy's (12-24).
 
 The example's config, with smaller batches (1,024 steps, 5 epochs) so the budget holds 12 updates.
-Seeds 0, 1 and 2 reached 114, ... (random: 17, 16, ...); CI runs seed 0.
+Seeds 0, 1 and 2 reached 121, 123 and 76 (a random policy: 15, 24 and 12); CI runs seed 0.
 """
 
 import runpy
@@ -44,5 +44,5 @@ def test_hopper_improves_over_a_random_policy(seed):
     while result.get("num_env_steps_sampled_lifetime", 0) < BUDGET:
         result = algo.train()
     algo.stop()
-    assert 10 < baseline < 25
+    assert 5 < baseline < 40
     assert result["env_runners"]["episode_return_mean"] >= 3 * baseline

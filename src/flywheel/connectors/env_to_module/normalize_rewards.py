@@ -93,10 +93,11 @@ class NormalizeRewards(ConnectorV2):
                 self._add_returns([ret for *_, returns in pending for ret in returns])
             scale = 1.0 / math.sqrt(self.variance + self.epsilon)
             for episode, start, rewards, _ in pending:
-                normalized = np.clip(np.asarray(rewards) * scale, -self.clip, self.clip)
-                if start == -1:
-                    episode.set_rewards(new_data=float(normalized[0]), at_indices=-1)
+                if start == -1:  # one new step (a runner's every call): plain floats, no array
+                    normalized = max(-self.clip, min(self.clip, rewards[0] * scale))
+                    episode.set_rewards(new_data=normalized, at_indices=-1)
                 else:
+                    normalized = np.clip(np.asarray(rewards) * scale, -self.clip, self.clip)
                     episode.set_rewards(new_data=normalized, at_indices=slice(start, len(episode)))
         if self._calls % _PRUNE_EVERY == 0:
             oldest = self._calls - _PRUNE_EVERY
