@@ -101,17 +101,20 @@ def mujoco_section() -> list[str]:
         "",
     ]
     for env in ENVS:
-        lines += [
-            f"### {env}",
-            "",
-            "| framework | seeds done | final return | per seed | deterministic eval | env steps/s | per CPU-s | unfinished runs |",
-            "|---|---|---:|---|---:|---:|---:|---|",
-        ]
-        done = {}
+        rows, done = [], {}
         for framework in FRAMEWORKS:
             row, done[framework] = _row(framework, env)
             if done[framework] or curves(framework, env):
-                lines.append(row)
+                rows.append(row)
+        lines += [f"### {env}", ""]
+        if not rows:
+            lines += ["No runs yet.", ""]
+            continue
+        lines += [
+            "| framework | seeds done | final return | per seed | deterministic eval | env steps/s | per CPU-s | unfinished runs |",
+            "|---|---|---:|---|---:|---:|---:|---|",
+            *rows,
+        ]
         ours, peer = done["flywheel"], done["sb3"]
         lines += ["", f"- env steps/s, flywheel ÷ SB3: {_steps_per_s_ratio(ours, peer)}"]
         if ours and peer:
@@ -129,6 +132,9 @@ def mujoco_section() -> list[str]:
                 f"{tuned / ZOO_TUNED_HALFCHEETAH:.0%} of rl-zoo's ~{ZOO_TUNED_HALFCHEETAH:,}"
             )
         lines.append("")
+    notes = RESULTS / "mujoco_notes.md"  # what the numbers alone do not say (e.g. how a run was cut short)
+    if notes.exists():
+        lines += [notes.read_text().rstrip(), ""]
     return lines
 
 
