@@ -163,7 +163,13 @@ def plot() -> list[Path]:
                     statistics.mean(_at(points, t) for points in runs.values() if points[-1][0] >= t)
                     for t in grid
                 ]
-                ax.plot(grid, mean, color=color, linewidth=2, label=f"{label} ({len(runs)} seeds)")
+                ax.plot(
+                    grid,
+                    mean,
+                    color=color,
+                    linewidth=2,
+                    label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})",
+                )
                 drawn = True
         if not drawn:
             plt.close(fig)
