@@ -6,6 +6,7 @@ import pytest
 
 from flywheel import PPOConfig, SingleAgentEnvRunner
 from flywheel.env import EnvContext, make_env_creator, make_vector_env
+from flywheel.env.make import wrapped_creator
 from flywheel.errors import ConfigError, EnvError
 
 
@@ -20,8 +21,9 @@ def config(*wrappers, **env_runners):
 
 
 def test_creator_wraps_in_list_order_first_innermost():
-    creator = make_env_creator(
-        "CartPole-v1", wrappers=[gym.wrappers.TimeAwareObservation, gym.wrappers.RecordEpisodeStatistics]
+    creator = wrapped_creator(
+        make_env_creator("CartPole-v1"),
+        [gym.wrappers.TimeAwareObservation, gym.wrappers.RecordEpisodeStatistics],
     )
     env = creator(EnvContext())
     assert isinstance(env, gym.wrappers.RecordEpisodeStatistics)
@@ -65,7 +67,7 @@ def test_a_wrapper_that_returns_no_env_is_named():
         EnvError,
         match=r"env_wrappers: .*<lambda>\(env\) returned int, expected a gymnasium\.Env\. Fix: pass wrapper classes",
     ):
-        make_env_creator("CartPole-v1", wrappers=[lambda env: 3])(EnvContext())
+        wrapped_creator(make_env_creator("CartPole-v1"), [lambda env: 3])(EnvContext())
 
 
 def test_vector_entry_point_has_no_sub_envs_to_wrap():

@@ -33,6 +33,7 @@ __all__ = [
     "module_to_import",
     "register_env",
     "seed_for",
+    "wrapped_creator",
 ]
 
 EnvCreator = Callable[["EnvContext"], gym.Env]
@@ -122,22 +123,14 @@ def registered_envs() -> dict[str, EnvCreator]:
     return dict(_REGISTRY)
 
 
-def make_env_creator(
-    env: Any, env_config: Mapping[str, Any] | None = None, wrappers: Sequence[Callable] = ()
-) -> EnvCreator:
+def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> EnvCreator:
     """Resolves ``env`` into ``creator(env_context) -> gymnasium.Env``.
 
     Tried in order: a registered name, a gymnasium id (``"module:Id-v0"`` imports ``module``
     first), a ``gymnasium.Env`` subclass (called as ``cls(env_context)``), any callable. A
     gymnasium id is made with ``gymnasium.make(id)`` alone, so a non-empty ``env_config`` for
-    one is rejected rather than silently ignored. With ``wrappers`` (gymnasium wrapper classes or
-    callables ``wrapper(env) -> env``), the creator wraps each env it makes in them, first one innermost.
+    one is rejected rather than silently ignored.
     """
-    creator = _resolve_creator(env, env_config)
-    return _WrappedCreator(creator, tuple(wrappers)) if wrappers else creator
-
-
-def _resolve_creator(env: Any, env_config: Mapping[str, Any] | None) -> EnvCreator:
     if isinstance(env, str):
         if env in _REGISTRY:
             return _REGISTRY[env]
@@ -185,7 +178,7 @@ def make_vector_env(
     fresh reset observation (reward 0, not done) with ``info[SUB_ENV_RESTARTED] = True``, so the
     runner can drop the sub-env's episode. Off, the env is not wrapped and errors pass unchanged.
 
-    ``wrappers`` wrap every sub-env (see :func:`make_env_creator`); ``"vector_entry_point"`` has no
+    ``wrappers`` wrap every sub-env (see :func:`wrapped_creator`); ``"vector_entry_point"`` has no
     sub-envs to wrap and rejects them.
     """
     mode = _mode_name(vectorize_mode)
@@ -196,7 +189,7 @@ def make_vector_env(
             "env_wrappers wrap each sub-env, but gym_env_vectorize_mode='vector_entry_point' builds no "
             "sub-envs. Fix: use gym_env_vectorize_mode='sync' (or 'async'), or drop env_wrappers."
         )
-    creator = make_env_creator(env, env_config, wrappers)
+    creator = wrapped_creator(make_env_creator(env, env_config), wrappers)
     if mode == "vector_entry_point":
         return _make_vector_entry_point(env, creator, num_envs)
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
@@ -230,6 +223,12 @@ class _GymMake:
 
     def __repr__(self) -> str:
         return f"gymnasium.make({self.env_id!r})"
+
+
+def wrapped_creator(creator: EnvCreator, wrappers: Sequence[Callable]) -> EnvCreator:
+    """``creator`` whose envs come wrapped in ``wrappers`` (gymnasium wrapper classes or callables
+    ``wrapper(env) -> env``, first one innermost): config.environment(env_wrappers=[...])."""
+    return _WrappedCreator(creator, tuple(wrappers)) if wrappers else creator
 
 
 class _WrappedCreator:
