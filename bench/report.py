@@ -11,6 +11,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from mujoco_report import mujoco_section
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 NUM_ENVS = (1, 8)
@@ -433,6 +435,7 @@ def main() -> None:
         "",
         *minatar_section(),
         "",
+        *mujoco_section(),
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 

@@ -18,6 +18,7 @@ SECTION_KEYWORDS = {
         "clip_rewards",
         "normalize_actions",
         "clip_actions",
+        "env_wrappers",
         "disable_env_checking",
     },
     "env_runners": {
@@ -34,6 +35,7 @@ SECTION_KEYWORDS = {
         "episode_lookback_horizon",
         "sample_timeout_s",
         "num_cpus_per_env_runner",
+        "normalize_rewards",
     },
     "learners": {
         "num_learners",
@@ -47,6 +49,7 @@ SECTION_KEYWORDS = {
     "training": {
         "gamma",
         "lr",
+        "adam_epsilon",
         "grad_clip",
         "grad_clip_by",
         "train_batch_size_per_learner",

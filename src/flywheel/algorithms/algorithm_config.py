@@ -141,7 +141,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         """The env and how its observations, actions and rewards are adapted.
 
         Keywords: env_config, observation_space, action_space, clip_rewards, normalize_actions,
-        clip_actions, render_env, disable_env_checking.
+        clip_actions, env_wrappers, render_env, disable_env_checking.
         """
         return self._section("environment", kwargs, env=env)
 
@@ -151,7 +151,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         Keywords: num_env_runners, num_envs_per_env_runner, gym_env_vectorize_mode, rollout_fragment_length,
         batch_mode, explore, env_to_module_connector, module_to_env_connector,
         add_default_connectors_to_env_to_module_pipeline, add_default_connectors_to_module_to_env_pipeline,
-        episode_lookback_horizon, sample_timeout_s, num_cpus_per_env_runner.
+        episode_lookback_horizon, sample_timeout_s, num_cpus_per_env_runner, normalize_rewards.
         """
         return self._section("env_runners", kwargs)
 
@@ -368,8 +368,9 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
     def build_env_to_module_connector(
         self, env: Any, spaces: tuple | None = None, device: Any = None
     ) -> ConnectorPipelineV2:
-        """The env-to-module pipeline: the user's pieces, then the defaults (add obs/states, batch, to tensor).
-        For an Atari id, `FrameStacking(num_frames=4)` follows the user's pieces unless they stack frames.
+        """The env-to-module pipeline: the user's pieces, `NormalizeRewards` (with `normalize_rewards`), then
+        the defaults (add obs/states, batch, to tensor). For an Atari id, `FrameStacking(num_frames=4)`
+        follows the user's pieces unless they stack frames.
 
         `spaces` is `(observation_space, action_space)` or RLlib's `{"__env_single__": (...), ...}`; the
         user's hook is called as ``env_to_module_connector(env, spaces, device)`` with RLlib's dict
@@ -378,6 +379,10 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         hook_args = (env, hook_spaces(env, spaces), device)
         pieces = hook_pieces(self.env_to_module_connector, "env_to_module_connector", *hook_args)
         pieces += atari_frame_stacking(self.env, pieces, as_learner_connector=False)
+        if self.normalize_rewards:
+            from flywheel.connectors.env_to_module import NormalizeRewards
+
+            pieces.append(NormalizeRewards(gamma=self.gamma))
         if self.add_default_connectors_to_env_to_module_pipeline:
             from flywheel.connectors.env_to_module import default_env_to_module_connectors
 

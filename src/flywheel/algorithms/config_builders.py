@@ -151,7 +151,7 @@ def module_spaces(env: Any, spaces: tuple | dict | None, module_id: str = DEFAUL
 
 
 def _env_from_config(config: Any) -> Any:
-    from flywheel.env.make import EnvContext, make_env_creator
+    from flywheel.env.make import EnvContext, make_env_creator, wrapped_creator
 
     if config.env is None:
         raise ConfigError(
@@ -159,4 +159,5 @@ def _env_from_config(config: Any) -> Any:
             "no env or observation/action spaces. Fix: pass env=... or spaces=(observation_space, "
             "action_space), or set config.environment(env=...)."
         )
-    return make_env_creator(config.env, config.env_config)(EnvContext(config.env_config))
+    creator = wrapped_creator(make_env_creator(config.env, config.env_config), config.env_wrappers)
+    return creator(EnvContext(config.env_config))

@@ -49,6 +49,10 @@ class AlgorithmSettings:
     metrics: GIFs in TensorBoard, mp4 files in a run dir); meant for evaluation:
     `config.evaluation(evaluation_config={"render_env": True})`. Gymnasium ids render with
     `render_mode="rgb_array"`; a creator or env class must set that itself. Single-agent envs only."""
+    env_wrappers: list = setting("environment", factory=list)
+    """Gymnasium wrappers (classes, or callables ``wrapper(env) -> env``) put around every sub-env on every
+    runner, first one innermost, e.g. ``[gymnasium.wrappers.ClipAction, lambda env: TimeLimit(env, 500)]``:
+    a standard recipe needs no `register_env`. Single-agent envs; not with "vector_entry_point"."""
     disable_env_checking: bool = setting("environment", False)
     """Skip flywheel's env checks: the contract check at runner build and the observation check while
     sampling (every 16th step; for envs that are slow to step, or to save its ~1 us a step)."""
@@ -81,6 +85,10 @@ class AlgorithmSettings:
     """Seconds to wait for remote runners' samples before treating a runner as failed."""
     num_cpus_per_env_runner: float = setting("env_runners", 1)
     """CPUs Ray reserves for each remote runner."""
+    normalize_rewards: bool = setting("env_runners", False)
+    """Train on rewards divided by the running std of the discounted return (with `gamma`), clipped to
+    [-10, 10], as SB3's VecNormalize and CleanRL do: an env-to-module `NormalizeRewards` piece after your
+    own pieces. Reported returns stay the env's raw ones. Single-agent only."""
 
     # learners()
     num_learners: int = setting("learners", 0)
@@ -103,6 +111,9 @@ class AlgorithmSettings:
     """Discount factor: how much future rewards count."""
     lr: float | Schedule = setting("training", 1e-3)
     """Learning rate, or a piecewise-linear schedule over sampled env steps."""
+    adam_epsilon: float = setting("training", 1e-8)
+    """Adam's epsilon (torch's default 1e-8; CleanRL and SB3 use 1e-5 for PPO): added to the root of the
+    second moment, it bounds the step size of parameters whose gradients are tiny."""
     grad_clip: float | None = setting("training")
     """Gradient clipping threshold (None: no clipping)."""
     grad_clip_by: str = setting("training", "global_norm")

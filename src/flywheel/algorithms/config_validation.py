@@ -101,6 +101,16 @@ def check_choice(config: AlgorithmConfig, name: str, choices: tuple[str, ...]) -
     return f"{name}={value!r} is not one of {list(choices)}. Fix: use one of them, e.g. {example}."
 
 
+def check_optional_choice(config: AlgorithmConfig, name: str, choices: tuple[str, ...]) -> str | None:
+    """`name` must be None or one of `choices`."""
+    if getattr(config, name) is None:
+        return None
+    problem = check_choice(config, name, choices)
+    return problem and problem.replace(
+        f"is not one of {list(choices)}", f"is not None nor one of {list(choices)}"
+    )
+
+
 def check_optional_callable(config: AlgorithmConfig, name: str) -> str | None:
     """`name` must be None or callable."""
     value = getattr(config, name)
@@ -152,6 +162,7 @@ def _check_env(config: AlgorithmConfig) -> list[str | None]:
         problems.append(
             f"env_config={config.env_config!r} is not a dict. Fix: pass a dict to {where(config, 'env_config')}."
         )
+    problems.append(_check_env_wrappers(config))
     problems.append(check_bool(config, "normalize_actions"))
     problems.append(check_bool(config, "clip_actions"))
     problems.append(check_bool(config, "render_env"))
@@ -166,6 +177,24 @@ def _check_env(config: AlgorithmConfig) -> list[str | None]:
             f"clip_rewards={clip!r} must be None, a bool or a number > 0. Fix: pass e.g. {where(config, 'clip_rewards').replace('...', '1.0')}."
         )
     return problems
+
+
+def _check_env_wrappers(config: AlgorithmConfig) -> str | None:
+    wrappers = config.env_wrappers
+    fix = f"Fix: pass a list of wrapper classes or functions wrapper(env) -> env to {where(config, 'env_wrappers')}"
+    if not isinstance(wrappers, list | tuple):
+        return f"env_wrappers={wrappers!r} is not a list. {fix}, e.g. [gymnasium.wrappers.ClipAction]."
+    bad = [w for w in wrappers if not callable(w)]
+    if bad:
+        return f"env_wrappers holds {', '.join(map(repr, bad))}, which is not callable. {fix}."
+    if wrappers and config.is_multi_agent:
+        return "env_wrappers wrap single-agent gymnasium envs, but this config is multi-agent. Fix: wrap the envs inside your MultiAgentEnv, or drop env_wrappers."
+    if wrappers and config.gym_env_vectorize_mode in ("vector_entry_point",):
+        return (
+            "env_wrappers wrap each sub-env, but gym_env_vectorize_mode='vector_entry_point' builds none. "
+            "Fix: use gym_env_vectorize_mode='sync' or 'async', or drop env_wrappers."
+        )
+    return None
 
 
 def _check_env_runners(config: AlgorithmConfig) -> list[str | None]:
@@ -187,6 +216,14 @@ def _check_env_runners(config: AlgorithmConfig) -> list[str | None]:
         check_int(config, "episode_lookback_horizon", 0),
         check_number(config, "sample_timeout_s", 0, strict=True, allow_none=True),
         check_number(config, "num_cpus_per_env_runner", 0),
+        check_bool(config, "normalize_rewards"),
+        None
+        if not (config.normalize_rewards is True and config.is_multi_agent)
+        else (
+            "normalize_rewards=True works on single-agent runs only (the piece follows one reward stream "
+            "per sub-env). Fix: normalize rewards inside the multi-agent env, or pass normalize_rewards=False "
+            f"to {where(config, 'normalize_rewards')}."
+        ),
     ]
 
 
@@ -199,6 +236,7 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_optional_callable(config, "learner_connector"),
         check_unit_interval(config, "gamma"),
         check_schedule(config, "lr", 0, strict=True),
+        check_number(config, "adam_epsilon", 0, strict=True),
         check_number(config, "grad_clip", 0, strict=True, allow_none=True),
         check_choice(config, "grad_clip_by", ("value", "norm", "global_norm")),
         check_int(config, "train_batch_size_per_learner", 1),

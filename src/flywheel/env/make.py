@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -37,6 +37,7 @@ __all__ = [
     "module_to_import",
     "register_env",
     "seed_for",
+    "wrapped_creator",
 ]
 
 EnvCreator = Callable[["EnvContext"], gym.Env]
@@ -174,6 +175,7 @@ def make_vector_env(
     num_workers: int = 0,
     restart_failed_sub_environments: bool = False,
     render_env: bool = False,
+    wrappers: Sequence[Callable] = (),
 ) -> gym.vector.VectorEnv:
     """Builds the vector env a runner steps.
 
@@ -191,14 +193,22 @@ def make_vector_env(
     With ``render_env`` (``"sync"``/``"async"`` only), sub-env 0 records its episodes' frames
     (`flywheel.env.recording`); gymnasium ids are then made with ``render_mode="rgb_array"`` unless
     ``env_config`` names a render mode.
+    ``wrappers`` wrap every sub-env (see :func:`wrapped_creator`); ``"vector_entry_point"`` has no
+    sub-envs to wrap and rejects them.
     """
     mode = _mode_name(vectorize_mode)
     if not isinstance(num_envs, int) or num_envs < 1:
         raise EnvError(f"num_envs must be an int >= 1, got {num_envs!r}. Fix: pass num_envs=1 or more.")
-    creator = make_env_creator(env, env_config)
+    if wrappers and mode == "vector_entry_point":
+        raise EnvError(
+            "env_wrappers wrap each sub-env, but gym_env_vectorize_mode='vector_entry_point' builds no "
+            "sub-envs. Fix: use gym_env_vectorize_mode='sync' (or 'async'), or drop env_wrappers."
+        )
+    base = make_env_creator(env, env_config)
+    creator = wrapped_creator(base, wrappers)
     if mode == "vector_entry_point":
         return _make_vector_entry_point(env, creator, num_envs, env_config)
-    env_config = _render_config(creator, env_config, render_env)
+    env_config = _render_config(base, env_config, render_env)
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
     thunks = [
         _SubEnvThunk(creator, context.copy_with_overrides(vector_index=i), record=render_env)
@@ -252,6 +262,37 @@ class _GymMake:
 
     def __repr__(self) -> str:
         return f"gymnasium.make({self.env_id!r})" + (" in AtariPreprocessing" if self.atari else "")
+
+
+def wrapped_creator(creator: EnvCreator, wrappers: Sequence[Callable]) -> EnvCreator:
+    """``creator`` whose envs come wrapped in ``wrappers`` (gymnasium wrapper classes or callables
+    ``wrapper(env) -> env``, first one innermost): config.environment(env_wrappers=[...])."""
+    return _WrappedCreator(creator, tuple(wrappers)) if wrappers else creator
+
+
+class _WrappedCreator:
+    """A creator whose envs come wrapped in ``wrappers`` (first innermost); picklable when its parts are."""
+
+    def __init__(self, creator: EnvCreator, wrappers: tuple[Callable, ...]) -> None:
+        self.creator = creator
+        self.wrappers = wrappers
+        self.__qualname__ = getattr(creator, "__qualname__", repr(creator))
+
+    def __call__(self, env_context: EnvContext) -> gym.Env:
+        env = self.creator(env_context)
+        for wrapper in self.wrappers:
+            wrapped = wrapper(env)
+            if not isinstance(wrapped, gym.Env):
+                name = getattr(wrapper, "__qualname__", repr(wrapper))
+                raise EnvError(
+                    f"env_wrappers: {name}(env) returned {type(wrapped).__name__}, expected a gymnasium.Env. "
+                    "Fix: pass wrapper classes (gymnasium.wrappers.ClipAction) or functions returning the wrapped env."
+                )
+            env = wrapped
+        return env
+
+    def __repr__(self) -> str:
+        return f"{self.creator!r} wrapped in {[getattr(w, '__qualname__', w) for w in self.wrappers]}"
 
 
 class _SubEnvThunk:

@@ -92,6 +92,7 @@ class SingleAgentEnvRunner(EnvRunner):
             num_workers=self.num_workers,
             restart_failed_sub_environments=config.restart_failed_sub_environments,
             render_env=config.render_env,
+            wrappers=config.env_wrappers,
         )
 
     def _check_lookback_for_state(self) -> None:

@@ -19,6 +19,18 @@ def test_defaults_are_rllibs():
         "head_fcnet_hiddens": [],
         "head_fcnet_activation": "relu",
         "free_log_std": False,
+        "log_std_init": 0.0,
+        "log_std_clip_param": 20.0,
+        "fcnet_kernel_initializer": None,
+        "fcnet_kernel_initializer_kwargs": None,
+        "fcnet_bias_initializer": None,
+        "fcnet_bias_initializer_kwargs": None,
+        "head_fcnet_kernel_initializer": None,
+        "head_fcnet_kernel_initializer_kwargs": None,
+        "head_fcnet_bias_initializer": None,
+        "head_fcnet_bias_initializer_kwargs": None,
+        "pi_output_kernel_initializer_kwargs": None,
+        "vf_output_kernel_initializer_kwargs": None,
     }
 
 

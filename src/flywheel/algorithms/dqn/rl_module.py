@@ -22,10 +22,11 @@ from torch import nn
 from flywheel.columns import Columns
 from flywheel.core.learner.utils import make_target_network
 from flywheel.core.models import (
+    GAUSSIAN_HEAD_KEYS,
     build_encoder,
+    build_head,
     mask_logits,
     masked_observation_space,
-    mlp,
     random_allowed_actions,
     resolve_model_config,
     split_masked,
@@ -66,7 +67,12 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
                 "Fix: use SAC (flywheel.SACConfig) for continuous actions, or discretize the actions "
                 "with a gymnasium ActionWrapper."
             )
-        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
+        self.model_config = resolve_model_config(
+            self.model_config,
+            check=self.uses_default_model_config,
+            unused=GAUSSIAN_HEAD_KEYS + ("pi_output_kernel_initializer_kwargs",),
+            module="DefaultDQNTorchRLModule",
+        )
         cfg = self.model_config
         if cfg["use_lstm"]:
             raise ModuleError(
@@ -76,9 +82,8 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
         inner_space = masked_observation_space(self.observation_space, self.action_space)
         self.masked = inner_space is not None
         self.encoder = build_encoder(inner_space if self.masked else self.observation_space, cfg)
-        hiddens, act = cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"]
-        self.af = mlp(self.encoder.output_dim, hiddens, act, int(self.action_space.n))
-        self.vf = mlp(self.encoder.output_dim, hiddens, act, 1) if cfg.get("dueling", True) else None
+        self.af = build_head(self.encoder.output_dim, int(self.action_space.n), cfg, "vf")
+        self.vf = build_head(self.encoder.output_dim, 1, cfg, "vf") if cfg.get("dueling", True) else None
         self.register_buffer("epsilon", torch.tensor(1.0))
         if not self.inference_only:
             self.make_target_networks()

@@ -24,11 +24,12 @@ from flywheel.columns import Columns
 from flywheel.core.distributions import Categorical, Distribution, distribution_for_space
 from flywheel.core.learner.utils import make_target_network
 from flywheel.core.models import (
-    MLPEncoder,
+    GAUSSIAN_HEAD_KEYS,
     build_encoder,
+    build_head,
+    build_mlp_encoder,
     mask_logits,
     masked_observation_space,
-    mlp,
     resolve_model_config,
     split_masked,
 )
@@ -72,7 +73,12 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
 
     def setup(self) -> None:
         self._check_spaces()
-        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
+        self.model_config = resolve_model_config(
+            self.model_config,
+            check=self.uses_default_model_config,
+            unused=GAUSSIAN_HEAD_KEYS,
+            module="DefaultSACTorchRLModule",
+        )
         cfg = self.model_config
         self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._dist_cls, pi_outputs, q_outputs = self._output_layout()
@@ -80,19 +86,13 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         self.masked = inner_space is not None
         self._encoder_space = inner_space if self.masked else self.observation_space
         self.pi_encoder = build_encoder(self._encoder_space, cfg)
-        self.pi = mlp(
-            self.pi_encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], pi_outputs
-        )
+        self.pi = build_head(self.pi_encoder.output_dim, pi_outputs, cfg, "pi")
         if self.inference_only:
             return
         for prefix in ("qf", "qf_twin") if cfg.get("twin_q", True) else ("qf",):
             encoder = self._critic_encoder(cfg)
             setattr(self, f"{prefix}_encoder", encoder)
-            setattr(
-                self,
-                prefix,
-                mlp(encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], q_outputs),
-            )
+            setattr(self, prefix, build_head(encoder.output_dim, q_outputs, cfg, "vf"))
         self.make_target_networks()
 
     def _output_layout(self) -> tuple[type[Distribution], int, int]:
@@ -108,7 +108,7 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         if self.discrete:
             return build_encoder(self._encoder_space, cfg)
         critic_input = int(self.observation_space.shape[0]) + int(self.action_space.shape[0])
-        return MLPEncoder(critic_input, cfg["fcnet_hiddens"], cfg["fcnet_activation"])
+        return build_mlp_encoder(critic_input, cfg)
 
     def _check_spaces(self) -> None:
         if not isinstance(self.action_space, gym.spaces.Discrete):

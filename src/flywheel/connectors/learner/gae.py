@@ -12,7 +12,8 @@ from flywheel.errors import ConnectorError
 
 
 class GeneralAdvantageEstimation(ConnectorV2):
-    """Computes `ADVANTAGES` (standardized per module over the whole batch) and `VALUE_TARGETS`.
+    """Computes `ADVANTAGES` (standardized per module over the whole batch unless `standardize=False`),
+    `VALUE_TARGETS` and `VF_PREDS` (the values at sampling time, for PPO's value clipping).
 
     Runs after the batching pieces and needs `AddOneTsToEpisodesAndTruncate` earlier in the
     pipeline. One no-grad `compute_values` pass over each module's whole batch (including every
@@ -33,11 +34,13 @@ class GeneralAdvantageEstimation(ConnectorV2):
         *,
         gamma: float = 0.99,
         lambda_: float = 0.95,
+        standardize: bool = True,
         **kwargs: Any,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.gamma = gamma
         self.lambda_ = lambda_
+        self.standardize = standardize
 
     def __call__(
         self,
@@ -79,16 +82,19 @@ class GeneralAdvantageEstimation(ConnectorV2):
             rewards, values, flat(columns[Columns.TERMINATEDS]), is_bootstrap, self.gamma, self.lambda_
         )
         mask = flat(columns[Columns.LOSS_MASK]) if Columns.LOSS_MASK in columns else ~is_bootstrap
-        advantages = standardize(advantages, mask)
+        advantages = standardize(advantages, mask) if self.standardize else np.where(mask, advantages, 0.0)
+        vf_preds = values.astype(np.float32)
         if valid is not None:
             columns[Columns.ADVANTAGES] = _unflatten(advantages, valid)
             columns[Columns.VALUE_TARGETS] = _unflatten(targets, valid)
+            columns[Columns.VF_PREDS] = _unflatten(vf_preds, valid)
             return
         keep = ~is_bootstrap
         for column, data in columns.items():
             columns[column] = _take(data, keep)
         columns[Columns.ADVANTAGES] = advantages[keep]
         columns[Columns.VALUE_TARGETS] = targets[keep]
+        columns[Columns.VF_PREDS] = vf_preds[keep]
         if Columns.LOSS_MASK in columns and columns[Columns.LOSS_MASK].all():
             del columns[Columns.LOSS_MASK]
 

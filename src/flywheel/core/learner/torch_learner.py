@@ -50,11 +50,15 @@ class TorchLearner(Learner):
         return super()._build_module().to(self._device)
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
-        """One Adam optimizer over the module's trainable parameters, with `config.lr` (or its schedule)."""
+        """One Adam optimizer over the module's trainable parameters, with `config.lr` (or its schedule)
+        and `config.adam_epsilon`."""
         params = [p for p in self.get_parameters(self.module[module_id]) if p.requires_grad]
-        lr = (self.config if config is None else config).lr
+        config = self.config if config is None else config
         self.register_optimizer(
-            module_id=module_id, optimizer=adam(params), params=params, lr_or_lr_schedule=lr
+            module_id=module_id,
+            optimizer=adam(params, eps=config.adam_epsilon),
+            params=params,
+            lr_or_lr_schedule=config.lr,
         )
 
     def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
@@ -247,9 +251,9 @@ def _from_plain(data: Any) -> Any:
     return data
 
 
-def adam(params: list[torch.Tensor]) -> torch.optim.Adam:
-    """Adam over `params`, fused into one kernel per step where torch has one for them (CPU and
-    CUDA floating-point tensors): for the small networks of RL, the per-tensor Python loop of
-    the default implementation costs more than the arithmetic (3.5x slower per step on CPU)."""
+def adam(params: list[torch.Tensor], eps: float = 1e-8) -> torch.optim.Adam:
+    """Adam over `params` with epsilon `eps`, fused into one kernel per step where torch has one for
+    them (CPU and CUDA floating-point tensors): for the small networks of RL, the per-tensor Python
+    loop of the default implementation costs more than the arithmetic (3.5x slower per step on CPU)."""
     fused = bool(params) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
-    return torch.optim.Adam(params, fused=fused or None)
+    return torch.optim.Adam(params, eps=eps, fused=fused or None)

@@ -11,12 +11,21 @@ from flywheel.core.models.action_mask import (
 )
 from flywheel.core.models.catalog import (
     FreeLogStdHead,
+    GaussianOutput,
     build_encoder,
+    build_head,
+    build_mlp_encoder,
     build_policy_head,
     build_value_head,
 )
 from flywheel.core.models.cnn import CNNEncoder
-from flywheel.core.models.config import DEFAULT_MODEL_CONFIG, activation_layer, resolve_model_config
+from flywheel.core.models.config import (
+    DEFAULT_MODEL_CONFIG,
+    GAUSSIAN_HEAD_KEYS,
+    activation_layer,
+    resolve_model_config,
+)
+from flywheel.core.models.initializers import LayerInit
 from flywheel.core.models.lstm import LSTMEncoder
 from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_
 
@@ -26,12 +35,17 @@ __all__ = [
     "MASKED_OBSERVATIONS",
     "CNNEncoder",
     "DEFAULT_MODEL_CONFIG",
+    "GAUSSIAN_HEAD_KEYS",
     "FreeLogStdHead",
+    "GaussianOutput",
+    "LayerInit",
     "LSTMEncoder",
     "MLPEncoder",
     "OneHotMLPEncoder",
     "activation_layer",
     "build_encoder",
+    "build_head",
+    "build_mlp_encoder",
     "build_policy_head",
     "build_value_head",
     "mask_logits",
