@@ -288,5 +288,6 @@ def test_real_default_pipelines():
         "AddColumnsFromEpisodesToTrainBatch",
         "AddTimeDimToBatchAndZeroPad",
         "BatchIndividualItems",
+        "NumpyToTensor",
         "GeneralAdvantageEstimation",
     ]

@@ -407,14 +407,14 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         """The learner pipeline: the user's pieces, then the defaults (algorithm configs add their own).
 
         The user's hook is called as ``learner_connector(input_observation_space, input_action_space)``;
-        `device` is where the learner trains (the default pieces produce numpy; the learner moves it).
+        `device` is where the learner trains (the last default piece, `NumpyToTensor`, puts the batch there).
         """
         hook_args = (input_observation_space, input_action_space)
         pieces = hook_pieces(self.learner_connector, "learner_connector", *hook_args)
         if self.add_default_connectors_to_learner_pipeline:
             from flywheel.connectors.learner import default_learner_connectors
 
-            pieces += default_learner_connectors()
+            pieces += default_learner_connectors(device=device)
         return make_pipeline(input_observation_space, input_action_space, pieces)
 
     def build_learner(self, *, env: Any = None, spaces: Any = None) -> Learner:

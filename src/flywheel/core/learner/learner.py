@@ -120,7 +120,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         if DEFAULT_MODULE_ID in self.module:
             default = self.module[DEFAULT_MODULE_ID]
             spaces = (default.observation_space, default.action_space)
-        return self.config.build_learner_connector(*spaces)
+        return self.config.build_learner_connector(*spaces, device=self.device)
 
     def reset_config(self, config: Any) -> None:
         """Makes `config` the learner's config, keeping module, optimizers and state: optimizers whose
@@ -167,6 +167,11 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
     def learner_connector(self) -> Any:
         """The learner connector pipeline (episodes → train batch)."""
         return self._learner_connector
+
+    @property
+    def device(self) -> Any:
+        """Where the module trains and the learner pipeline puts the batch (framework learners set it)."""
+        return None
 
     @property
     def distributed(self) -> bool:
