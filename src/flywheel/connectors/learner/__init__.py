@@ -12,6 +12,7 @@ Custom pieces (`config.learners(learner_connector=...)`) run first, then
 from typing import Any
 
 from flywheel.connectors.learner.add_columns import AddColumnsFromEpisodesToTrainBatch
+from flywheel.connectors.learner.add_next_observations import AddNextObservationsFromEpisodesToTrainBatch
 from flywheel.connectors.learner.add_observations import AddObservationsFromEpisodesToBatch
 from flywheel.connectors.learner.add_one_ts_and_truncate import AddOneTsToEpisodesAndTruncate
 from flywheel.connectors.learner.add_time_dim import AddTimeDimToBatchAndZeroPad
@@ -36,6 +37,7 @@ def default_learner_connectors(*, device: Any = None) -> list:
 
 __all__ = [
     "AddColumnsFromEpisodesToTrainBatch",
+    "AddNextObservationsFromEpisodesToTrainBatch",
     "AddObservationsFromEpisodesToBatch",
     "AddOneTsToEpisodesAndTruncate",
     "AddTimeDimToBatchAndZeroPad",

@@ -57,6 +57,11 @@ class TorchLearner(Learner):
             module_id=module_id, optimizer=adam(params), params=params, lr_or_lr_schedule=lr
         )
 
+    def rl_module_is_compatible(self, module: Any) -> bool:
+        """Whether this learner can train `module`: any torch module (as RLlib's TorchLearner; the
+        algorithm checks the APIs its loss needs itself)."""
+        return isinstance(module, torch.nn.Module)
+
     def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
         return list(module.parameters())
 
