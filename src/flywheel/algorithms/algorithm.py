@@ -33,7 +33,7 @@ from flywheel.algorithms.saved_config import saved_config
 from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.checkpoints.registry import Allowed
 from flywheel.checkpoints.tree import read_tree
-from flywheel.core.learner.learner_group import LearnerGroup
+from flywheel.core.learner.learner_group import LearnerGroup, merge_results
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger, keys
@@ -168,7 +168,7 @@ class Algorithm(Checkpointable):
         with self.metrics.log_time((TIMERS, keys.ENV_RUNNER_SAMPLING_TIMER), reduce="mean"):
             episodes = self.env_runner_group.sample(**kwargs)
         self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
-        if self.env_runner_group.num_remote_env_runners:
+        if self.env_runner_group.num_remote_env_runners():
             counts = self.env_runner_group.fault_tolerance_metrics()
             self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
         return episodes
@@ -177,7 +177,7 @@ class Algorithm(Checkpointable):
         """One learner-group update on `episodes`; logs its results under `learners`."""
         timesteps = {keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()}
         with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
-            results = self.learner_group.update(episodes=episodes, timesteps=timesteps)
+            results = merge_results(self.learner_group.update(episodes=episodes, timesteps=timesteps))
         self._log_learner_results(results)
         num_trained = sum(len(e) for e in episodes)
         self.metrics.log_value(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum")
@@ -395,7 +395,7 @@ class Algorithm(Checkpointable):
             self.learner_group.set_state(state["learner_group"])
         if "env_runner" in state:
             self.env_runner.set_state(state["env_runner"])
-            if self.env_runner_group.num_remote_env_runners:  # remote runners take the restored filters too
+            if self.env_runner_group.num_remote_env_runners():  # remote runners take the restored filters too
                 self.env_runner_group.sync_connector_states(from_group=self.env_runner_group)
         if "learner_group" in state:
             self._restore_runner_weights()
