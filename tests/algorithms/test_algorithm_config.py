@@ -49,6 +49,7 @@ SECTION_KEYWORDS = {
         "lr",
         "grad_clip",
         "grad_clip_by",
+        "train_batch_size",
         "train_batch_size_per_learner",
         "minibatch_size",
         "num_epochs",
@@ -100,7 +101,8 @@ DEFAULTS = {
     "lr": 1e-3,
     "grad_clip": None,
     "grad_clip_by": "global_norm",
-    "train_batch_size_per_learner": 4000,
+    "train_batch_size": 4000,
+    "train_batch_size_per_learner": None,
     "minibatch_size": 128,
     "num_epochs": 1,
     "shuffle_batch_per_epoch": True,
@@ -367,7 +369,11 @@ def test_auto_rollout_fragment_length(batch, learners, runners, envs, expected):
 def test_fixed_rollout_fragment_length_and_total_batch():
     config = AlgorithmConfig().env_runners(rollout_fragment_length=64).learners(num_learners=2)
     assert config.get_rollout_fragment_length(worker_index=1) == 64
-    assert config.total_train_batch_size == 8000
+    # RLlib's meaning: train_batch_size is the total, split over the learners ...
+    assert config.total_train_batch_size == 4000 and config.learner_train_batch_size == 2000
+    # ... unless train_batch_size_per_learner is given.
+    config.training(train_batch_size_per_learner=3000, train_batch_size=10)
+    assert config.total_train_batch_size == 6000 and config.learner_train_batch_size == 3000
 
 
 def test_is_multi_agent():

@@ -167,7 +167,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         return self._section("learners", kwargs)
 
     def training(self, **kwargs: Any) -> Self:
-        """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size_per_learner, minibatch_size,
+        """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size(_per_learner), minibatch_size,
         num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param).
 
         The learner settings RLlib 2.60 still takes here (learner_class, learner_connector,
@@ -314,8 +314,19 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
 
     @property
     def total_train_batch_size(self) -> int:
-        """Env steps trained on per iteration over all learners."""
+        """Env steps trained on per iteration over all learners: `train_batch_size_per_learner` times
+        the learners when it is set, else `train_batch_size` (RLlib's rule)."""
+        if self.train_batch_size_per_learner is None:
+            return self.train_batch_size
         return self.train_batch_size_per_learner * max(1, self.num_learners)
+
+    @property
+    def learner_train_batch_size(self) -> int:
+        """Env steps each learner trains on per iteration (what `train_batch_size_per_learner` reads
+        as in RLlib when it is not set: `train_batch_size // num_learners`)."""
+        if self.train_batch_size_per_learner is None:
+            return self.train_batch_size // max(1, self.num_learners)
+        return self.train_batch_size_per_learner
 
     @property
     def is_multi_agent(self) -> bool:

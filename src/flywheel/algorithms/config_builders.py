@@ -6,6 +6,8 @@ config never imports torch.
 
 from __future__ import annotations
 
+import inspect
+
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +57,7 @@ def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
     from flywheel.connectors.connector import ConnectorV2
     from flywheel.connectors.pipeline import ConnectorPipelineV2
 
-    result = hook(*args)
+    result = hook(*args[: _positional_capacity(hook, len(args))])
     if isinstance(result, ConnectorPipelineV2):
         return list(result.connectors)
     if isinstance(result, ConnectorV2):
@@ -66,6 +68,20 @@ def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
         f"config.{hook_name} returned {result!r}; expected a ConnectorV2 piece, a list of pieces or a "
         "ConnectorPipelineV2. Fix: make the function return its piece(s)."
     )
+
+
+def _positional_capacity(hook: Callable, available: int) -> int:
+    """How many of the `available` positional arguments `hook` takes: RLlib also calls hooks written
+    for its older, shorter signatures (`lambda env: piece`) with just the leading ones."""
+    try:
+        parameters = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (some builtins): pass everything
+        return available
+    kinds = [p.kind for p in parameters]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return available
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return min(available, sum(kind in positional for kind in kinds))
 
 
 def env_spaces(env: Any, spaces: tuple | dict | None) -> tuple:

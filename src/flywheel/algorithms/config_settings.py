@@ -101,10 +101,14 @@ class AlgorithmSettings:
     """Gradient clipping threshold (None: no clipping)."""
     grad_clip_by: str = setting("training", "global_norm")
     """"value" clips each entry, "norm" each tensor's norm, "global_norm" all gradients' joint norm."""
-    train_batch_size_per_learner: int = setting("training", 4000)
-    """Env steps each learner trains on per iteration (sampling stops once all learners have theirs)."""
+    train_batch_size: int = setting("training", 4000)
+    """Env steps trained on per iteration over all learners (split evenly among them), RLlib's
+    meaning; used when train_batch_size_per_learner is None."""
+    train_batch_size_per_learner: int | None = setting("training")
+    """Env steps each learner trains on per iteration (None: train_batch_size / num_learners);
+    sampling stops once all learners have theirs."""
     minibatch_size: int = setting("training", 128)
-    """Rows per gradient step; must not exceed train_batch_size_per_learner."""
+    """Rows per gradient step; must not exceed the batch each learner trains on."""
     num_epochs: int = setting("training", 1)
     """Passes over each train batch."""
     shuffle_batch_per_epoch: bool = setting("training", True)

@@ -195,14 +195,19 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_schedule(config, "lr", 0, strict=True),
         check_number(config, "grad_clip", 0, strict=True, allow_none=True),
         check_choice(config, "grad_clip_by", ("value", "norm", "global_norm")),
-        check_int(config, "train_batch_size_per_learner", 1),
+        check_int(config, "train_batch_size", 1),
+        check_int(config, "train_batch_size_per_learner", 1, allow_none=True),
         check_int(config, "minibatch_size", 1),
         check_int(config, "num_epochs", 1),
     ]
-    batch, minibatch = config.train_batch_size_per_learner, config.minibatch_size
-    if _is_int(batch) and _is_int(minibatch) and minibatch > batch:
+    per_learner, minibatch = config.train_batch_size_per_learner, config.minibatch_size
+    name = "train_batch_size_per_learner"
+    if per_learner is None and _is_int(config.train_batch_size) and _is_int(config.num_learners):
+        per_learner = config.learner_train_batch_size
+        name = "train_batch_size" if config.num_learners <= 1 else "train_batch_size / num_learners"
+    if _is_int(per_learner) and _is_int(minibatch) and minibatch > per_learner:
         problems.append(
-            f"minibatch_size={minibatch} is larger than train_batch_size_per_learner={batch}. "
+            f"minibatch_size={minibatch} is larger than {name}={per_learner}. "
             "Fix: lower minibatch_size or raise train_batch_size_per_learner in config.training()."
         )
     return problems

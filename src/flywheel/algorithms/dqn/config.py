@@ -50,7 +50,7 @@ class OffPolicyConfig(AlgorithmConfig):
     many, and `sample_and_train_rounds()` says what that means in sample calls and updates.
     """
 
-    train_batch_size_per_learner: int = setting("training", 32)
+    train_batch_size: int = setting("training", 32)
     """Transitions replayed per gradient step."""
     minibatch_size: int | None = setting("training", None)
     """Must stay None: off-policy algorithms take exactly one gradient step per replayed batch."""
@@ -196,10 +196,10 @@ class OffPolicyConfig(AlgorithmConfig):
             problems.append(
                 f"replay_buffer_config['store_in_checkpoints']={store!r} must be True or False. {fix}"
             )
-        batch = self.train_batch_size_per_learner
+        batch = self.train_batch_size_per_learner or self.train_batch_size
         if _is_int(batch) and capacity < batch:
             problems.append(
-                f"replay_buffer_config['capacity']={capacity} is smaller than train_batch_size_per_learner={batch}: "
+                f"replay_buffer_config['capacity']={capacity} is smaller than the train batch ({batch}): "
                 "the buffer can never hold one train batch. Fix: raise the capacity or lower the batch size."
             )
         fragment = self.rollout_fragment_length
