@@ -29,6 +29,7 @@ import cloudpickle
 import numpy as np
 import torch
 
+from flywheel.algorithms.config_builders import single_agent_learner_spec
 from flywheel.algorithms.saved_config import saved_config
 from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.checkpoints.registry import Allowed
@@ -77,12 +78,7 @@ class Algorithm(Checkpointable):
         self.env_runner_group = EnvRunnerGroup(config=config, runner_class=_runner_class(config))
         runner = self.env_runner_group.local_env_runner
         spaces = (runner.env_to_module.observation_space, runner.env_to_module.action_space)
-        if config.is_multi_agent:
-            module_spec = runner.module_spec
-        else:
-            module_spec = MultiRLModuleSpec(
-                rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces=spaces)}
-            )
+        module_spec = runner.module_spec if config.is_multi_agent else single_agent_learner_spec(config, spaces)
         self.learner_group = LearnerGroup(config=config, module_spec=module_spec, spaces=spaces)
         self._sync_weights(force=True)
         self.eval_env_runner_group = self._build_evaluation_group()

@@ -138,7 +138,22 @@ def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> Mul
                 f"(observation_space, action_space)}}, got env={env!r}, spaces={spaces!r}."
             )
         return multi_rl_module_spec(config, per_module)
-    return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces, env=env)})
+    return single_agent_learner_spec(config, spaces, env=env)
+
+
+def single_agent_learner_spec(config: Any, spaces: Any = None, *, env: Any = None) -> MultiRLModuleSpec:
+    """What a single-agent config's learners train: `"default_policy"`, plus every other module of a
+    `MultiRLModuleSpec` given as `rl_module_spec` (e.g. a `learner_only` curiosity model trained next
+    to the policy, RLlib's pattern), built for the same spaces, in the spec's container class."""
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec
+
+    user = config.rl_module_spec
+    module_ids = [DEFAULT_MODULE_ID, *(mid for mid in getattr(user, "rl_module_specs", {}) if mid != DEFAULT_MODULE_ID)]
+    return MultiRLModuleSpec(
+        multi_rl_module_class=getattr(user, "multi_rl_module_class", MultiRLModule),
+        rl_module_specs={mid: config.get_rl_module_spec(spaces, mid, env=env) for mid in module_ids},
+    )
 
 
 def module_spaces(env: Any, spaces: tuple | dict | None, module_id: str = DEFAULT_MODULE_ID) -> tuple | None:

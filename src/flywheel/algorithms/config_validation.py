@@ -297,6 +297,10 @@ def _check_module_ids(config: AlgorithmConfig) -> list[str]:
         config.policies, Mapping | set | frozenset | list | tuple
     ):
         return []
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule  # loaded with the spec already
+
+    if getattr(spec, "multi_rl_module_class", MultiRLModule) is not MultiRLModule:
+        return []  # a custom container routes data to its own modules (e.g. a shared encoder)
     policies = set(config.policies)
     extra = sorted(
         mid
