@@ -34,6 +34,9 @@ SECTION_KEYWORDS = {
         "episode_lookback_horizon",
         "sample_timeout_s",
         "num_cpus_per_env_runner",
+        "env_runner_cls",
+        "num_gpus_per_env_runner",
+        "create_env_on_local_worker",
     },
     "learners": {
         "num_learners",
@@ -64,6 +67,7 @@ SECTION_KEYWORDS = {
         "evaluation_duration_unit",
         "evaluation_num_env_runners",
         "evaluation_config",
+        "evaluation_parallel_to_training",
     },
     "fault_tolerance": {
         "restart_failed_env_runners",
@@ -90,8 +94,9 @@ SECTION_KEYWORDS = {
         "metrics_num_episodes_for_smoothing",
         "min_time_s_per_iteration",
         "min_sample_timesteps_per_iteration",
+        "log_gradients",
     },
-    "debugging": {"seed", "log_level"},
+    "debugging": {"seed", "log_level", "log_sys_usage"},
 }
 
 DEFAULTS = {
@@ -216,7 +221,7 @@ def test_typo_without_close_match_lists_the_section_keywords():
     with pytest.raises(
         TypeError,
         match=r"^AlgorithmConfig.debugging\(\) got an unexpected keyword 'verbose'. "
-        r"Valid keywords: 'seed', 'log_level'.$",
+        r"Valid keywords: 'seed', 'log_level', 'log_sys_usage'.$",
     ):
         AlgorithmConfig().debugging(verbose=1)
 

@@ -432,7 +432,10 @@ class Algorithm(Checkpointable):
 
 
 def _runner_class(config: Any) -> type:
-    """`MultiAgentEnvRunner` for multi-agent configs (`config.is_multi_agent`), else `SingleAgentEnvRunner`."""
+    """`config.env_runner_cls` when set, else `MultiAgentEnvRunner` for multi-agent configs
+    (`config.is_multi_agent`) and `SingleAgentEnvRunner` for the others."""
+    if config.env_runner_cls is not None:
+        return config.env_runner_cls
     if config.is_multi_agent:
         from flywheel.env_runners.multi_agent import MultiAgentEnvRunner
 

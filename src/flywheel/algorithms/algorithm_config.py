@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, Self
@@ -33,6 +34,7 @@ from flywheel.algorithms.config_builders import (
     merge_module_specs,
     module_spaces,
 )
+from flywheel.algorithms.config_rllib_sections import RLlibOnlySections
 from flywheel.algorithms.config_settings import AlgorithmSettings
 from flywheel.algorithms.config_stack import StackSettings
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback, make_callbacks
@@ -64,7 +66,7 @@ NOT_PROVIDED = _NotProvided()
 
 @checkpoint_class
 @dataclasses.dataclass(init=False, repr=False, eq=True)
-class AlgorithmConfig(StackSettings, AlgorithmSettings):
+class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     """Settings of an algorithm, set through section methods that each return the config."""
 
     _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
@@ -176,6 +178,14 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         moved = {key: kwargs.pop(key) for key in _LEARNER_KEYS_IN_TRAINING if key in kwargs}
         if moved:
             self.learners(**moved)
+        if "num_sgd_iter" in kwargs:  # RLlib 2.60's deprecated name, still accepted there with a warning
+            warnings.warn("training(num_sgd_iter=...) is RLlib's old name of num_epochs.", DeprecationWarning, 2)
+            kwargs["num_epochs"] = kwargs.pop("num_sgd_iter")
+        if "model" in kwargs:
+            raise ConfigError(
+                f"training(model={kwargs['model']!r}) is RLlib's old-stack model dict, which the new stack's "
+                "modules do not read. Fix: config.rl_module(model_config={...}) (e.g. fcnet_hiddens, use_lstm)."
+            )
         return self._section("training", kwargs)
 
     def multi_agent(self, **kwargs: Any) -> Self:

@@ -75,6 +75,13 @@ class AlgorithmSettings:
     """Seconds to wait for remote runners' samples before treating a runner as failed."""
     num_cpus_per_env_runner: float = setting("env_runners", 1)
     """CPUs Ray reserves for each remote runner."""
+    env_runner_cls: type | None = setting("env_runners")
+    """A SingleAgentEnvRunner / MultiAgentEnvRunner subclass to sample with (None: the one the env needs)."""
+    num_gpus_per_env_runner: float = setting("env_runners", 0)
+    """Must be 0: runners act on the CPU (RLlib's setting, accepted at its default)."""
+    create_env_on_local_worker: bool = setting("env_runners", False)
+    """Accepted for RLlib code; flywheel's local runner always builds its env (it holds the spaces and
+    the inference module the algorithm's get_module() returns)."""
 
     # learners()
     num_learners: int = setting("learners", 0)
@@ -141,6 +148,9 @@ class AlgorithmSettings:
     """Remote evaluation runners (0: evaluate on a local runner)."""
     evaluation_config: dict | None = setting("evaluation")
     """Setting overrides for evaluation, e.g. AlgorithmConfig.overrides(explore=False)."""
+    evaluation_parallel_to_training: bool = setting("evaluation", False)
+    """Accepted for RLlib code; flywheel evaluates after the iteration's training step either way (the
+    result holds the same keys)."""
 
     # fault_tolerance()
     restart_failed_env_runners: bool = setting("fault_tolerance", True)
@@ -187,6 +197,8 @@ class AlgorithmSettings:
     """train() repeats training steps until at least this many seconds passed."""
     min_sample_timesteps_per_iteration: int = setting("reporting", 0)
     """train() repeats training steps until at least this many env steps were sampled."""
+    log_gradients: bool = setting("reporting", True)
+    """Log each optimizer's pre-clip gradient norm as learners/<module>/gradients_<optimizer>_global_norm."""
 
     # resources()
     num_cpus_for_main_process: float = setting("resources", 1)
@@ -201,6 +213,8 @@ class AlgorithmSettings:
     """Seeds torch, numpy and the envs (per runner and sub-env) for reproducible runs."""
     log_level: str = setting("debugging", "WARN")
     """Level of flywheel's loggers: DEBUG, INFO, WARN, ERROR."""
+    log_sys_usage: bool = setting("debugging", True)
+    """Accepted for RLlib code; flywheel logs no CPU/memory usage."""
 
     # Set by code, not by a section method.
     in_evaluation: bool = setting(None, False)

@@ -196,6 +196,8 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_number(config, "grad_clip", 0, strict=True, allow_none=True),
         check_choice(config, "grad_clip_by", ("value", "norm", "global_norm")),
         check_int(config, "train_batch_size", 1),
+        check_optional_class(config, "env_runner_cls"),
+        _check_cpu_runners(config),
         check_int(config, "train_batch_size_per_learner", 1, allow_none=True),
         check_int(config, "minibatch_size", 1),
         check_int(config, "num_epochs", 1),
@@ -383,3 +385,14 @@ _SECTION_CHECKS: tuple[Callable[[AlgorithmConfig], list[str | None]], ...] = (
 def common_problems(config: AlgorithmConfig) -> list[str]:
     """Every problem of the settings all algorithms share, in section order."""
     return [problem for check in _SECTION_CHECKS for problem in check(config) if problem]
+
+
+def _check_cpu_runners(config: AlgorithmConfig) -> str | None:
+    """num_gpus_per_env_runner is RLlib's; flywheel's runners act on the CPU."""
+    if config.num_gpus_per_env_runner == 0:
+        return None
+    return (
+        f"num_gpus_per_env_runner={config.num_gpus_per_env_runner!r}: flywheel's env runners act on the CPU "
+        "(one small forward pass per step). Fix: drop it, or put GPUs on the learners with "
+        "config.learners(num_gpus_per_learner=1)."
+    )

@@ -106,7 +106,8 @@ class TorchLearner(Learner):
                 continue
             norm = global_norm(grads)
             self._step_norms.append((slot, norm))
-            self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
+            if config.log_gradients:
+                self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
             if config.grad_clip is not None:
                 clip_(grads, config.grad_clip, config.grad_clip_by, norm)
         return module_gradients_dict
