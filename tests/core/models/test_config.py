@@ -69,3 +69,14 @@ def test_default_conv_filters():
         match=r"No default conv_filters for images of shape \(32, 32, 3\).*Fix: set model_config\['conv_filters'\]",
     ):
         default_conv_filters((32, 32, 3))
+
+
+def test_get_activation_fn_gives_rllibs_torch_classes():
+    from torch import nn
+
+    from flywheel.core.models import get_activation_fn
+
+    assert get_activation_fn("relu", "torch") is nn.ReLU and get_activation_fn("Tanh") is nn.Tanh
+    assert get_activation_fn("linear") is None and get_activation_fn(None) is None
+    with pytest.raises(ModuleError, match=r"flywheel is torch-only"):
+        get_activation_fn("relu", framework="tf2")
