@@ -26,9 +26,10 @@ class FrameStacking(ConnectorV2):
     The episodes are not rewritten (they keep single frames, which is cheaper to store); the piece
     sets `batch[OBS]` itself, so the default observation piece skips. The learner therefore needs the
     same stacking: add `FrameStacking(num_frames=..., as_learner_connector=True)` to the learner
-    pipeline. In that mode it sets `batch[module_id][OBS]` to one row per step of each episode, the
-    stacked frames ending at observation `0 .. len(episode) - 1` of the chunk (the observations the
-    actions were taken at), episodes concatenated in order.
+    pipeline. In that mode it sets `batch[module_id][OBS]` to one row per step of each chunk (of
+    every agent's chunk, multi-agent), the stacked frames ending at observation `0 .. len(chunk) - 1`
+    (the observations the actions were taken at), plus the one ending at the chunk's last
+    observation when `AddOneTsToEpisodesAndTruncate` added a bootstrap row (PPO's pipeline).
     """
 
     def __init__(
@@ -71,7 +72,7 @@ class FrameStacking(ConnectorV2):
         **kwargs: Any,
     ) -> dict[str, Any]:
         if self.as_learner_connector:
-            set_learner_observations(batch, episodes, self._learner_rows)
+            set_learner_observations(batch, episodes, self._learner_rows, shared_data)
         elif episodes:
             k = self.num_frames
             frames = np.asarray(
