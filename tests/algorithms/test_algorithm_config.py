@@ -381,6 +381,22 @@ def test_fixed_rollout_fragment_length_and_total_batch():
     assert config.total_train_batch_size == 6000 and config.learner_train_batch_size == 3000
 
 
+@pytest.mark.parametrize(
+    ("learners", "line"),
+    [
+        (0, "minibatch_size=128 is larger than train_batch_size=100. Fix: lower minibatch_size or raise "
+         "train_batch_size in config.training()."),
+        (2, "minibatch_size=128 is larger than train_batch_size / num_learners=50. Fix: lower minibatch_size "
+         "or raise train_batch_size in config.training()."),
+    ],
+)
+def test_minibatch_larger_than_train_batch_size_names_train_batch_size(learners, line):
+    config = PPOConfig().environment("CartPole-v1").training(train_batch_size=100).learners(num_learners=learners)
+    with pytest.raises(ConfigError) as info:
+        config.validate()
+    assert str(info.value).splitlines()[1:] == [f"- {line}"]
+
+
 def test_is_multi_agent():
     assert not AlgorithmConfig().is_multi_agent
     assert AlgorithmConfig().multi_agent(policies={"p0", "p1"}).is_multi_agent

@@ -60,11 +60,13 @@ ROLES = {
 SKIPPED = {
     "algorithms/classes/appo_w_shared_data_actor.py": "needs APPO (not in flywheel yet; issue 17)",
     "algorithms/classes/maml_lr_differentiable_learner.py": "needs TorchDifferentiableLearner (differentiable "
-    "inner-loop updates), not in flywheel",
-    "algorithms/classes/maml_lr_meta_learner.py": "needs TorchMetaLearner, not in flywheel",
-    "algorithms/classes/maml_lr_differentiable_rlm.py": "runs only under the two MAML learners above",
-    "learners/classes/intrinsic_curiosity_learners.py::DQNTorchLearnerWithCuriosity": "needs DQN on learner "
-    "connectors (DQN's learner pipeline is being built)",
+    "inner-loop updates) and DifferentiableLearnerConfig, not in flywheel",
+    "algorithms/classes/maml_lr_meta_learner.py": "needs TorchMetaLearner (an outer update through "
+    "update(others_training_data=...)), not in flywheel",
+    "algorithms/classes/maml_lr_differentiable_rlm.py": "its example trains it only with the two MAML "
+    "learners (TorchDifferentiableLearner, TorchMetaLearner), not in flywheel",
+    "learners/classes/intrinsic_curiosity_learners.py::DQNTorchLearnerWithCuriosity": "needs DQN's learner "
+    "to train on episodes through a learner connector pipeline (it trains on replayed batches; issue 16)",
 }
 """Classes of these folders that cannot run yet, each with the capability flywheel lacks."""
 
@@ -103,9 +105,17 @@ def test_the_classes_port_with_no_line_left_to_edit(ported_rllib_examples):
     reported = {Path(p.path).relative_to(out).as_posix(): p for p in report.problems}
     assert sorted(set(ROLES) & set(reported)) == []
     # The skipped ones that import what flywheel lacks are reported, not silently ported.
-    assert {"algorithms/classes/appo_w_shared_data_actor.py", "algorithms/classes/maml_lr_meta_learner.py"} <= set(
-        reported
-    )
+    assert {name for name in reported if name.startswith(FOLDERS)} == {
+        "algorithms/classes/appo_w_shared_data_actor.py",
+        "algorithms/classes/maml_lr_differentiable_learner.py",
+        "algorithms/classes/maml_lr_meta_learner.py",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(SKIPPED))
+def test_skipped_class(name):
+    """One skip per class that cannot run yet, so the test report counts them and names what is missing."""
+    pytest.skip(f"{name}: {SKIPPED[name]}")
 
 
 # ---------------------------------------------------------------- recording learners

@@ -26,8 +26,8 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate closest to `word` (ignoring case), or None when nothing is similar.
 
     Of difflib's similar candidates, the one sharing the longest run of characters with `word` wins
-    (then difflib's order): `train_batch_size` means `train_batch_size_per_learner`, not the
-    shorter `minibatch_size` difflib alone prefers.
+    (then difflib's order), so a long name the user nearly typed beats a shorter one that difflib
+    alone would rank first.
     """
     by_lower = {candidate.lower(): candidate for candidate in candidates}
     word = word.lower()
@@ -203,14 +203,14 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_int(config, "num_epochs", 1),
     ]
     per_learner, minibatch = config.train_batch_size_per_learner, config.minibatch_size
-    name = "train_batch_size_per_learner"
+    name = setting = "train_batch_size_per_learner"
     if per_learner is None and _is_int(config.train_batch_size) and _is_int(config.num_learners):
-        per_learner = config.learner_train_batch_size
-        name = "train_batch_size" if config.num_learners <= 1 else "train_batch_size / num_learners"
+        per_learner, setting = config.learner_train_batch_size, "train_batch_size"
+        name = setting if config.num_learners <= 1 else "train_batch_size / num_learners"
     if _is_int(per_learner) and _is_int(minibatch) and minibatch > per_learner:
         problems.append(
             f"minibatch_size={minibatch} is larger than {name}={per_learner}. "
-            "Fix: lower minibatch_size or raise train_batch_size_per_learner in config.training()."
+            f"Fix: lower minibatch_size or raise {setting} in config.training()."
         )
     return problems
 

@@ -46,7 +46,8 @@ class OffPolicyConfig(AlgorithmConfig):
 
     Each training step samples `rollout_fragment_length` env steps per sub-env into the buffer,
     then (after `num_steps_sampled_before_learning_starts`) takes gradient steps on batches of
-    `train_batch_size_per_learner` transitions replayed from it; `training_intensity` sets how
+    `total_train_batch_size` transitions replayed from it (`train_batch_size_per_learner` when set,
+    else `train_batch_size`, as in RLlib); `training_intensity` sets how
     many, and `sample_and_train_rounds()` says what that means in sample calls and updates.
     """
 
@@ -144,7 +145,7 @@ class OffPolicyConfig(AlgorithmConfig):
             problems.append(
                 f"minibatch_size={self.minibatch_size!r}, but {name} takes one gradient step per replayed "
                 "batch. Fix: leave minibatch_size=None and set the batch size with "
-                "config.training(train_batch_size_per_learner=...)."
+                "config.training(train_batch_size=...)."
             )
         if self.learner_connector is not None:
             problems.append(
