@@ -384,14 +384,22 @@ def test_fixed_rollout_fragment_length_and_total_batch():
 @pytest.mark.parametrize(
     ("learners", "line"),
     [
-        (0, "minibatch_size=128 is larger than train_batch_size=100. Fix: lower minibatch_size or raise "
-         "train_batch_size in config.training()."),
-        (2, "minibatch_size=128 is larger than train_batch_size / num_learners=50. Fix: lower minibatch_size "
-         "or raise train_batch_size in config.training()."),
+        (
+            0,
+            "minibatch_size=128 is larger than train_batch_size=100. Fix: lower minibatch_size or raise "
+            "train_batch_size in config.training().",
+        ),
+        (
+            2,
+            "minibatch_size=128 is larger than train_batch_size / num_learners=50. Fix: lower minibatch_size "
+            "or raise train_batch_size in config.training().",
+        ),
     ],
 )
 def test_minibatch_larger_than_train_batch_size_names_train_batch_size(learners, line):
-    config = PPOConfig().environment("CartPole-v1").training(train_batch_size=100).learners(num_learners=learners)
+    config = (
+        PPOConfig().environment("CartPole-v1").training(train_batch_size=100).learners(num_learners=learners)
+    )
     with pytest.raises(ConfigError) as info:
         config.validate()
     assert str(info.value).splitlines()[1:] == [f"- {line}"]

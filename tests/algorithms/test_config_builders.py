@@ -312,12 +312,23 @@ def test_learners_build_every_module_of_the_users_spec_in_its_container_class():
         )
     )
     spec = single_agent_learner_spec(single, (box, act))
-    assert spec.multi_rl_module_class is Container and list(spec.rl_module_specs) == ["default_policy", "extra"]
+    assert spec.multi_rl_module_class is Container and list(spec.rl_module_specs) == [
+        "default_policy",
+        "extra",
+    ]
     assert spec["extra"].learner_only and spec["extra"].observation_space == box  # the policy's spaces
-    multi = PPOConfig().environment("CartPole-v1").multi_agent(policies={"p0"}, policy_mapping_fn=lambda aid, *a, **kw: "p0").rl_module(
-        rl_module_spec=MultiRLModuleSpec(
-            multi_rl_module_class=Container,
-            rl_module_specs={"p0": RLModuleSpec(), "shared": RLModuleSpec(observation_space=box, action_space=act)},
+    multi = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .multi_agent(policies={"p0"}, policy_mapping_fn=lambda aid, *a, **kw: "p0")
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                multi_rl_module_class=Container,
+                rl_module_specs={
+                    "p0": RLModuleSpec(),
+                    "shared": RLModuleSpec(observation_space=box, action_space=act),
+                },
+            )
         )
     )
     multi.validate()  # a custom container may hold modules no agent maps to

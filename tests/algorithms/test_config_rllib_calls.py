@@ -27,7 +27,9 @@ def test_sections_without_a_flywheel_meaning_accept_rllibs_defaults_only():
         r"RLlib's default False here\. Fix: drop the argument \(flywheel checkpoints hold the module's weights",
     ):
         config.checkpointing(export_native_model_files=True)
-    with pytest.raises(ConfigError, match=r"^python_environment\(extra_python_environs_for_worker=\{'A': '1'\}\)"):
+    with pytest.raises(
+        ConfigError, match=r"^python_environment\(extra_python_environs_for_worker=\{'A': '1'\}\)"
+    ):
         config.python_environment(extra_python_environs_for_worker={"A": "1"})
     with pytest.raises(TypeError, match=r"PPOConfig\.experimental\(\) got an unexpected keyword '_nope'"):
         config.experimental(_nope=1)
@@ -44,7 +46,9 @@ def test_accepted_rllib_settings_and_the_one_refused_value():
     )
     config.validate()
     config.env_runners(num_gpus_per_env_runner=1)
-    with pytest.raises(ConfigError, match=r"- num_gpus_per_env_runner=1: flywheel's env runners act on the CPU"):
+    with pytest.raises(
+        ConfigError, match=r"- num_gpus_per_env_runner=1: flywheel's env runners act on the CPU"
+    ):
         config.validate()
 
 
@@ -53,8 +57,12 @@ def test_num_sgd_iter_is_rllibs_old_name_of_num_epochs_and_model_is_refused():
         warnings.simplefilter("always")
         config = PPOConfig().training(num_sgd_iter=6)
     assert config.num_epochs == 6
-    assert [str(w.message) for w in caught] == ["training(num_sgd_iter=...) is RLlib's old name of num_epochs."]
-    with pytest.raises(ConfigError, match=r"^training\(model=\{'fcnet_hiddens': \[8\]\}\) is RLlib's old-stack model"):
+    assert [str(w.message) for w in caught] == [
+        "training(num_sgd_iter=...) is RLlib's old name of num_epochs."
+    ]
+    with pytest.raises(
+        ConfigError, match=r"^training\(model=\{'fcnet_hiddens': \[8\]\}\) is RLlib's old-stack model"
+    ):
         PPOConfig().training(model={"fcnet_hiddens": [8]})
 
 
@@ -82,8 +90,10 @@ def test_env_runner_cls_samples_for_the_algorithm():
 
 def test_connector_hooks_with_rllibs_older_signatures_get_the_leading_arguments():
     seen = []
-    config = PPOConfig().environment("FrozenLake-v1").env_runners(
-        env_to_module_connector=lambda env: seen.append(env) or FlattenObservations()
+    config = (
+        PPOConfig()
+        .environment("FrozenLake-v1")
+        .env_runners(env_to_module_connector=lambda env: seen.append(env) or FlattenObservations())
     )
     runner = SingleAgentEnvRunner(config=config)
     assert len(seen) == 1 and hasattr(seen[0], "single_observation_space")

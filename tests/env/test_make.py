@@ -91,7 +91,9 @@ def test_register_env_takes_ray_tunes_keyword_names():
 
 
 def test_register_env_rejects_a_non_callable_creator():
-    with pytest.raises(EnvError, match=re.escape("register_env expects a str name and a callable env_creator")):
+    with pytest.raises(
+        EnvError, match=re.escape("register_env expects a str name and a callable env_creator")
+    ):
         register_env("x", CountingEnv())
 
 

@@ -137,7 +137,9 @@ class RecordingLearnerMixin:
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         if module_id == DEFAULT_MODULE_ID:
             type(self).seen[-1] += float(batch[Columns.REWARDS].sum())
-        return super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+        return super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
 
 
 def recording(base: type) -> type:
@@ -220,7 +222,9 @@ def test_euclidian_distance_curiosity_adds_a_bonus_on_mountain_car(examples):
 
 
 def test_other_agents_row_index_reaches_each_policy_in_its_own_space(examples):
-    preprocessor = example("connectors.classes.add_other_agents_row_index_to_xy_pos").AddOtherAgentsRowIndexToXYPos
+    preprocessor = example(
+        "connectors.classes.add_other_agents_row_index_to_xy_pos"
+    ).AddOtherAgentsRowIndexToXYPos
     env_class = example("envs.classes.multi_agent.double_row_corridor_env").DoubleRowCorridorEnv
     config = (
         PPOConfig()
@@ -254,7 +258,9 @@ def test_other_agents_row_index_reaches_each_policy_in_its_own_space(examples):
     observations = {"agent_0": [], "agent_1": []}
     for episode in episodes:
         for agent_id, agent_episode in episode.agent_episodes.items():
-            observations[agent_id].extend(np.asarray(agent_episode.get_observations(slice(0, len(agent_episode)))))
+            observations[agent_id].extend(
+                np.asarray(agent_episode.get_observations(slice(0, len(agent_episode))))
+            )
     agent_0, agent_1 = np.asarray(observations["agent_0"]), np.asarray(observations["agent_1"])
     assert agent_0.shape[1:] == (2 * corridor + 3,) and (agent_0.sum(axis=1) == 2.0).all()  # two one-hots
     assert agent_1.shape[1:] == (3,) and set(agent_1[:, 2]) <= {0.0, 1.0, 2.0}
@@ -263,8 +269,12 @@ def test_other_agents_row_index_reaches_each_policy_in_its_own_space(examples):
 
 def test_protobuf_observations_are_decoded_for_the_module(examples):
     pytest.importorskip("google.protobuf")
-    decoder = example("connectors.classes.protobuf_cartpole_observation_decoder").ProtobufCartPoleObservationDecoder
-    env_class = example("envs.classes.cartpole_with_protobuf_observation_space").CartPoleWithProtobufObservationSpace
+    decoder = example(
+        "connectors.classes.protobuf_cartpole_observation_decoder"
+    ).ProtobufCartPoleObservationDecoder
+    env_class = example(
+        "envs.classes.cartpole_with_protobuf_observation_space"
+    ).CartPoleWithProtobufObservationSpace
     config = one_pass(
         PPOConfig()
         .environment(env_class)
@@ -293,7 +303,9 @@ def cartpole_episodes(config, steps: int = 64) -> list:
 
 
 def test_weight_regularizer_loss_is_the_ppo_loss_plus_the_mean_weight_term(examples):
-    learner_class = example("learners.classes.custom_ppo_loss_fn_learner").PPOTorchLearnerWithWeightRegularizerLoss
+    learner_class = example(
+        "learners.classes.custom_ppo_loss_fn_learner"
+    ).PPOTorchLearnerWithWeightRegularizerLoss
     config = (
         PPOConfig()
         .environment("CartPole-v1")
@@ -328,7 +340,9 @@ def test_weight_regularizer_loss_is_the_ppo_loss_plus_the_mean_weight_term(examp
 
 
 def test_separate_vf_optimizer_steps_each_branch_with_its_own_lr(examples):
-    learner_class = example("learners.classes.separate_vf_lr_and_optimizer_learner").PPOTorchLearnerWithSeparateVfOptimizer
+    learner_class = example(
+        "learners.classes.separate_vf_lr_and_optimizer_learner"
+    ).PPOTorchLearnerWithSeparateVfOptimizer
     config = (
         PPOConfig()
         .environment("CartPole-v1")
@@ -414,7 +428,8 @@ def test_vpg_shared_encoder_is_trained_by_both_policies_through_one_optimizer(ex
             ),
             **{
                 pid: RLModuleSpec(
-                    module_class=rlm.VPGPolicyAfterSharedEncoder, model_config={"embedding_dim": 8, "hidden_dim": 16}
+                    module_class=rlm.VPGPolicyAfterSharedEncoder,
+                    model_config={"embedding_dim": 8, "hidden_dim": 16},
                 )
                 for pid in ("p0", "p1")
             },
@@ -433,7 +448,9 @@ def test_vpg_shared_encoder_is_trained_by_both_policies_through_one_optimizer(ex
     algo = config.build_algo()
     learner = algo.learner_group.foreach_learner(lambda learner: learner)[0]
     assert type(learner.module) is rlm.VPGMultiRLModuleWithSharedEncoder
-    assert type(algo.env_runner.module) is rlm.VPGMultiRLModuleWithSharedEncoder  # acting uses the encoder too
+    assert (
+        type(algo.env_runner.module) is rlm.VPGMultiRLModuleWithSharedEncoder
+    )  # acting uses the encoder too
     assert learner.module.encoder is learner.module[rlm.SHARED_ENCODER_ID]
     [(module_id, name)] = [(slot.module_id, slot.name) for slot in learner.optimizer_slots()]
     assert (module_id, name) == (ALL_MODULES, "shared_optimizer")
@@ -482,7 +499,9 @@ def test_icm_rewards_reach_ppo_and_the_icm_trains_on_the_learner_only(examples):
                         model_config={
                             "feature_dim": 8,
                             **{f"{part}_net_hiddens": (16,) for part in ("feature", "inverse", "forward")},
-                            **{f"{part}_net_activation": "relu" for part in ("feature", "inverse", "forward")},
+                            **{
+                                f"{part}_net_activation": "relu" for part in ("feature", "inverse", "forward")
+                            },
                         },
                     ),
                 }

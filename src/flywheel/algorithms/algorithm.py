@@ -35,7 +35,7 @@ from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.checkpoints.registry import Allowed
 from flywheel.checkpoints.tree import read_tree
 from flywheel.core.learner.learner_group import LearnerGroup, merge_results
-from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
+from flywheel.core.rl_module.spec import RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
@@ -78,7 +78,9 @@ class Algorithm(Checkpointable):
         self.env_runner_group = EnvRunnerGroup(config=config, runner_class=_runner_class(config))
         runner = self.env_runner_group.local_env_runner
         spaces = (runner.env_to_module.observation_space, runner.env_to_module.action_space)
-        module_spec = runner.module_spec if config.is_multi_agent else single_agent_learner_spec(config, spaces)
+        module_spec = (
+            runner.module_spec if config.is_multi_agent else single_agent_learner_spec(config, spaces)
+        )
         self.learner_group = LearnerGroup(config=config, module_spec=module_spec, spaces=spaces)
         self._sync_weights(force=True)
         self.eval_env_runner_group = self._build_evaluation_group()

@@ -179,7 +179,9 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         if moved:
             self.learners(**moved)
         if "num_sgd_iter" in kwargs:  # RLlib 2.60's deprecated name, still accepted there with a warning
-            warnings.warn("training(num_sgd_iter=...) is RLlib's old name of num_epochs.", DeprecationWarning, 2)
+            warnings.warn(
+                "training(num_sgd_iter=...) is RLlib's old name of num_epochs.", DeprecationWarning, 2
+            )
             kwargs["num_epochs"] = kwargs.pop("num_sgd_iter")
         if "model" in kwargs:
             raise ConfigError(

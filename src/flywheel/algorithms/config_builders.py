@@ -7,7 +7,6 @@ config never imports torch.
 from __future__ import annotations
 
 import inspect
-
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +116,6 @@ def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> Mul
     or a vector env), else from `config.observation_space` / `action_space`, else from one env made
     from `config.env` and closed again.
     """
-    from flywheel.core.rl_module.spec import MultiRLModuleSpec
     from flywheel.env.multi_agent_env import MultiAgentEnv
     from flywheel.env_runners.multi_agent_modules import module_spaces, multi_rl_module_spec
 
@@ -149,7 +147,10 @@ def single_agent_learner_spec(config: Any, spaces: Any = None, *, env: Any = Non
     from flywheel.core.rl_module.spec import MultiRLModuleSpec
 
     user = config.rl_module_spec
-    module_ids = [DEFAULT_MODULE_ID, *(mid for mid in getattr(user, "rl_module_specs", {}) if mid != DEFAULT_MODULE_ID)]
+    module_ids = [
+        DEFAULT_MODULE_ID,
+        *(mid for mid in getattr(user, "rl_module_specs", {}) if mid != DEFAULT_MODULE_ID),
+    ]
     return MultiRLModuleSpec(
         multi_rl_module_class=getattr(user, "multi_rl_module_class", MultiRLModule),
         rl_module_specs={mid: config.get_rl_module_spec(spaces, mid, env=env) for mid in module_ids},

@@ -76,7 +76,10 @@ def test_separate_value_encoder_and_embeddings():
     assert torch.allclose(values, module.compute_values(batch))
     # The value loss does not reach the policy encoder.
     values.sum().backward()
-    assert module.encoder.actor_encoder[0].weight.grad is None and module.encoder.critic_encoder[0].weight.grad is not None
+    assert (
+        module.encoder.actor_encoder[0].weight.grad is None
+        and module.encoder.critic_encoder[0].weight.grad is not None
+    )
 
 
 def test_vf_share_layers():

@@ -24,7 +24,9 @@ class FirstTwo(SingleAgentObservationPreprocessor):
 
 
 def test_single_agent_preprocessor_rewrites_the_episodes_and_sets_the_module_space():
-    config = PPOConfig().environment("CartPole-v1").env_runners(env_to_module_connector=lambda env: FirstTwo())
+    config = (
+        PPOConfig().environment("CartPole-v1").env_runners(env_to_module_connector=lambda env: FirstTwo())
+    )
     runner = SingleAgentEnvRunner(config=config)
     assert runner.module.observation_space.shape == (2,)
     episodes = runner.sample(num_timesteps=10)

@@ -31,11 +31,17 @@ class Stateless:
 
 def run(pieces, episodes):
     modules = {DEFAULT_MODULE_ID: Stateless(), "p1": Stateless()}
-    return ConnectorPipelineV2(connectors=pieces)(rl_module=modules, batch={}, episodes=episodes, shared_data={})
+    return ConnectorPipelineV2(connectors=pieces)(
+        rl_module=modules, batch={}, episodes=episodes, shared_data={}
+    )
 
 
 def test_returns_to_go_per_chunk_as_rllibs_vpg_learner_prepends_it():
-    episodes = [chunk([0, 1, 2, 3], [1.0, 2.0, 4.0]), chunk([5, 6], [8.0], module_id="p1"), chunk([7, 8, 9], [1.0, 1.0])]
+    episodes = [
+        chunk([0, 1, 2, 3], [1.0, 2.0, 4.0]),
+        chunk([5, 6], [8.0], module_id="p1"),
+        chunk([7, 8, 9], [1.0, 1.0]),
+    ]
     batch = run([learner.ComputeReturnsToGo(gamma=0.5), *learner.default_learner_connectors()], episodes)
     # G_t = r_t + 0.5 * G_{t+1}, to each chunk's end.
     np.testing.assert_allclose(batch[DEFAULT_MODULE_ID][Columns.RETURNS_TO_GO], [3.0, 4.0, 4.0, 1.5, 1.0])
@@ -58,7 +64,9 @@ def test_next_observations_without_and_with_the_bootstrap_row():
 def test_numpy_to_tensor_puts_every_module_column_on_the_device_and_keeps_object_arrays():
     piece = learner.NumpyToTensor(device="cpu")
     infos = np.array([{"a": 1}], dtype=object)
-    batch = {"p": {"x": np.ones(2, np.float64), "n": {"i": np.arange(2)}, "infos": infos, "t": torch.zeros(1)}}
+    batch = {
+        "p": {"x": np.ones(2, np.float64), "n": {"i": np.arange(2)}, "infos": infos, "t": torch.zeros(1)}
+    }
     out = piece(rl_module=None, batch=batch, episodes=[])["p"]
     assert out["x"].dtype == torch.float32 and out["n"]["i"].dtype == torch.int64
     assert out["infos"] is infos and isinstance(out["t"], torch.Tensor)
@@ -77,7 +85,9 @@ def test_common_names_build_either_pipelines_piece_and_match_both():
     pipeline = ConnectorPipelineV2(connectors=learner.default_learner_connectors())
     marker = learner.ComputeReturnsToGo(gamma=0.9)
     pipeline.insert_after(common.NumpyToTensor, marker)  # as RLlib's curiosity learner does
-    pipeline.insert_after(common.AddObservationsFromEpisodesToBatch, learner.AddNextObservationsFromEpisodesToTrainBatch())
+    pipeline.insert_after(
+        common.AddObservationsFromEpisodesToBatch, learner.AddNextObservationsFromEpisodesToTrainBatch()
+    )
     assert [piece.name for piece in pipeline.connectors] == [
         "AddObservationsFromEpisodesToBatch",
         "AddNextObservationsFromEpisodesToTrainBatch",
@@ -110,7 +120,10 @@ def test_gae_reads_the_rewards_from_the_tensor_batch(rewards_change):
         learner.GeneralAdvantageEstimation(gamma=1.0, lambda_=1.0),
     ]
     batch = ConnectorPipelineV2(connectors=pipeline)(
-        rl_module={DEFAULT_MODULE_ID: ObsIsValue()}, batch={}, episodes=[chunk([0, 0, 0], [1.0, 1.0])], shared_data={}
+        rl_module={DEFAULT_MODULE_ID: ObsIsValue()},
+        batch={},
+        episodes=[chunk([0, 0, 0], [1.0, 1.0])],
+        shared_data={},
     )
     targets = batch[DEFAULT_MODULE_ID][Columns.VALUE_TARGETS]
     # Terminated after 2 steps, V = 0: the targets are the (changed) returns; the bootstrap row's

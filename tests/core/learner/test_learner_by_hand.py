@@ -326,7 +326,10 @@ def _self_supervised_module_class():
 def test_a_module_with_its_own_loss_trains_next_to_ppos_and_needs_no_value_function():
     own = _self_supervised_module_class()
     spec = MultiRLModuleSpec(
-        rl_module_specs={DEFAULT_MODULE_ID: RLModuleSpec(), "own": RLModuleSpec(module_class=own, learner_only=True)}
+        rl_module_specs={
+            DEFAULT_MODULE_ID: RLModuleSpec(),
+            "own": RLModuleSpec(module_class=own, learner_only=True),
+        }
     )
     learner = config().rl_module(rl_module_spec=spec).build_learner(env=ENV)
     assert sorted(learner.module.keys()) == [DEFAULT_MODULE_ID, "own"]

@@ -55,9 +55,7 @@ def test_activations(name, cls):
 
 def test_linear_activation_is_none_and_unknown_raises():
     assert activation_layer("linear") is None and activation_layer(None) is None
-    with pytest.raises(
-        ModuleError, match=r"Unknown activation 'gelu'. Expected one of \['elu', "
-    ):
+    with pytest.raises(ModuleError, match=r"Unknown activation 'gelu'. Expected one of \['elu', "):
         activation_layer("gelu")
 
 

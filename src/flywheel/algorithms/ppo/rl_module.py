@@ -50,7 +50,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         self.recurrent = isinstance(encoder, LSTMEncoder)
         self.shared_encoder = bool(cfg["vf_share_layers"]) or self.recurrent
         self.encoder = encoder if self.shared_encoder else ActorCriticEncoder(encoder)
-        self.pi = build_policy_head(encoder.output_dim, self.action_space, self.get_train_action_dist_cls(), cfg)
+        self.pi = build_policy_head(
+            encoder.output_dim, self.action_space, self.get_train_action_dist_cls(), cfg
+        )
         if self.inference_only:
             return
         if not self.shared_encoder:

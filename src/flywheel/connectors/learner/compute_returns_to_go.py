@@ -20,7 +20,12 @@ class ComputeReturnsToGo(ConnectorV2):
     """
 
     def __init__(
-        self, input_observation_space: Any = None, input_action_space: Any = None, *, gamma: float = 0.99, **kwargs: Any
+        self,
+        input_observation_space: Any = None,
+        input_action_space: Any = None,
+        *,
+        gamma: float = 0.99,
+        **kwargs: Any,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.gamma = gamma

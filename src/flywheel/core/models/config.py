@@ -88,7 +88,9 @@ def activation_layer(name: str | None) -> nn.Module | None:
 def get_activation_fn(name: str | None = None, framework: str = "torch") -> type[nn.Module] | None:
     """RLlib's helper: the torch activation class for `name` (None for "linear"/None)."""
     if framework != "torch":
-        raise ModuleError(f"get_activation_fn(framework={framework!r}): flywheel is torch-only. Fix: pass 'torch'.")
+        raise ModuleError(
+            f"get_activation_fn(framework={framework!r}): flywheel is torch-only. Fix: pass 'torch'."
+        )
     key = "linear" if name is None else str(name).lower()
     if key not in _ACTIVATIONS:
         raise ModuleError(f"Unknown activation {name!r}. Expected one of {sorted(_ACTIVATIONS)}.")

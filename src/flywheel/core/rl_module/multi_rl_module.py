@@ -167,5 +167,7 @@ class MultiRLModule(nn.Module, Checkpointable):
     @classmethod
     def _from_metadata(cls, node: Node, allowed: Allowed) -> Self:
         """The container built with every module rebuilt from its sub-directory (weights come after)."""
-        modules = {module_id: RLModule._construct_from(child, allowed) for module_id, child in node.children.items()}
+        modules = {
+            module_id: RLModule._construct_from(child, allowed) for module_id, child in node.children.items()
+        }
         return cls(rl_modules=modules)
