@@ -111,7 +111,7 @@ def test_invalid_config_lists_every_problem_and_exits_2(capsys):
     code, _, err = run(["train", "--env", "CartPole-v1", "--set", "minibatch_size=8192", "lr=-1"], capsys)
     assert code == 2
     assert err.startswith("flywheel train: error: Invalid PPOConfig (2 problems):\n- ")
-    assert "minibatch_size=8192 is larger than train_batch_size_per_learner=4000" in err
+    assert "minibatch_size=8192 is larger than train_batch_size=4000" in err
     assert "lr=-1 must be a number > 0" in err
 
 

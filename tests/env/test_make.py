@@ -88,8 +88,15 @@ def test_registered_name_shadows_a_gymnasium_id():
     assert make_env_creator("CartPole-v1") is CountingEnv
 
 
+def test_register_env_takes_ray_tunes_keyword_names():
+    register_env(name="counting_by_keyword", env_creator=CountingEnv)
+    assert make_env_creator("counting_by_keyword") is CountingEnv
+
+
 def test_register_env_rejects_a_non_callable_creator():
-    with pytest.raises(EnvError, match=re.escape("register_env expects a str name and a callable creator")):
+    with pytest.raises(
+        EnvError, match=re.escape("register_env expects a str name and a callable env_creator")
+    ):
         register_env("x", CountingEnv())
 
 

@@ -156,3 +156,25 @@ def test_errors_raised_by_the_env_are_wrapped_and_the_env_closed():
     ):
         check_multi_agent_env(env)
     assert env.closed
+
+
+class TruncatedsWithoutAll(MultiCartPole):
+    """RLlib's envs may leave '__all__' out of truncateds (RLlib reads it as False)."""
+
+    def step(self, action_dict):
+        obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
+        del truncateds["__all__"]
+        return obs, rewards, terminateds, truncateds, infos
+
+
+def test_truncateds_may_leave_out_all_in_the_checks_and_the_vector_env():
+    from flywheel.env.multi_agent_vector_env import make_multi_agent_vector_env
+
+    check_multi_agent_env(TruncatedsWithoutAll({"num_agents": 2}))
+    vector_env = make_multi_agent_vector_env(TruncatedsWithoutAll, {"num_agents": 2}, num_envs=2)
+    vector_env.reset(seed=0)
+    steps = 0
+    while steps < 200:  # episodes end (terminated) and reset without an error
+        vector_env.step([{"agent_0": 0, "agent_1": 1}] * 2)
+        steps += 1
+    vector_env.close()

@@ -270,7 +270,7 @@ def test_missing_all_in_step_fails_in_the_vector_env():
         EnvError,
         match=re.escape(
             "Sub-env 0's step() returned terminateds {} without the key '__all__'; expected '__all__' in "
-            "terminateds and truncateds."
+            "terminateds."
         ),
     ):
         vector_env.step([{"p0": 1}, {"p0": 1}])

@@ -324,7 +324,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         ("from ray.rllib.policy.torch_policy_v2 import TorchPolicyV2\n", "TorchPolicyV2"),
         ("from ray.rllib.utils.framework import try_import_tf\n", "ray.rllib.utils.framework:try_import_tf"),
         ("from ray.rllib.algorithms.appo import APPOConfig\n", "ray.rllib.algorithms.appo"),
-        ("from ray.rllib.connectors.common import BatchIndividualItems\n", "ray.rllib.connectors.common"),
+        ("from ray.rllib.connectors.common import AgentToModuleMapping\n", "ray.rllib.connectors.common"),
         ("import ray.rllib.policy.sample_batch as sb\n", "ray.rllib.policy"),
     ],
 )

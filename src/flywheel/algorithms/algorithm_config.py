@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, Self
@@ -34,6 +35,7 @@ from flywheel.algorithms.config_builders import (
     merge_module_specs,
     module_spaces,
 )
+from flywheel.algorithms.config_rllib_sections import RLlibOnlySections
 from flywheel.algorithms.config_settings import AlgorithmSettings
 from flywheel.algorithms.config_stack import StackSettings
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback, as_hook_list, make_callbacks
@@ -65,7 +67,7 @@ NOT_PROVIDED = _NotProvided()
 
 @checkpoint_class
 @dataclasses.dataclass(init=False, repr=False, eq=True)
-class AlgorithmConfig(StackSettings, AlgorithmSettings):
+class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     """Settings of an algorithm, set through section methods that each return the config."""
 
     _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
@@ -168,7 +170,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         return self._section("learners", kwargs)
 
     def training(self, **kwargs: Any) -> Self:
-        """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size_per_learner, minibatch_size,
+        """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size(_per_learner), minibatch_size,
         num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param).
 
         The learner settings RLlib 2.60 still takes here (learner_class, learner_connector,
@@ -177,6 +179,16 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         moved = {key: kwargs.pop(key) for key in _LEARNER_KEYS_IN_TRAINING if key in kwargs}
         if moved:
             self.learners(**moved)
+        if "num_sgd_iter" in kwargs:  # RLlib 2.60's deprecated name, still accepted there with a warning
+            warnings.warn(
+                "training(num_sgd_iter=...) is RLlib's old name of num_epochs.", DeprecationWarning, 2
+            )
+            kwargs["num_epochs"] = kwargs.pop("num_sgd_iter")
+        if "model" in kwargs:
+            raise ConfigError(
+                f"training(model={kwargs['model']!r}) is RLlib's old-stack model dict, which the new stack's "
+                "modules do not read. Fix: config.rl_module(model_config={...}) (e.g. fcnet_hiddens, use_lstm)."
+            )
         return self._section("training", kwargs)
 
     def multi_agent(self, **kwargs: Any) -> Self:
@@ -315,8 +327,19 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
 
     @property
     def total_train_batch_size(self) -> int:
-        """Env steps trained on per iteration over all learners."""
+        """Env steps trained on per iteration over all learners: `train_batch_size_per_learner` times
+        the learners when it is set, else `train_batch_size` (RLlib's rule)."""
+        if self.train_batch_size_per_learner is None:
+            return self.train_batch_size
         return self.train_batch_size_per_learner * max(1, self.num_learners)
+
+    @property
+    def learner_train_batch_size(self) -> int:
+        """Env steps each learner trains on per iteration (what `train_batch_size_per_learner` reads
+        as in RLlib when it is not set: `train_batch_size // num_learners`)."""
+        if self.train_batch_size_per_learner is None:
+            return self.train_batch_size // max(1, self.num_learners)
+        return self.train_batch_size_per_learner
 
     @property
     def is_multi_agent(self) -> bool:
@@ -417,7 +440,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         stack frames.
 
         The user's hook is called as ``learner_connector(input_observation_space, input_action_space)``;
-        `device` is where the learner trains (the default pieces produce numpy; the learner moves it).
+        `device` is where the learner trains (the last default piece, `NumpyToTensor`, puts the batch there).
         """
         hook_args = (input_observation_space, input_action_space)
         pieces = hook_pieces(self.learner_connector, "learner_connector", *hook_args)
@@ -425,7 +448,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         if self.add_default_connectors_to_learner_pipeline:
             from flywheel.connectors.learner import default_learner_connectors
 
-            pieces += default_learner_connectors()
+            pieces += default_learner_connectors(device=device)
         return make_pipeline(input_observation_space, input_action_space, pieces)
 
     def build_learner(self, *, env: Any = None, spaces: Any = None) -> Learner:

@@ -26,8 +26,8 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate closest to `word` (ignoring case), or None when nothing is similar.
 
     Of difflib's similar candidates, the one sharing the longest run of characters with `word` wins
-    (then difflib's order): `train_batch_size` means `train_batch_size_per_learner`, not the
-    shorter `minibatch_size` difflib alone prefers.
+    (then difflib's order), so a long name the user nearly typed beats a shorter one that difflib
+    alone would rank first.
     """
     by_lower = {candidate.lower(): candidate for candidate in candidates}
     word = word.lower()
@@ -239,15 +239,22 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_number(config, "adam_epsilon", 0, strict=True),
         check_number(config, "grad_clip", 0, strict=True, allow_none=True),
         check_choice(config, "grad_clip_by", ("value", "norm", "global_norm")),
-        check_int(config, "train_batch_size_per_learner", 1),
+        check_int(config, "train_batch_size", 1),
+        check_optional_class(config, "env_runner_cls"),
+        _check_cpu_runners(config),
+        check_int(config, "train_batch_size_per_learner", 1, allow_none=True),
         check_int(config, "minibatch_size", 1),
         check_int(config, "num_epochs", 1),
     ]
-    batch, minibatch = config.train_batch_size_per_learner, config.minibatch_size
-    if _is_int(batch) and _is_int(minibatch) and minibatch > batch:
+    per_learner, minibatch = config.train_batch_size_per_learner, config.minibatch_size
+    name = setting = "train_batch_size_per_learner"
+    if per_learner is None and _is_int(config.train_batch_size) and _is_int(config.num_learners):
+        per_learner, setting = config.learner_train_batch_size, "train_batch_size"
+        name = setting if config.num_learners <= 1 else "train_batch_size / num_learners"
+    if _is_int(per_learner) and _is_int(minibatch) and minibatch > per_learner:
         problems.append(
-            f"minibatch_size={minibatch} is larger than train_batch_size_per_learner={batch}. "
-            "Fix: lower minibatch_size or raise train_batch_size_per_learner in config.training()."
+            f"minibatch_size={minibatch} is larger than {name}={per_learner}. "
+            f"Fix: lower minibatch_size or raise {setting} in config.training()."
         )
     return problems
 
@@ -336,6 +343,10 @@ def _check_module_ids(config: AlgorithmConfig) -> list[str]:
         config.policies, Mapping | set | frozenset | list | tuple
     ):
         return []
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule  # loaded with the spec already
+
+    if getattr(spec, "multi_rl_module_class", MultiRLModule) is not MultiRLModule:
+        return []  # a custom container routes data to its own modules (e.g. a shared encoder)
     policies = set(config.policies)
     extra = sorted(
         mid
@@ -418,3 +429,14 @@ _SECTION_CHECKS: tuple[Callable[[AlgorithmConfig], list[str | None]], ...] = (
 def common_problems(config: AlgorithmConfig) -> list[str]:
     """Every problem of the settings all algorithms share, in section order."""
     return [problem for check in _SECTION_CHECKS for problem in check(config) if problem]
+
+
+def _check_cpu_runners(config: AlgorithmConfig) -> str | None:
+    """num_gpus_per_env_runner is RLlib's; flywheel's runners act on the CPU."""
+    if config.num_gpus_per_env_runner == 0:
+        return None
+    return (
+        f"num_gpus_per_env_runner={config.num_gpus_per_env_runner!r}: flywheel's env runners act on the CPU "
+        "(one small forward pass per step). Fix: drop it, or put GPUs on the learners with "
+        "config.learners(num_gpus_per_learner=1)."
+    )

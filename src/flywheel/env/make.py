@@ -107,19 +107,20 @@ class EnvContext(dict):
         )
 
 
-def register_env(name: str, creator: EnvCreator) -> None:
+def register_env(name: str, env_creator: EnvCreator) -> None:
     """Makes ``name`` usable wherever an env is expected; registering a name again replaces it.
 
-    The registry is per process: names are resolved into their creator at build time, and
-    the creator itself (not the name) travels to sub-env processes.
+    The parameter names are Ray Tune's (`register_env(name=..., env_creator=...)`). The registry is
+    per process: names are resolved into their creator at build time, and the creator itself (not
+    the name) travels to sub-env processes.
     """
-    if not isinstance(name, str) or not callable(creator):
+    if not isinstance(name, str) or not callable(env_creator):
         raise EnvError(
-            f"register_env expects a str name and a callable creator(env_config), got "
-            f"{type(name).__name__} {name!r} and {type(creator).__name__}. "
+            f"register_env expects a str name and a callable env_creator(env_config), got "
+            f"{type(name).__name__} {name!r} and {type(env_creator).__name__}. "
             "Fix: register_env('my_env', lambda env_config: MyEnv(env_config))."
         )
-    _REGISTRY[name] = creator
+    _REGISTRY[name] = env_creator
 
 
 def registered_envs() -> dict[str, EnvCreator]:

@@ -102,6 +102,7 @@ class _Checker:
                 "terminateds, truncateds, infos) keyed by agent id. Fix: return all five, {} where empty."
             )
         observations, rewards, terminateds, truncateds, infos = result
+        truncateds = {"__all__": False, **truncateds}  # may be left out (RLlib reads it as False)
         self.in_flight |= set(actions)
         self._check_observations(what, observations)
         self._check_rewards(what, rewards)

@@ -111,7 +111,7 @@ class MultiAgentEnvRunner(EnvRunner):
         specs = self.module_spec.rl_module_specs
         if any(spec.module_class is None for spec in specs.values()):
             return None
-        module = MultiRLModule(
+        module = self.module_spec.multi_rl_module_class(
             {
                 mid: dataclasses.replace(spec, inference_only=True).build()
                 for mid, spec in specs.items()

@@ -14,7 +14,8 @@ from flywheel.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 DQN_DEFAULTS = {
     "lr": 5e-4,
     "grad_clip": 40.0,
-    "train_batch_size_per_learner": 32,
+    "train_batch_size": 32,
+    "train_batch_size_per_learner": None,
     "minibatch_size": None,
     "rollout_fragment_length": 4,
     "min_sample_timesteps_per_iteration": 1000,
@@ -113,7 +114,7 @@ def test_a_config_that_can_never_learn_is_one_error_listing_every_problem():
         "Fix: pass a number > 0, or None for one update per training step, to config.training(training_intensity=...)."
     ) in message
     assert (
-        "- replay_buffer_config['capacity']=8 is smaller than train_batch_size_per_learner=32: the buffer can never "
+        "- replay_buffer_config['capacity']=8 is smaller than the train batch (32): the buffer can never "
         "hold one train batch. Fix: raise the capacity or lower the batch size."
     ) in message
     assert "- minibatch_size=16, but DQNConfig takes one gradient step per replayed batch." in message

@@ -117,3 +117,35 @@ def test_acting_passes_run_every_module_without_grad_and_pass_kwargs():
     ):
         multi.forward_exploration({"p9": {"x": 0}})
     assert torch.is_grad_enabled()
+
+
+class SharedTrunk(MultiRLModule):
+    """RLlib's pattern: setup() keeps a sub-module, the private passes route through it."""
+
+    def setup(self):
+        self.trunk = self._rl_modules["trunk"]
+
+    def _forward_train(self, batch, **kwargs):
+        return {
+            mid: {"out": self[mid].layer(self.trunk.layer(sub["x"]).expand(-1, 2))}
+            for mid, sub in batch.items()
+        }
+
+    def _forward_exploration(self, batch, **kwargs):
+        return {mid: {"explored": True, "grad": torch.is_grad_enabled()} for mid in batch}
+
+
+def test_a_custom_container_runs_setup_and_its_own_passes_and_restores_from_a_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    multi = SharedTrunk({"trunk": Affine(OBS, ACT), "p0": Affine(OBS, ACT)})
+    assert multi.trunk is multi["trunk"]
+    x = torch.ones(3, 2)
+    out = multi.forward_train({"p0": {"x": x}})
+    assert torch.allclose(out["p0"]["out"], multi["p0"].layer(multi["trunk"].layer(x).expand(-1, 2)))
+    assert multi.forward_exploration({"p0": {}}) == {"p0": {"explored": True, "grad": False}}
+    restored = MultiRLModule.from_checkpoint(
+        multi.save_to_path(tmp_path / "multi"), classes=[SharedTrunk, Affine]
+    )
+    assert type(restored) is SharedTrunk and restored.trunk is restored["trunk"]
+    assert torch.equal(restored.forward_train({"p0": {"x": x}})["p0"]["out"], out["p0"]["out"])
+    assert multi["p0"].unwrapped() is multi["p0"]

@@ -12,6 +12,7 @@ from flywheel.algorithms.ppo.loss_stats import LossStats
 from flywheel.columns import Columns
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.core.learner.torch_learner import TorchLearner
+from flywheel.core.rl_module.apis import SelfSupervisedLossAPI, ValueFunctionAPI
 from flywheel.errors import LearnerError
 from flywheel.typing import ModuleID, StateDict
 
@@ -74,9 +75,16 @@ class PPOTorchLearner(TorchLearner):
         for module_id in self.entropy_coeff_schedulers:
             self.entropy_coeff_schedulers[module_id] = Scheduler(config.entropy_coeff, name="entropy_coeff")
 
+    @classmethod
+    def rl_module_required_apis(cls) -> list[type]:
+        return [ValueFunctionAPI]
+
     def _set_up_module(self, module_id: ModuleID) -> None:
-        """Checks the module has a value function; starts its entropy schedule and KL coefficient."""
+        """Checks the module has a value function; starts its entropy schedule and KL coefficient.
+        A module with its own loss (`SelfSupervisedLossAPI`) needs neither."""
         module = self.module[module_id]
+        if isinstance(module, SelfSupervisedLossAPI):
+            return
         if not hasattr(module, "compute_values"):
             raise LearnerError(
                 f"PPO needs a value function, but module {module_id!r} ({type(module).__name__}) has no "
@@ -178,7 +186,7 @@ class PPOTorchLearner(TorchLearner):
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Logs the loss terms, then adapts each trained module's KL coefficient to this update's mean KL."""
         self.log_loss_terms()
-        for module_id in self.module:
+        for module_id in self.curr_kl_coeffs:  # the modules PPO's loss trains
             if self.config.use_kl_loss and self.should_module_be_updated(module_id):
                 kl = self.metrics.peek((module_id, "mean_kl_loss"))
                 if kl > 2.0 * self.config.kl_target:

@@ -3,8 +3,10 @@
 Layout (see `flywheel.core.models` for the parts)::
 
     obs ─ encoder ─┬─ pi  → ACTION_DIST_INPUTS
-                   └─ vf  → values              (vf_share_layers=True, or use_lstm)
-    obs ─ vf_encoder ── vf → values             (vf_share_layers=False, the default)
+                   └─ vf  → values              (vf_share_layers=True, the default, or use_lstm)
+
+    obs ─ encoder.actor_encoder ── pi → ACTION_DIST_INPUTS
+    obs ─ encoder.critic_encoder ─ vf → values  (vf_share_layers=False; RLlib's attribute names)
 
 Runners build it with `inference_only=True`: encoder and policy head only. Observations
 `{"observations": ..., "action_mask": ...}` mask the logits (`flywheel.core.models.action_mask`).
@@ -51,23 +53,24 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         inner_space = masked_observation_space(self.observation_space, self.action_space)
         self.masked = inner_space is not None
         encoder_space = inner_space if self.masked else self.observation_space
-        self.encoder = build_encoder(encoder_space, cfg)
-        self.recurrent = isinstance(self.encoder, LSTMEncoder)
+        encoder = build_encoder(encoder_space, cfg)
+        self.recurrent = isinstance(encoder, LSTMEncoder)
         self.shared_encoder = bool(cfg["vf_share_layers"]) or self.recurrent
+        self.encoder = encoder if self.shared_encoder else ActorCriticEncoder(encoder)
         self.pi = build_policy_head(
-            self.encoder.output_dim, self.action_space, self.get_train_action_dist_cls(), cfg
+            encoder.output_dim, self.action_space, self.get_train_action_dist_cls(), cfg
         )
         if self.inference_only:
             return
         if not self.shared_encoder:
-            self.vf_encoder = build_encoder(encoder_space, cfg)
-        self.vf = build_value_head(self.encoder.output_dim, cfg)
+            self.encoder.critic_encoder = build_encoder(encoder_space, cfg)
+        self.vf = build_value_head(encoder.output_dim, cfg)
 
     def get_initial_state(self) -> dict:
         return self.encoder.get_initial_state() if self.recurrent else {}
 
     def get_non_inference_attributes(self) -> list[str]:
-        return ["vf_encoder", "vf"]
+        return ["encoder.critic_encoder", "vf"]
 
     def _forward(self, batch: dict, **kwargs) -> dict:
         obs, allowed = self._observations(batch)
@@ -85,7 +88,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
             embeddings = self.encoder(obs)
         out[Columns.ACTION_DIST_INPUTS] = self._logits(embeddings, allowed)
         if not self.inference_only:
-            out[Columns.EMBEDDINGS] = embeddings if self.shared_encoder else self.vf_encoder(obs)
+            out[Columns.EMBEDDINGS] = embeddings if self.shared_encoder else self.encoder.critic_encoder(obs)
         return out
 
     def compute_values(self, batch: dict, embeddings: torch.Tensor | None = None) -> torch.Tensor:
@@ -111,7 +114,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         obs = self._observations(batch)[0]
         if self.recurrent:
             return self.encoder(obs, self._state_in(batch), sequence=True)[0]
-        return self.encoder(obs) if self.shared_encoder else self.vf_encoder(obs)
+        return self.encoder(obs) if self.shared_encoder else self.encoder.critic_encoder(obs)
 
     def _state_in(self, batch: dict) -> dict:
         if Columns.STATE_IN not in batch:
@@ -121,3 +124,17 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
                 f"has {sorted(batch)}. Fix: keep the default learner connectors, which add it."
             )
         return batch[Columns.STATE_IN]
+
+
+class ActorCriticEncoder(torch.nn.Module):
+    """Separate policy and value encoders under RLlib's names, `actor_encoder` and `critic_encoder`
+    (code such as a learner with one optimizer per branch reads them); calling it encodes for
+    acting. Inference-only modules have no `critic_encoder`."""
+
+    def __init__(self, actor_encoder: torch.nn.Module) -> None:
+        super().__init__()
+        self.actor_encoder = actor_encoder
+        self.output_dim = actor_encoder.output_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor_encoder(obs)

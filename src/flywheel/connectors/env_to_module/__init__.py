@@ -12,6 +12,10 @@ from flywheel.connectors.env_to_module.flatten_observations import FlattenObserv
 from flywheel.connectors.env_to_module.frame_stacking import FrameStacking
 from flywheel.connectors.env_to_module.mean_std_filter import MeanStdFilter
 from flywheel.connectors.env_to_module.normalize_rewards import NormalizeRewards
+from flywheel.connectors.env_to_module.observation_preprocessor import (
+    MultiAgentObservationPreprocessor,
+    SingleAgentObservationPreprocessor,
+)
 from flywheel.connectors.env_to_module.prev_actions_prev_rewards import PrevActionsPrevRewards
 from flywheel.connectors.env_to_module.to_tensor import NumpyToTensor
 
@@ -23,8 +27,10 @@ __all__ = [
     "FrameStacking",
     "MeanStdFilter",
     "NormalizeRewards",
+    "MultiAgentObservationPreprocessor",
     "NumpyToTensor",
     "PrevActionsPrevRewards",
+    "SingleAgentObservationPreprocessor",
     "default_env_to_module_connectors",
 ]
 

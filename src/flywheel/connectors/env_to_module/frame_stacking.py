@@ -11,7 +11,6 @@ from numpy.lib.stride_tricks import sliding_window_view
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.learner_rows import set_learner_observations
-from flywheel.connectors.learner.module_episodes import chunk_rows
 from flywheel.errors import ConnectorError
 
 
@@ -27,10 +26,10 @@ class FrameStacking(ConnectorV2):
     The episodes are not rewritten (they keep single frames, which is cheaper to store); the piece
     sets `batch[OBS]` itself, so the default observation piece skips. The learner therefore needs the
     same stacking: add `FrameStacking(num_frames=..., as_learner_connector=True)` to the learner
-    pipeline. In that mode it sets `batch[module_id][OBS]` to one row per step of each episode, the
-    stacked frames ending at observation `0 .. len(episode) - 1` of the chunk (the observations the
-    actions were taken at), episodes concatenated in order; after `AddOneTsToEpisodesAndTruncate`
-    (PPO) each chunk also gets the row ending at its last observation, for the bootstrap value.
+    pipeline. In that mode it sets `batch[module_id][OBS]` to one row per step of each chunk (of
+    every agent's chunk, multi-agent), the stacked frames ending at observation `0 .. len(chunk) - 1`
+    (the observations the actions were taken at), plus the one ending at the chunk's last
+    observation when `AddOneTsToEpisodesAndTruncate` added a bootstrap row (PPO's pipeline).
     """
 
     def __init__(
@@ -78,12 +77,7 @@ class FrameStacking(ConnectorV2):
         **kwargs: Any,
     ) -> dict[str, Any]:
         if self.as_learner_connector:
-
-            def rows(episode: Any, n: int) -> np.ndarray:
-                # With PPO's bootstrap rows (AddOneTsToEpisodesAndTruncate) a chunk has one row more.
-                return self._learner_rows(episode, chunk_rows(episode, shared_data))
-
-            set_learner_observations(batch, episodes, rows)
+            set_learner_observations(batch, episodes, self._learner_rows, shared_data)
         elif episodes:
             k = self.num_frames
             frames = np.asarray(

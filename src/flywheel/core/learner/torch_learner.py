@@ -61,6 +61,11 @@ class TorchLearner(Learner):
             lr_or_lr_schedule=config.lr,
         )
 
+    def rl_module_is_compatible(self, module: Any) -> bool:
+        """Whether this learner can train `module`: any torch module (as RLlib's TorchLearner; the
+        algorithm checks the APIs its loss needs itself)."""
+        return isinstance(module, torch.nn.Module)
+
     def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
         return list(module.parameters())
 
@@ -105,7 +110,8 @@ class TorchLearner(Learner):
                 continue
             norm = global_norm(grads)
             self._step_norms.append((slot, norm))
-            self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
+            if config.log_gradients:
+                self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
             if config.grad_clip is not None:
                 clip_(grads, config.grad_clip, config.grad_clip_by, norm)
         return module_gradients_dict

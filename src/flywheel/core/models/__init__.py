@@ -10,6 +10,7 @@ from flywheel.core.models.action_mask import (
     split_masked,
 )
 from flywheel.core.models.catalog import (
+    ENCODER_OUT,
     FreeLogStdHead,
     GaussianOutput,
     build_encoder,
@@ -23,6 +24,7 @@ from flywheel.core.models.config import (
     DEFAULT_MODEL_CONFIG,
     GAUSSIAN_HEAD_KEYS,
     activation_layer,
+    get_activation_fn,
     resolve_model_config,
 )
 from flywheel.core.models.initializers import LayerInit
@@ -36,6 +38,7 @@ __all__ = [
     "CNNEncoder",
     "DEFAULT_MODEL_CONFIG",
     "GAUSSIAN_HEAD_KEYS",
+    "ENCODER_OUT",
     "FreeLogStdHead",
     "GaussianOutput",
     "LayerInit",
@@ -50,6 +53,7 @@ __all__ = [
     "build_value_head",
     "mask_logits",
     "masked_observation_space",
+    "get_activation_fn",
     "mlp",
     "normc_init_",
     "random_allowed_actions",

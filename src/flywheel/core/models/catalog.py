@@ -21,6 +21,9 @@ from flywheel.core.models.lstm import LSTMEncoder
 from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp
 from flywheel.errors import ModuleError
 
+ENCODER_OUT = "encoder_out"
+"""The key under which RLlib's encoders return their output (modules that share an encoder use it)."""
+
 # Output-layer scales: a near-uniform initial policy, a unit-scale initial value estimate.
 POLICY_OUTPUT_STD = 0.01
 VALUE_OUTPUT_STD = 1.0

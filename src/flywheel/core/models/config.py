@@ -115,13 +115,20 @@ def _closest(word: str, words: tuple[str, ...]) -> str | None:
 
 def activation_layer(name: str | None) -> nn.Module | None:
     """A new activation module for `name` (None for "linear"/None)."""
+    cls = get_activation_fn(name)
+    return cls() if cls is not None else None
+
+
+def get_activation_fn(name: str | None = None, framework: str = "torch") -> type[nn.Module] | None:
+    """RLlib's helper: the torch activation class for `name` (None for "linear"/None)."""
+    if framework != "torch":
+        raise ModuleError(
+            f"get_activation_fn(framework={framework!r}): flywheel is torch-only. Fix: pass 'torch'."
+        )
     key = "linear" if name is None else str(name).lower()
     if key not in _ACTIVATIONS:
-        raise ModuleError(
-            f"Unknown activation {name!r} in model_config. Expected one of {sorted(_ACTIVATIONS)}."
-        )
-    cls = _ACTIVATIONS[key]
-    return cls() if cls is not None else None
+        raise ModuleError(f"Unknown activation {name!r}. Expected one of {sorted(_ACTIVATIONS)}.")
+    return _ACTIVATIONS[key]
 
 
 def default_conv_filters(image_shape: tuple[int, ...]) -> list:

@@ -13,6 +13,7 @@ _EXPORTS = {
     "MultiRLModuleSpec": "flywheel.core.rl_module.spec",
     "RLModule": "flywheel.core.rl_module.rl_module",
     "RLModuleSpec": "flywheel.core.rl_module.spec",
+    "SelfSupervisedLossAPI": "flywheel.core.rl_module.apis",
     "TargetNetworkAPI": "flywheel.core.rl_module.apis",
     "TorchRLModule": "flywheel.core.rl_module.torch_rl_module",
     "ValueFunctionAPI": "flywheel.core.rl_module.apis",

@@ -7,6 +7,7 @@ clear error if its loss needs values the module cannot give, instead of failing 
 from __future__ import annotations
 
 import abc
+from typing import Any
 
 import torch
 
@@ -39,3 +40,18 @@ class TargetNetworkAPI(abc.ABC):
     @abc.abstractmethod
     def forward_target(self, batch: dict) -> dict:
         """The forward pass through the target networks (no gradients needed)."""
+
+
+class SelfSupervisedLossAPI(abc.ABC):
+    """A module that brings its own loss (e.g. a curiosity model trained next to a policy).
+
+    The learner calls `compute_self_supervised_loss` for such a module instead of its own
+    `compute_loss_for_module`, and algorithms do not require their own APIs of it (a PPO learner
+    trains it without `compute_values`).
+    """
+
+    @abc.abstractmethod
+    def compute_self_supervised_loss(
+        self, *, learner: Any, module_id: str, config: Any, batch: dict, fwd_out: dict, **kwargs: Any
+    ) -> torch.Tensor:
+        """The module's scalar loss on one minibatch (`learner.metrics` logs its terms)."""

@@ -26,6 +26,12 @@ class MultiRLModule(nn.Module, Checkpointable):
     `multi["p0"]`, `"p0" in multi`, `keys()`, `items()`, `values()`, `len(multi)`.
 
     Forward passes take and return `{module_id: ...}`: each sub-batch goes to its module.
+
+    Subclasses (RLlib's pattern, e.g. modules sharing an encoder) override `setup()`, which runs
+    once the sub-modules are in `self._rl_modules`, and `_forward_inference` /
+    `_forward_exploration` / `_forward_train`, which the public passes call (by default each
+    sub-module's public pass on its sub-batch). `MultiRLModuleSpec(multi_rl_module_class=...)`
+    builds such a container on runners and learners.
     """
 
     def __init__(self, rl_modules: dict[ModuleID, RLModule] | None = None):
@@ -33,6 +39,10 @@ class MultiRLModule(nn.Module, Checkpointable):
         self._rl_modules = nn.ModuleDict()
         for module_id, module in (rl_modules or {}).items():
             self.add_module(module_id, module)
+        self.setup()
+
+    def setup(self) -> None:  # noqa: B027 (optional hook)
+        """Runs after the sub-modules are added (subclasses keep references to them here)."""
 
     # Dict behaviour.
 
@@ -99,22 +109,29 @@ class MultiRLModule(nn.Module, Checkpointable):
     # Forward passes.
 
     def forward_inference(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
-        """Each module's `forward_inference`, with autograd switched off once for all of them."""
-        return without_grad(self._forward_each, "forward_inference", batch, kwargs)
+        """`_forward_inference` (each module's `forward_inference`), with autograd off once for all."""
+        return without_grad(self._forward_inference, batch, **kwargs)
 
     def forward_exploration(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
-        """Each module's `forward_exploration`, with autograd switched off once for all of them."""
-        return without_grad(self._forward_each, "forward_exploration", batch, kwargs)
+        """`_forward_exploration` (each module's `forward_exploration`), with autograd off once for all."""
+        return without_grad(self._forward_exploration, batch, **kwargs)
 
     def forward_train(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
-        return {mid: self[mid].forward_train(sub, **kwargs) for mid, sub in batch.items()}
+        """`_forward_train` (each module's `forward_train`)."""
+        return self._forward_train(batch, **kwargs)
 
     def forward(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
         """torch's entry point (used by wrappers such as DDP): the training pass."""
-        return {mid: self[mid].forward(sub, **kwargs) for mid, sub in batch.items()}
+        return self._forward_train(batch, **kwargs)
 
-    def _forward_each(self, phase: str, batch: dict[ModuleID, dict], kwargs: dict) -> dict[ModuleID, dict]:
-        return {mid: getattr(self[mid], phase)(sub, **kwargs) for mid, sub in batch.items()}
+    def _forward_inference(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_inference(sub, **kwargs) for mid, sub in batch.items()}
+
+    def _forward_exploration(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_exploration(sub, **kwargs) for mid, sub in batch.items()}
+
+    def _forward_train(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_train(sub, **kwargs) for mid, sub in batch.items()}
 
     # State.
 
@@ -149,8 +166,8 @@ class MultiRLModule(nn.Module, Checkpointable):
 
     @classmethod
     def _from_metadata(cls, node: Node, allowed: Allowed) -> Self:
-        """The container with every module rebuilt from its sub-directory (weights come after)."""
-        multi = super()._from_metadata(node, allowed)
-        for module_id, child in node.children.items():
-            multi.add_module(module_id, RLModule._construct_from(child, allowed))
-        return multi
+        """The container built with every module rebuilt from its sub-directory (weights come after)."""
+        modules = {
+            module_id: RLModule._construct_from(child, allowed) for module_id, child in node.children.items()
+        }
+        return cls(rl_modules=modules)

@@ -101,6 +101,10 @@ class RLModule(Checkpointable):
             self._is_stateful = bool(self.get_initial_state())
         return self._is_stateful
 
+    def unwrapped(self) -> RLModule:
+        """The module itself (RLlib's name: there, for a module wrapped for distributed training)."""
+        return self
+
     # Action distributions.
 
     def get_inference_action_dist_cls(self) -> type[Distribution]:
