@@ -31,11 +31,12 @@ class TorchRLModule(nn.Module, RLModule):
         self,
         observation_space: gym.Space | None = None,
         action_space: gym.Space | None = None,
-        inference_only: bool = False,
+        inference_only: bool | None = False,
         model_config: dict | None = None,
+        **kwargs: Any,
     ):
         nn.Module.__init__(self)
-        RLModule.__init__(self, observation_space, action_space, inference_only, model_config)
+        RLModule.__init__(self, observation_space, action_space, inference_only, model_config, **kwargs)
 
     def forward_inference(self, batch: dict, **kwargs) -> dict:
         if self.training:
