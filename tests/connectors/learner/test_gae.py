@@ -105,20 +105,21 @@ def test_gae_needs_add_one_ts():
         )
 
 
-def test_gae_needs_a_value_function():
+def test_gae_skips_modules_without_a_value_function_as_rllib():
+    """A module without `compute_values` (e.g. a heuristic one that does not train) gets no advantages;
+    PPO's learner refuses to train such a module (tests/algorithms/ppo)."""
+
     class NoValues:
         def is_stateful(self):
             return False
 
-    with pytest.raises(
-        ConnectorError, match=r"needs a module with compute_values \(ValueFunctionAPI\), got NoValues"
-    ):
-        gae_pipeline()(
-            rl_module={"default_policy": NoValues()},
-            batch={},
-            episodes=[chunk([1, 2], [1.0])],
-            shared_data={},
-        )
+    batch = gae_pipeline()(
+        rl_module={"default_policy": NoValues()},
+        batch={},
+        episodes=[chunk([1, 2], [1.0])],
+        shared_data={},
+    )
+    assert Columns.ADVANTAGES not in batch["default_policy"]
 
 
 def test_reverse_linear_scan_matches_the_recursion():

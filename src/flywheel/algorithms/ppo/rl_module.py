@@ -34,7 +34,8 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     With `use_lstm` the value head shares the LSTM: a separate value LSTM would need its own
     state, recorded by runners that never run it.
 
-    Outputs: `_forward` (acting) → `ACTION_DIST_INPUTS` (+ `STATE_OUT` if recurrent);
+    Outputs: `_forward` (acting) → `ACTION_DIST_INPUTS` (+ `STATE_OUT` if recurrent; a recurrent
+    module acts on `[B, 1, ...]` observations, as runners give them, and returns `[B, 1, ...]` inputs);
     `_forward_train` also → `EMBEDDINGS` (the value branch's input), which
     `compute_values(batch, embeddings)` reuses instead of encoding the batch again.
     """
@@ -64,7 +65,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
 
     def _forward(self, batch: dict, **kwargs) -> dict:
         if self.recurrent:
-            embeddings, state = self.encoder(batch[Columns.OBS], batch[Columns.STATE_IN], sequence=False)
+            embeddings, state = self.encoder(batch[Columns.OBS], batch[Columns.STATE_IN])
             return {Columns.ACTION_DIST_INPUTS: self.pi(embeddings), Columns.STATE_OUT: state}
         return {Columns.ACTION_DIST_INPUTS: self.pi(self.encoder(batch[Columns.OBS]))}
 
@@ -72,7 +73,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         obs = batch[Columns.OBS]
         out = {}
         if self.recurrent:
-            embeddings, out[Columns.STATE_OUT] = self.encoder(obs, self._state_in(batch), sequence=True)
+            embeddings, out[Columns.STATE_OUT] = self.encoder(obs, self._state_in(batch))
         else:
             embeddings = self.encoder(obs)
         out[Columns.ACTION_DIST_INPUTS] = self.pi(embeddings)
@@ -94,7 +95,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     def _value_embeddings(self, batch: dict) -> torch.Tensor:
         obs = batch[Columns.OBS]
         if self.recurrent:
-            return self.encoder(obs, self._state_in(batch), sequence=True)[0]
+            return self.encoder(obs, self._state_in(batch))[0]
         return self.encoder(obs) if self.shared_encoder else self.vf_encoder(obs)
 
     def _state_in(self, batch: dict) -> dict:

@@ -57,7 +57,10 @@ class GeneralAdvantageEstimation(ConnectorV2):
                 "AddOneTsToEpisodesAndTruncate ran before it. Fix: pipeline.prepend(AddOneTsToEpisodesAndTruncate())."
             )
         for module_id, columns in batch.items():
-            values = _compute_values(rl_module[module_id], columns)
+            module = rl_module[module_id]
+            if not hasattr(module, "compute_values"):
+                continue  # as RLlib: no value function, no advantages (the PPO learner trains no such module)
+            values = _compute_values(module, columns)
             self._add_advantages(module_id, columns, values, np.asarray(chunk_lens[module_id]))
         return batch
 
@@ -141,11 +144,6 @@ def standardize(advantages: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def _compute_values(module: Any, columns: dict) -> np.ndarray:
-    if not hasattr(module, "compute_values"):
-        raise ConnectorError(
-            f"GeneralAdvantageEstimation needs a module with compute_values (ValueFunctionAPI), got "
-            f"{type(module).__name__}. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
-        )
     param = next(iter(module.parameters()), None) if hasattr(module, "parameters") else None
     device = param.device if param is not None else torch.device("cpu")
     with torch.no_grad():
