@@ -9,7 +9,8 @@ from flywheel.core.models.catalog import (
 from flywheel.core.models.cnn import CNNEncoder
 from flywheel.core.models.config import DEFAULT_MODEL_CONFIG, activation_layer, resolve_model_config
 from flywheel.core.models.lstm import LSTMEncoder
-from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_
+from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_, normc_initializer
+from flywheel.core.models.padding import same_padding, valid_padding
 
 __all__ = [
     "CNNEncoder",
@@ -24,5 +25,8 @@ __all__ = [
     "build_value_head",
     "mlp",
     "normc_init_",
+    "normc_initializer",
     "resolve_model_config",
+    "same_padding",
+    "valid_padding",
 ]
