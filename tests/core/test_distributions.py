@@ -58,7 +58,10 @@ def test_categorical_works_with_time_dimension():
 def test_categorical_rsample_is_a_straight_through_one_hot():
     logits = LOGITS.clone().requires_grad_(True)
     sample = Categorical.from_logits(logits).rsample()
-    assert sample.detach().sum(-1).tolist() == [1.0, 1.0] and set(sample.detach().flatten().tolist()) <= {0, 1}
+    assert sample.detach().sum(-1).tolist() == [1.0, 1.0] and set(sample.detach().flatten().tolist()) <= {
+        0,
+        1,
+    }
     (sample * torch.tensor([1.0, 0.0])).sum().backward()  # the gradient of the first action's probability
     probs = torch.softmax(LOGITS, -1)[:, 0]
     assert torch.allclose(logits.grad[:, 0], probs * (1 - probs))

@@ -66,7 +66,10 @@ class Distribution:
         def required_input_dim(partial: type, space: gym.Space, **kwargs: Any) -> int:
             return cls.required_input_dim(space, **merged(kwargs))
 
-        methods = {"from_logits": classmethod(from_logits), "required_input_dim": classmethod(required_input_dim)}
+        methods = {
+            "from_logits": classmethod(from_logits),
+            "required_input_dim": classmethod(required_input_dim),
+        }
         return type(f"{cls.__name__}Partial", (cls,), methods)
 
     def sample(self) -> Any:
@@ -333,11 +336,17 @@ class MultiDistribution(Distribution):
 
     @classmethod
     def from_logits(
-        cls, logits: torch.Tensor, child_distribution_cls_struct: Any = None, input_lens: Any = None, **kwargs: Any
+        cls,
+        logits: torch.Tensor,
+        child_distribution_cls_struct: Any = None,
+        input_lens: Any = None,
+        **kwargs: Any,
     ) -> MultiDistribution:
         """Splits `logits` by `input_lens` among `child_distribution_cls_struct` (both default to the
         class's, as `distribution_for_space` set them; RLlib's keywords)."""
-        classes = cls.child_classes if child_distribution_cls_struct is None else child_distribution_cls_struct
+        classes = (
+            cls.child_classes if child_distribution_cls_struct is None else child_distribution_cls_struct
+        )
         lens = cls.input_lens if input_lens is None else input_lens
         lens = tuple(lens.values()) if isinstance(lens, dict) else tuple(lens)
         parts = torch.split(logits, lens, dim=-1)

@@ -21,7 +21,10 @@ from flywheel.env.make import make_env_creator
 from flywheel.errors import EnvError
 from flywheel.typing import AgentID
 
-__all__ = ["MultiAgentEnv", "make_multi_agent"]
+__all__ = ["ENV_STATE", "MultiAgentEnv", "make_multi_agent"]
+
+ENV_STATE = "state"
+"""RLlib's key for a global env state inside an agent's Dict observation (e.g. for centralized critics)."""
 
 
 class MultiAgentEnv(gym.Env):
