@@ -134,8 +134,8 @@ def test_observation_in_space_only_after_conversion_warns():
     assert str(caught[0].message) == (
         "env ObsOutOfSpaceEnv.reset(seed=0) returned an observation that observation_space Box(0.0, 1e+06, (1,), "
         "float32) contains only after conversion to its dtypes (the dtype is wrong (float64 cannot be cast "
-        "safely to float32)); flywheel's vector env converts every observation so (RLlib: gymnasium's env "
-        "checker warns the same). Fix: return obs.astype(np.float32), or declare the space with dtype=np.float64."
+        "safely to float32)); flywheel converts every observation so (RLlib: gymnasium's env checker "
+        "warns the same). Fix: return obs.astype(np.float32), or declare the space with dtype=np.float64."
     )
 
 

@@ -188,22 +188,26 @@ def _check_info(name: str, what: str, info: Any) -> None:
 
 
 def _check_obs(name: str, what: str, obs: Any, space: gym.spaces.Space) -> None:
+    check_observation(f"env {name}.{what} returned an observation", "observation_space", obs, space)
+
+
+def check_observation(returned: str, space_name: str, obs: Any, space: gym.spaces.Space) -> None:
+    """Raises an `EnvError` ("<returned> outside <space_name>: got ..., expected ...: <problem>. Fix: ...")
+    for an observation `space` does not contain; warns instead when it does after conversion to the
+    space's dtypes (e.g. float64 arrays for a float32 Box, lists), which is what the vector env and
+    the episodes do with it (RLlib: gymnasium's env checker warns the same)."""
     if space.contains(obs):
         return
     problem, fix = _explain(obs, space)
     if space.contains(_in_space_dtypes(obs, space)):
-        # E.g. float64 arrays for a float32 Box, or lists: the vector env writes every observation
-        # into arrays of the space's dtypes, so nothing but that conversion happens to them.
         warnings.warn(
-            f"env {name}.{what} returned an observation that observation_space {space} contains only "
-            f"after conversion to its dtypes ({problem}); flywheel's vector env converts every observation "
-            f"so (RLlib: gymnasium's env checker warns the same). Fix: {fix}.",
-            stacklevel=2,
+            f"{returned} that {space_name} {space} contains only after conversion to its dtypes ({problem}); "
+            f"flywheel converts every observation so (RLlib: gymnasium's env checker warns the same). Fix: {fix}.",
+            stacklevel=3,
         )
         return
     raise EnvError(
-        f"env {name}.{what} returned an observation outside observation_space: got {_describe(obs)}, "
-        f"expected {space}: {problem}. Fix: {fix}."
+        f"{returned} outside {space_name}: got {_describe(obs)}, expected {space}: {problem}. Fix: {fix}."
     )
 
 
