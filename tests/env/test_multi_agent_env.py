@@ -15,7 +15,7 @@ from flywheel.env.multi_agent_vector_env import (
     make_multi_agent_vector_env,
 )
 from flywheel.errors import EnvError
-from flywheel.testing.multi_agent_envs import BrokenMultiAgentEnv, MultiCartPole, TurnBasedEnv
+from flywheel.testing.multi_agent_envs import MultiCartPole, TurnBasedEnv
 
 ARM_OBS = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
 
