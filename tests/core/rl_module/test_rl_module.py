@@ -184,7 +184,7 @@ def test_action_dist_cls_set_in_setup_serves_all_three_phases():
 
 def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/rl_modules.md: its code blocks continue one another, so they run in one namespace."""
-    namespace = run_doc_blocks("docs/concepts/rl_modules.md", blocks=7)
+    namespace = run_doc_blocks("docs/concepts/rl_modules.md", blocks=8)
     assert sorted(namespace["multi"].keys()) == ["p0", "p2"]
 
 
