@@ -47,6 +47,25 @@ def test_pbt_perturbs_lr_in_place_and_both_trials_finish(ray_session, tmp_path):
     # Every iteration trained with its trial's lr of that moment, and PBT changed some trial's lr.
     assert all(config_lr == pytest.approx(used_lr) for config_lr, used_lr in rows)
     assert {lr for lr, _ in rows} - {1e-3, 1e-4}
-    # Algorithms (with their runners and envs) were built only for trials starting from scratch, never
-    # with a perturbed lr: the trials that continued from a clone's checkpoint took the new lr in place.
-    assert {float(lr) for lr in built_with.read_text().split()} <= {1e-3, 1e-4}
+    # Whether an exploiting trial keeps its actor is Tune's choice (a new actor is built with the new
+    # lr when none is free); a kept actor takes the new lr in place (test below).
+    assert {float(lr) for lr in built_with.read_text().split()} >= {1e-3, 1e-4}
+
+
+def test_a_reused_trial_takes_the_new_config_in_place_when_it_loads_a_checkpoint(tmp_path):
+    built = []
+    settings = (
+        tiny_config(lr=1e-3).callbacks(on_algorithm_init=lambda algorithm, **kw: built.append(1)).to_dict()
+    )
+    trial = flywheel.tune.trainable("PPO")(config=settings)
+    checkpoint = trial.save(str(tmp_path / "checkpoint"))
+    algorithm = trial.algo
+
+    assert trial.reset({**settings, "lr": 2e-3}) is True  # what Tune calls on a reused actor
+    trial.restore(checkpoint)
+    result = trial.train()
+
+    assert trial.algo is algorithm and built == [1]
+    assert result["config"]["lr"] == 2e-3
+    assert result["learners"]["default_policy"]["default_optimizer_learning_rate"] == pytest.approx(2e-3)
+    trial.stop()
