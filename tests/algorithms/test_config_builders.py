@@ -275,11 +275,13 @@ def test_real_default_pipelines():
         "AddObservationsFromEpisodesToBatch",
         "AddStatesFromEpisodesToBatch",
         "BatchIndividualItems",
+        "AddTimeDimToBatchAndZeroPad",
         "NumpyToTensor",
     ]
     assert _labels(config.build_module_to_env_connector(FAKE_ENV)) == [
         "GetActions",
         "TensorToNumpy",
+        "RemoveSingleTsTimeRankFromBatch",
         "NormalizeAndClipActions",
     ]
     assert _labels(config.build_learner_connector(OBS, ACT)) == [

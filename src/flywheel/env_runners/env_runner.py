@@ -61,6 +61,13 @@ class EnvRunner(Checkpointable, abc.ABC):
         self._env_seed = None if config.seed is None else config.seed + worker_index * self.num_envs
         self._episodes: list | None = None
         self._to_module: dict[str, Any] = {}
+        self._shared_data: dict[str, Any] = {}  # of the step's env-to-module call, for its module-to-env call
+        self._env_steps_sampled = 0  # by this runner, over its lifetime: `t` of forward_exploration
+
+    def _global_env_steps(self) -> int:
+        """`t` passed to `forward_exploration`: the env steps sampled so far over all runners, estimated
+        as RLlib does (this runner's count times the number of runners)."""
+        return self._env_steps_sampled * max(1, self.num_workers)
 
     # --------------------------------------------------------------- sampling
 

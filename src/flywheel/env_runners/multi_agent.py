@@ -18,7 +18,7 @@ import tree
 
 from flywheel.columns import Columns
 from flywheel.connectors.env_to_module import DEFAULT_PIECE_TYPES, only_default_pieces
-from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
+from flywheel.connectors.env_to_module.agent_rows import agent_rows
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.env.checks import env_name
 from flywheel.env.make import SUB_ENV_RESTARTED
@@ -177,6 +177,7 @@ class MultiAgentEnvRunner(EnvRunner):
         if self._obs_monitor is not None:
             self._obs_monitor.check(obs, self._episodes)
         stepped = sum(map(len, actions)) if self._count_agent_steps else len(actions)
+        self._env_steps_sampled += len(actions)
         restarted = self._count_chunk_steps(actions, infos) if self._restart_sub_envs else ()
         finished, starting = [], []
         for i, episode in enumerate(self._episodes):
@@ -246,6 +247,7 @@ class MultiAgentEnvRunner(EnvRunner):
         """Lays out the rows of the next forward pass and builds its batch from `obs` (what the env
         just returned for each sub-env, the newest observation of every agent to act)."""
         shared_data: dict[str, Any] = {}
+        self._shared_data = shared_data  # also passed to the module-to-env pipeline of this step, as in RLlib
         self._rows = agent_rows(self._episodes, shared_data)
         if self.module is None:
             return
@@ -289,12 +291,12 @@ class MultiAgentEnvRunner(EnvRunner):
     def _compute_actions(self, explore: bool) -> tuple[list[dict], list[dict], list[dict]]:
         """The module-to-env output mapped back to `{agent_id: ...}` per sub-env (actions, to env, extras)."""
         if explore:
-            out = self.module.forward_exploration(self._to_module)
+            out = self.module.forward_exploration(self._to_module, t=self._global_env_steps())
         else:
             out = self.module.forward_inference(self._to_module)
         to_env = self._module_to_env(
             rl_module=self.module, batch=out, episodes=self._episodes, explore=explore,
-            shared_data={AGENT_ROWS: self._rows}, metrics=self.metrics,
+            shared_data=self._shared_data, metrics=self.metrics,
         )  # fmt: skip
         return _per_sub_env(to_env, self._rows, self.num_envs, self.weights_seq_no)
 

@@ -187,6 +187,7 @@ class SingleAgentEnvRunner(EnvRunner):
                 finished.append((i, episode))
                 stats.append((float(self._returns[i]), episode.t))
                 self._reset_pending[i] = self._next_step_autoreset
+        self._env_steps_sampled += stepped
         self._end_and_start_episodes(finished, starting, obs, per_env_infos, explore)
         return stepped, [episode for _, episode in finished]
 
@@ -233,14 +234,14 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _compute_actions(self, explore: bool) -> dict[str, Any]:
         if explore:
-            out = self.module.forward_exploration(self._to_module)
+            out = self.module.forward_exploration(self._to_module, t=self._global_env_steps())
         else:
             out = self.module.forward_inference(self._to_module)
         if explore in self._unchecked_forwards:
             self._check_module_output(out, explore)
         return self._module_to_env(
-            rl_module=self.module, batch=out, episodes=self._episodes, explore=explore, shared_data={},
-            metrics=self.metrics,
+            rl_module=self.module, batch=out, episodes=self._episodes, explore=explore,
+            shared_data=self._shared_data, metrics=self.metrics,
         )  # fmt: skip
 
     def _check_module_output(self, out: Any, explore: bool) -> None:
@@ -266,14 +267,15 @@ class SingleAgentEnvRunner(EnvRunner):
         observations and no `on_episode_step` callback may have rewritten them, that batch is the
         env's observations as they came (the episodes' last observations, row by row), converted
         by the pipeline's own `NumpyToTensor`."""
+        self._shared_data = {}  # also passed to the module-to-env pipeline of this step, as in RLlib
         if self.module is None:
             return {}
         to_tensor = self._direct_to_tensor()
         if to_tensor is None:
-            return self._call_env_to_module(self._episodes, explore)
+            return self._call_env_to_module(self._episodes, explore, self._shared_data)
         return to_tensor(
             rl_module=self.module, batch={Columns.OBS: obs}, episodes=self._episodes, explore=explore,
-            shared_data={}, metrics=self.metrics,
+            shared_data=self._shared_data, metrics=self.metrics,
         )  # fmt: skip
 
     def _direct_to_tensor(self) -> NumpyToTensor | None:
@@ -291,12 +293,14 @@ class SingleAgentEnvRunner(EnvRunner):
             self._to_tensor = pieces[-1] if direct else None
         return self._to_tensor
 
-    def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
+    def _call_env_to_module(
+        self, episodes: list[SingleAgentEpisode], explore: bool, shared_data: dict | None = None
+    ) -> dict[str, Any]:
         if self.module is None:  # nothing will read the batch
             return {}
         return self._env_to_module(
-            rl_module=self.module, batch={}, episodes=episodes, explore=explore, shared_data={},
-            metrics=self.metrics,
+            rl_module=self.module, batch={}, episodes=episodes, explore=explore,
+            shared_data={} if shared_data is None else shared_data, metrics=self.metrics,
         )  # fmt: skip
 
     def _reset_envs(self, explore: bool) -> None:

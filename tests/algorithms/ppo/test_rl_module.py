@@ -161,10 +161,14 @@ def test_lstm_state_shapes_and_carry_over():
     state = {k: torch.from_numpy(np.stack([v] * 3)) for k, v in init.items()}
     step_logits = []
     for t in range(5):
-        out = module.forward_exploration({Columns.OBS: obs[:, t], Columns.STATE_IN: state})
-        assert out[Columns.ACTION_DIST_INPUTS].shape == (3, 2) and out[Columns.STATE_OUT]["h"].shape == (3, 6)
+        # Acting: OBS [B, 1, ...] and STATE_IN [B, ...], as runners give them (RLlib's layout).
+        out = module.forward_exploration({Columns.OBS: obs[:, t : t + 1], Columns.STATE_IN: state})
+        assert out[Columns.ACTION_DIST_INPUTS].shape == (3, 1, 2) and out[Columns.STATE_OUT]["h"].shape == (
+            3,
+            6,
+        )
         assert not torch.equal(out[Columns.STATE_OUT]["h"], state["h"])
-        step_logits.append(out[Columns.ACTION_DIST_INPUTS])
+        step_logits.append(out[Columns.ACTION_DIST_INPUTS][:, 0])
         state = out[Columns.STATE_OUT]
     train_batch = {
         Columns.OBS: obs,

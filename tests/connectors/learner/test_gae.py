@@ -105,8 +105,11 @@ def test_gae_needs_add_one_ts():
         )
 
 
-def test_gae_leaves_modules_without_a_value_function_alone():
-    class NoValues:  # e.g. a curiosity model trained on the same rows
+def test_gae_skips_modules_without_a_value_function_as_rllib():
+    """A module without `compute_values` (e.g. a heuristic one that does not train) gets no advantages;
+    PPO's learner refuses to train such a module (tests/algorithms/ppo)."""
+
+    class NoValues:
         def is_stateful(self):
             return False
 

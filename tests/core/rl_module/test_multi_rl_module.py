@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from flywheel import MultiRLModule, TorchRLModule
+from flywheel import Columns, MultiRLModule, RLModule, TorchRLModule
 from flywheel.errors import ModuleError
 
 OBS = gym.spaces.Box(-1.0, 1.0, (2,))
@@ -59,10 +59,31 @@ def test_add_and_remove_modules():
 
 def test_add_module_rejects_non_modules_and_bad_ids():
     multi = make()
-    with pytest.raises(ModuleError, match="MultiRLModule holds torch RLModules, got Linear for 'x'"):
+    with pytest.raises(ModuleError, match="MultiRLModule holds RLModules, got Linear for 'x'"):
         multi.add_module("x", nn.Linear(1, 1))
     with pytest.raises(ModuleError, match=r"'a.b' cannot be a module id"):
         multi.add_module("a.b", Affine(OBS, ACT))
+
+
+def test_holds_weightless_rl_modules_beside_torch_ones():
+    """A plain RLModule (a heuristic policy, as RLlib's examples have) has no weights: it is held, acts,
+    and has an empty state; the torch modules' parameters and state names are unchanged."""
+
+    class Heuristic(RLModule):
+        def _forward(self, batch, **kwargs):
+            return {Columns.ACTIONS: np.zeros(len(batch[Columns.OBS]), np.int64)}
+
+    multi = make()
+    names = list(multi.state_dict())
+    multi.add_module("h", Heuristic(OBS, ACT))
+    assert list(multi.keys()) == ["p0", "p1", "h"] and list(multi.state_dict()) == names
+    assert multi.get_state(components=["h"]) == {"h": {}}
+    out = multi.forward_exploration({"h": {Columns.OBS: np.zeros((3, 2), np.float32)}})
+    assert out["h"][Columns.ACTIONS].tolist() == [0, 0, 0]
+    multi.add_module("p0", Heuristic(OBS, ACT), override=True)
+    assert not any(name.startswith("_rl_modules.p0.") for name in multi.state_dict())
+    multi.remove_module("h")
+    assert list(multi.keys()) == ["p0", "p1"]
 
 
 def test_foreach_module():

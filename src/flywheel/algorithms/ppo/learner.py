@@ -80,12 +80,12 @@ class PPOTorchLearner(TorchLearner):
         return [ValueFunctionAPI]
 
     def _set_up_module(self, module_id: ModuleID) -> None:
-        """Checks the module has a value function; starts its entropy schedule and KL coefficient.
+        """Checks a module that trains has a value function; starts its entropy schedule and KL coefficient.
         A module with its own loss (`SelfSupervisedLossAPI`) needs neither."""
         module = self.module[module_id]
         if isinstance(module, SelfSupervisedLossAPI):
             return
-        if not hasattr(module, "compute_values"):
+        if self.should_module_be_updated(module_id) and not hasattr(module, "compute_values"):
             raise LearnerError(
                 f"PPO needs a value function, but module {module_id!r} ({type(module).__name__}) has no "
                 "compute_values. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."

@@ -40,7 +40,8 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     With `use_lstm` the value head shares the LSTM: a separate value LSTM would need its own
     state, recorded by runners that never run it.
 
-    Outputs: `_forward` (acting) → `ACTION_DIST_INPUTS` (+ `STATE_OUT` if recurrent);
+    Outputs: `_forward` (acting) → `ACTION_DIST_INPUTS` (+ `STATE_OUT` if recurrent; a recurrent
+    module acts on `[B, 1, ...]` observations, as runners give them, and returns `[B, 1, ...]` inputs);
     `_forward_train` also → `EMBEDDINGS` (the value branch's input), which
     `compute_values(batch, embeddings)` reuses instead of encoding the batch again.
     """
@@ -75,7 +76,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     def _forward(self, batch: dict, **kwargs) -> dict:
         obs, allowed = self._observations(batch)
         if self.recurrent:
-            embeddings, state = self.encoder(obs, batch[Columns.STATE_IN], sequence=False)
+            embeddings, state = self.encoder(obs, batch[Columns.STATE_IN])
             return {Columns.ACTION_DIST_INPUTS: self._logits(embeddings, allowed), Columns.STATE_OUT: state}
         return {Columns.ACTION_DIST_INPUTS: self._logits(self.encoder(obs), allowed)}
 
@@ -83,7 +84,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         obs, allowed = self._observations(batch)
         out = {}
         if self.recurrent:
-            embeddings, out[Columns.STATE_OUT] = self.encoder(obs, self._state_in(batch), sequence=True)
+            embeddings, out[Columns.STATE_OUT] = self.encoder(obs, self._state_in(batch))
         else:
             embeddings = self.encoder(obs)
         out[Columns.ACTION_DIST_INPUTS] = self._logits(embeddings, allowed)
@@ -113,7 +114,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     def _value_embeddings(self, batch: dict) -> torch.Tensor:
         obs = self._observations(batch)[0]
         if self.recurrent:
-            return self.encoder(obs, self._state_in(batch), sequence=True)[0]
+            return self.encoder(obs, self._state_in(batch))[0]
         return self.encoder(obs) if self.shared_encoder else self.encoder.critic_encoder(obs)
 
     def _state_in(self, batch: dict) -> dict:

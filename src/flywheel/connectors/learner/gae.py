@@ -65,7 +65,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
         for module_id, columns in batch.items():
             module = rl_module[module_id]
             if not hasattr(module, "compute_values"):
-                continue
+                continue  # as RLlib: no value function, no advantages (the PPO learner trains no such module)
             values = _compute_values(module, columns)
             self._add_advantages(module_id, columns, values, np.asarray(chunk_lens[module_id]))
         return batch
@@ -154,16 +154,38 @@ def standardize(advantages: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def _compute_values(module: Any, columns: dict) -> np.ndarray:
+    """V(s) for every row. As in RLlib, `compute_values` sees the module's batch itself: columns it
+    replaces or adds (RLlib's action-masking example moves the mask out of a Dict observation into its
+    own column there) stay in the batch the learner trains on, and columns it removes are removed."""
     param = next(iter(module.parameters()), None) if hasattr(module, "parameters") else None
     device = param.device if param is not None else torch.device("cpu")
+    tensors = _to_tensors(columns, device)
+    given = dict(tensors)
     with torch.no_grad():
-        values = module.compute_values(_to_tensors(columns, device))
+        values = module.compute_values(tensors)
+    for key in given.keys() - tensors.keys():
+        del columns[key]
+    for key, value in tensors.items():
+        if given.get(key) is not value:
+            columns[key] = _to_numpy(value)
     return values.detach().cpu().numpy().astype(np.float64)
+
+
+def _to_numpy(data: Any) -> Any:
+    if isinstance(data, torch.Tensor):
+        return data.detach().cpu().numpy()
+    if isinstance(data, dict):
+        return {key: _to_numpy(value) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_to_numpy(value) for value in data)
+    return data
 
 
 def _to_tensors(data: Any, device: torch.device) -> Any:
     if isinstance(data, dict):
         return {key: _to_tensors(value, device) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_to_tensors(value, device) for value in data)
     if isinstance(data, np.ndarray) and data.dtype != object:
         return torch.from_numpy(data).to(device)
     return data
@@ -172,6 +194,8 @@ def _to_tensors(data: Any, device: torch.device) -> Any:
 def _take(data: Any, index: np.ndarray) -> Any:
     if isinstance(data, dict):
         return {key: _take(value, index) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_take(value, index) for value in data)
     if isinstance(data, torch.Tensor):
         return data[torch.from_numpy(index).to(data.device)]
     return data[index]

@@ -219,6 +219,8 @@ def _device_for(config: Any) -> torch.device:
 def _to_tensor(data: Any, device: torch.device) -> Any:
     if isinstance(data, dict):
         return {key: _to_tensor(value, device) for key, value in data.items()}
+    if isinstance(data, tuple):  # Tuple action spaces
+        return tuple(_to_tensor(value, device) for value in data)
     if isinstance(data, np.ndarray):
         if data.dtype == object:
             return data
@@ -232,6 +234,8 @@ def _to_tensor(data: Any, device: torch.device) -> Any:
 def _take(data: Any, index: torch.Tensor) -> Any:
     if isinstance(data, dict):
         return {key: _take(value, index) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_take(value, index) for value in data)
     if isinstance(data, torch.Tensor):
         return data[index]
     return data[index.cpu().numpy()]

@@ -29,7 +29,8 @@ from flywheel.core.models.config import (
 )
 from flywheel.core.models.initializers import LayerInit
 from flywheel.core.models.lstm import LSTMEncoder
-from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_
+from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_, normc_initializer
+from flywheel.core.models.padding import same_padding, valid_padding
 
 __all__ = [
     "ACTION_MASK",
@@ -56,7 +57,10 @@ __all__ = [
     "get_activation_fn",
     "mlp",
     "normc_init_",
+    "normc_initializer",
     "random_allowed_actions",
     "resolve_model_config",
+    "same_padding",
     "split_masked",
+    "valid_padding",
 ]

@@ -12,15 +12,26 @@ from flywheel.core.models.config import activation_layer
 from flywheel.core.models.initializers import LayerInit
 
 
+def normc_initializer(std: float = 1.0) -> Callable[[torch.Tensor], None]:
+    """RLlib's initializer: `normc_initializer(0.01)(layer.weight)` fills the weight in place with
+    Gaussian values scaled so each output unit's weight vector (row) has norm `std`."""
+
+    def initialize(weight: torch.Tensor) -> None:
+        with torch.no_grad():
+            weight.normal_(0.0, 1.0)
+            weight.mul_(std / weight.norm(dim=1, keepdim=True))
+
+    return initialize
+
+
 def normc_init_(layer: nn.Linear, std: float) -> nn.Linear:
-    """Gaussian weights scaled so each output unit's weight vector has norm `std`; zero bias.
+    """`normc_initializer(std)` on the layer's weight, and a zero bias.
 
     A policy output layer with std 0.01 starts PPO from a near-uniform policy, which keeps
     the first updates from collapsing exploration; value outputs use std 1.0.
     """
+    normc_initializer(std)(layer.weight)
     with torch.no_grad():
-        weight = torch.randn_like(layer.weight)
-        layer.weight.copy_(weight * (std / weight.norm(dim=1, keepdim=True)))
         layer.bias.zero_()
     return layer
 

@@ -9,6 +9,7 @@ from typing import Any
 
 _EXPORTS = {
     "DefaultModelConfig": "flywheel.core.rl_module.default_model_config",
+    "InferenceOnlyAPI": "flywheel.core.rl_module.apis",
     "MultiRLModule": "flywheel.core.rl_module.multi_rl_module",
     "MultiRLModuleSpec": "flywheel.core.rl_module.spec",
     "RLModule": "flywheel.core.rl_module.rl_module",

@@ -26,6 +26,24 @@ class ValueFunctionAPI(abc.ABC):
         """
 
 
+TARGET_NETWORK_ACTION_DIST_INPUTS = "target_network_action_dist_inputs"
+"""Output key of `forward_target` for the target networks' action distribution inputs (APPO)."""
+
+
+class InferenceOnlyAPI(abc.ABC):
+    """A module whose `get_non_inference_attributes()` names the parts runners do not need.
+
+    As in RLlib, a `TorchRLModule` with this API built with `inference_only=True` deletes those
+    attributes after `setup()` (dotted names reach sub-attributes), and `get_state(inference_only=True)`
+    leaves their weights out. (Every flywheel module may name such parts; only modules with this
+    API have them deleted.)
+    """
+
+    @abc.abstractmethod
+    def get_non_inference_attributes(self) -> list[str]:
+        """Attribute names (or `"a.b"` paths) of the parts not used to compute actions."""
+
+
 class TargetNetworkAPI(abc.ABC):
     """A module with slowly updated copies of some of its networks (DQN, SAC)."""
 
