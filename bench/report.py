@@ -11,6 +11,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from mujoco_report import mujoco_section
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 NUM_ENVS = (1, 8)  # multi-agent sampling
@@ -372,6 +374,59 @@ def train_section() -> list[str]:
     return lines + ([""] + errors if errors else [])
 
 
+def atari_section() -> list[str]:
+    lines = [
+        "## Atari Pong PPO: env steps/s of `sample()` and of `train()`, RLlib 2.60 and flywheel in turns",
+        "",
+        "Same env (`AtariPreprocessing`: 4-frame skip, 84x84 grayscale), 4 frames stacked by connector",
+        "pieces, RLlib's 84x84 CNN with shared value layers, 8 sub-envs, everything local; `train()` with a",
+        "train batch of 512, minibatches of 128, 1 epoch. flywheel runs torch on 1 thread; RLlib on torch's",
+        "default (one per core) or on 1 thread. Median over the runs in turns. Target: flywheel >= 3x RLlib.",
+        "",
+        "| measure | RLlib torch threads | RLlib 2.60 | flywheel | ratio | runs | load (1 min) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    errors: list[str] = []
+    for mode, label in (("sample", "sampling"), ("train", "`train()`")):
+        rllib, ours = load(f"atari_{mode}_rllib.jsonl"), load(f"atari_{mode}_flywheel.jsonl")
+        errors += errors_of(rllib, f"RLlib {label}") + errors_of(ours, f"flywheel {label}")
+        pairs: dict[int, list[tuple[dict, dict]]] = {}
+        for peer, mine in zip(rllib, ours):  # the i-th lines of both files ran in turns together
+            if "error" not in peer and "error" not in mine:
+                pairs.setdefault(peer.get("torch_threads", 0), []).append((peer, mine))
+        for threads, runs in sorted(pairs.items()):
+            peer_rate = median([peer["env_steps_per_s"] for peer, _ in runs])
+            our_rate = median([mine["env_steps_per_s"] for _, mine in runs])
+            loads = [row["loadavg_1m"] for pair in runs for row in pair if "loadavg_1m" in row]
+            lines.append(
+                f"| {label} | {threads or 'default'} | {fmt(peer_rate, 1)} | {fmt(our_rate, 1)} "
+                f"| {ratio_cell(our_rate / peer_rate, 3.0)} | {len(runs)} | {fmt(median(loads), 1)} |"
+            )
+    return lines + ([""] + errors if errors else [])
+
+
+def minatar_section() -> list[str]:
+    rows = load("learning_minatar_flywheel.jsonl")
+    lines = [
+        "## MinAtar Breakout: flywheel PPO (examples/ppo_minatar.py), 1M env steps",
+        "",
+        "Mean return of the last 100 episodes. Target: >= 10 within 1M env steps (random policy: 0.4).",
+        "",
+        "| seed | env steps to 10 | mean return at the end | best mean return | env steps/s | load (1 min) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"| {row.get('seed', '?')} | error: `{row['error']}` | | | | |")
+            continue
+        reached = fmt(row["env_steps_to_threshold"]) if row["env_steps_to_threshold"] else "not reached"
+        lines.append(
+            f"| {row['seed']} | {reached} | {row['last_mean_return']:.2f} | {row['best_mean_return']:.2f} "
+            f"| {fmt(row['env_steps_per_s'])} | {fmt(row.get('loadavg_1m'), 1)} |"
+        )
+    return lines
+
+
 def machine_section() -> list[str]:
     path = RESULTS / "machine.json"
     facts = json.loads(path.read_text()) if path.exists() else {}
@@ -412,6 +467,11 @@ def main() -> None:
         "",
         *offpolicy_section(),
         "",
+        *atari_section(),
+        "",
+        *minatar_section(),
+        "",
+        *mujoco_section(),
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 

@@ -8,6 +8,8 @@
 #                                         #     flywheel), --only train, --only ma (multi-agent sampling),
 #                                         #     --only remote (PPO train() with 0/1/2 remote runners),
 #                                         #     --only offpolicy (DQN CartPole 450 / SAC Pendulum -250: rllib, sb3, flywheel)
+#                                         #     --only atari (PPO Pong sampling and train() env steps/s: rllib, flywheel)
+#                                         #     --only minatar (flywheel PPO MinAtar Breakout, 1M env steps per seed)
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
 #
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
@@ -39,8 +41,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 case "$only" in
-    all | sampling | trainspeed | train | ma | remote | offpolicy) ;;
-    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote or offpolicy)" >&2; exit 2 ;;
+    all | sampling | trainspeed | train | ma | remote | offpolicy | atari | minatar) ;;
+    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote, offpolicy, atari or minatar)" >&2; exit 2 ;;
 esac
 
 [[ -x .venv/bin/python ]] || ./setup.sh
@@ -53,6 +55,9 @@ echo "${BENCH_NICE:--20}" 2>/dev/null > /proc/self/autogroup || true
 nice_cmd=(nice -n "${BENCH_NICE:--20}")
 "${nice_cmd[@]}" true 2>/dev/null || nice_cmd=()
 mkdir -p results/logs
+# RLlib starts Ray; "local" makes it start a Ray of its own rather than join (or fail to reach) a cluster
+# that something else on this machine started and recorded in /tmp/ray/ray_current_cluster.
+export RAY_ADDRESS="${RAY_ADDRESS:-local}"
 
 # measure OUT LOG LIMIT BENCH FRAMEWORK SCRIPT ARGS...: runs SCRIPT, appends its JSON result line to OUT,
 # or an error line naming the log when the script printed none (crashed, killed, timed out).
@@ -184,6 +189,37 @@ if [[ $report_only == 0 ]]; then
                 measure "results/learning_offpolicy_${fw}.jsonl" "learning_offpolicy_${fw}_seed${seed}.log" \
                     $((${max_seconds%.*} * 2 + 300)) learning_offpolicy "$fw" "$script" "${args[@]}"
             done
+        done
+    fi
+    if [[ $only == all || $only == atari ]]; then
+        for mode in sample train; do
+            for fw in rllib flywheel; do
+                has "$fw" && : > "results/atari_${mode}_${fw}.jsonl"
+            done
+            for r in $(seq 1 "$repeats"); do
+                turns_dir=""
+                if has rllib && has flywheel; then turns_dir="$(mktemp -d)"; fi
+                for fw in rllib flywheel; do
+                    has "$fw" || continue
+                    args=(--mode "$mode")
+                    # RLlib with torch's default threads unless BENCH_PEER_TORCH_THREADS is set (README.md).
+                    [[ $fw == rllib ]] && args+=(--torch-threads "${BENCH_PEER_TORCH_THREADS:-0}")
+                    if [[ -n "$turns_dir" ]]; then
+                        args+=(--turns-dir "$turns_dir" --turn-order rllib,flywheel --turn-as "$fw")
+                    fi
+                    measure "results/atari_${mode}_${fw}.jsonl" "atari_${mode}_${fw}_r${r}.log" 1800 \
+                        "atari_$mode" "$fw" "atari_speed_${fw}.py" "${args[@]}" &
+                done
+                wait
+                if [[ -n "$turns_dir" ]]; then rm -rf "$turns_dir"; fi
+            done
+        done
+    fi
+    if [[ $only == all || $only == minatar ]] && has flywheel; then
+        : > results/learning_minatar_flywheel.jsonl
+        for seed in $(seq 0 $((seeds - 1))); do
+            measure results/learning_minatar_flywheel.jsonl "learning_minatar_seed${seed}.log" 7200 \
+                learning_minatar flywheel learning_minatar.py --seed "$seed"
         done
     fi
 fi

@@ -300,3 +300,40 @@ def test_report_offpolicy_bound_below_the_target_is_not_met(tmp_path, monkeypatc
         "| RLlib 2.60 ÷ flywheel | ≥ 3× | ≥ 2.50× (peer not reached in 250 s, best mean 300.0) (NOT met) |"
         in text
     )
+
+
+def test_mujoco_report_curves_partial_runs_and_ratios(tmp_path, monkeypatch):
+    import mujoco_report
+
+    monkeypatch.setattr(mujoco_report, "RESULTS", tmp_path)
+    (tmp_path / "mujoco").mkdir()
+    (tmp_path / "mujoco" / "flywheel_Hopper-v5_seed0.jsonl").write_text(
+        '{"t": 2048, "r": 10.0, "cpu_s": 1.0}\n{"t": 4096, "r": 30.0, "cpu_s": 2.0}\n'
+    )
+    (tmp_path / "mujoco" / "flywheel_Hopper-v5_seed1.jsonl").write_text('{"t": 2048, "r": 20.0}\n')
+    done = {"env": "Hopper-v5", "seed": 1, "final_return": 20.0, "eval_return": 25.0}
+    (tmp_path / "mujoco_flywheel.jsonl").write_text(
+        json.dumps({**done, "final_return": 5.0, "env_steps_per_s": 1.0})
+        + "\n"
+        + json.dumps({**done, "env_steps_per_s": 140.0, "env_steps_per_cpu_s": 300.0})
+        + "\n"
+    )
+    (tmp_path / "mujoco_sb3.jsonl").write_text(
+        json.dumps({**done, "final_return": 10.0, "env_steps_per_s": 100.0, "env_steps_per_cpu_s": 250.0})
+        + "\n"
+    )
+    assert [row["final_return"] for row in mujoco_report.summaries("flywheel", "Hopper-v5")] == [
+        20.0
+    ]  # the latest
+    lines = mujoco_report.mujoco_section()
+    (row,) = [line for line in lines if line.startswith("| flywheel |")]
+    assert (
+        row
+        == "| flywheel | 1 (1) | 20 | 20 | 25 | 140 | 300 | seed 0: 30 at 4,096 steps, 2,048 steps per CPU-s |"
+    )
+    assert (
+        "- env steps/s, flywheel ÷ SB3: 1.40× wall-clock (n=1; target ≥ 1.3×: met); "
+        "1.20× per CPU-second (n=1; target ≥ 1.3×: NOT met)" in lines
+    )
+    assert "- final return, flywheel mean 20 vs SB3 mean 10: ≥ SB3" in lines
+    assert mujoco_report._at([(0, 1.0, None), (10, 2.0, None)], 5) == 1.0

@@ -1,4 +1,5 @@
-"""Every ```python block of the API contract (../shared/API.md) runs as written, one section per test.
+"""Every ```python block of the API contract (`docs/api.md`, the repo's copy of the project's
+`../shared/API.md`) runs as written, one section per test.
 
 Each section's blocks run together in a fresh interpreter, so a snippet cannot lean on another's
 imports or on this test process.
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-API_MD = Path(__file__).resolve().parents[1] / ".." / "shared" / "API.md"
+REPO = Path(__file__).resolve().parents[1]
+API_MD = REPO / "docs" / "api.md"
+SHARED_API_MD = REPO.parent / "shared" / "API.md"
 
 # What a snippet prints where the contract states it.
 EXPECTED_OUTPUT = {"9": "2.5 10\n"}
@@ -19,8 +22,6 @@ EXPECTED_OUTPUT = {"9": "2.5 10\n"}
 
 def _sections() -> list[tuple[str, str, str]]:
     """(number, heading, code) for each section of API.md with python blocks."""
-    if not API_MD.exists():
-        return []
     sections = []
     for part in re.split(r"^## ", API_MD.read_text(), flags=re.M)[1:]:
         heading = part.splitlines()[0].strip()
@@ -30,13 +31,7 @@ def _sections() -> list[tuple[str, str, str]]:
     return sections
 
 
-def _params() -> list:
-    if not API_MD.exists():
-        return [pytest.param(None, None, marks=pytest.mark.skip(reason=f"{API_MD} is absent"), id="API.md")]
-    return [pytest.param(number, code, id=heading) for number, heading, code in _sections()]
-
-
-@pytest.mark.parametrize(("number", "code"), _params())
+@pytest.mark.parametrize(("number", "code"), [pytest.param(n, code, id=h) for n, h, code in _sections()])
 def test_api_snippet_runs_as_written(number, code):
     result = subprocess.run(
         [sys.executable, "-c", code],
@@ -47,3 +42,12 @@ def test_api_snippet_runs_as_written(number, code):
     assert result.returncode == 0, f"API.md section {number} failed:\n{result.stderr[-3000:]}"
     if number in EXPECTED_OUTPUT:
         assert result.stdout.startswith(EXPECTED_OUTPUT[number]), result.stdout
+
+
+def test_sections_one_to_ten_have_code_and_run():
+    assert [number for number, _, _ in _sections()] == [str(n) for n in range(1, 11)]
+
+
+@pytest.mark.skipif(not SHARED_API_MD.exists(), reason="no ../shared/API.md beside this checkout to compare")
+def test_the_repo_copy_is_the_shared_contract():
+    assert API_MD.read_text() == SHARED_API_MD.read_text(), "copy ../shared/API.md to docs/api.md"

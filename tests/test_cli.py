@@ -111,7 +111,7 @@ def test_invalid_config_lists_every_problem_and_exits_2(capsys):
     code, _, err = run(["train", "--env", "CartPole-v1", "--set", "minibatch_size=8192", "lr=-1"], capsys)
     assert code == 2
     assert err.startswith("flywheel train: error: Invalid PPOConfig (2 problems):\n- ")
-    assert "minibatch_size=8192 is larger than train_batch_size_per_learner=4000" in err
+    assert "minibatch_size=8192 is larger than train_batch_size=4000" in err
     assert "lr=-1 must be a number > 0" in err
 
 
@@ -405,3 +405,29 @@ def test_api_md_section_11_commands_parse():
     evaluate_args = parser.parse_args(shlex.split("evaluate runs/cartpole/checkpoint --episodes 10"))
     assert (evaluate_args.handler, evaluate_args.path) == (cli.evaluate, "runs/cartpole/checkpoint")
     assert (evaluate_args.episodes, evaluate_args.explore) == (10, False)
+
+
+def test_train_draws_the_learning_curves_and_saves_evaluation_videos(tmp_path, capsys):
+    run_dir = tmp_path / "cartpole_seed0"
+    argv = shlex.split(f"train --env CartPole-v1 --stop-iters 1 --checkpoint-dir {run_dir} --no-progress")
+    evaluation = ["evaluation_interval=1", "evaluation_duration=1", "evaluation_config={'render_env': True}"]
+    code, out, err = run([*argv, *TINY, *evaluation], capsys)
+    assert code == 0, err
+    videos = sorted((run_dir / "videos").iterdir())
+    assert [p.name for p in videos] == ["evaluation_env_runners_episode_videos_0_000001.mp4"]
+    assert f"Learning curves: {run_dir / 'curves.png'}\n" in out
+    assert f"Videos: 1 mp4 file in {run_dir / 'videos'} (newest: {videos[0]})\n" in out
+    assert (run_dir / "curves.png").is_file()
+
+
+def test_plot_draws_several_runs_and_explains_a_missing_run(tmp_path, capsys):
+    for seed in (0, 1):
+        argv = ["train", "--env", "CartPole-v1", "--stop-iters", "2", "--seed", str(seed), "--no-progress"]
+        assert (
+            run([*argv, "--checkpoint-dir", str(tmp_path / "runs" / f"ppo_seed{seed}"), *TINY], capsys)[0]
+            == 0
+        )
+    code, out, err = run(["plot", str(tmp_path / "runs"), "-o", str(tmp_path / "all.png")], capsys)
+    assert (code, out) == (0, f"Learning curves: {tmp_path / 'all.png'}\n"), err
+    code, out, err = run(["plot", str(tmp_path / "nope")], capsys)
+    assert code == 2 and err.startswith(f"flywheel plot: error: {tmp_path / 'nope'} holds no results.csv")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from flywheel import PPOConfig
-from flywheel.connectors.env_to_module import MeanStdFilter
+from flywheel.connectors.env_to_module import FrameStacking, MeanStdFilter
 from flywheel.errors import CheckpointError, InferenceError, ModuleError
 from flywheel.inference import load_policy
 from flywheel.testing import CountingEnv
@@ -272,3 +272,50 @@ def test_forward_inference_takes_raw_observations_and_modules_take_numpy(cartpol
         2,
         2,
     )
+
+
+class PaintedCountingEnv(CountingEnv):
+    """CountingEnv whose frame after step t is an 84x84 RGB picture filled with 10 t."""
+
+    render_mode = "rgb_array"
+
+    def render(self):
+        return np.full((84, 84, 3), 10 * self.t, np.uint8)
+
+
+class SpyStacking(FrameStacking):
+    """FrameStacking that records the first stacked row of every call."""
+
+    seen: list = []
+
+    def __call__(self, *, batch, episodes, **kwargs):
+        batch = super().__call__(batch=batch, episodes=episodes, **kwargs)
+        if not self.as_learner_connector:
+            self.seen.append(batch["obs"][0].tolist())
+        return batch
+
+
+def test_record_video_plays_one_episode_with_its_history_and_saves_it(tmp_path_factory, tmp_path):
+    import imageio.v2 as imageio
+
+    from flywheel import register_env
+
+    seen = SpyStacking.seen
+    register_env("painted", lambda cfg: PaintedCountingEnv(cfg))
+    config = _small(
+        PPOConfig()
+        .environment("painted", env_config={"episode_len": 4})
+        .env_runners(env_to_module_connector=lambda env, spaces, device: SpyStacking(num_frames=2))
+        .training(learner_connector=lambda obs, act: FrameStacking(num_frames=2, as_learner_connector=True))
+    )
+    algo, path = _save(config, tmp_path_factory)
+    algo.stop()
+    policy = load_policy(path, classes=[SpyStacking])
+    seen.clear()
+    out = policy.record_video("painted", tmp_path / "ep.mp4", env_config={"episode_len": 4}, seed=0)
+    assert out == {"path": str(tmp_path / "ep.mp4"), "episode_return": 10.0, "episode_len": 4}
+    assert seen == [[0.0, 0.0], [0.0, 1.0], [1.0, 2.0], [2.0, 3.0]]  # the stacks see the episode so far
+    frames = imageio.mimread(out["path"])
+    assert [int(round(f.mean())) for f in frames] == pytest.approx([0, 10, 20, 30, 40], abs=2)
+    short = policy.record_video("painted", tmp_path / "short.mp4", env_config={"episode_len": 4}, max_steps=2)
+    assert short["episode_len"] == 2 and len(imageio.mimread(short["path"])) == 3

@@ -167,7 +167,7 @@ def make_callbacks(
     """
     callback = (callbacks_class or RLlibCallback)()
     for name in HOOK_NAMES:
-        functions = _as_list(hooks.get(name))
+        functions = as_hook_list(hooks.get(name))
         if not functions:
             continue
         calls = ([getattr(callback, name)] if _is_active(callback, name) else []) + functions
@@ -175,7 +175,8 @@ def make_callbacks(
     return callback
 
 
-def _as_list(hook: Callable | Sequence[Callable] | None) -> list[Callable]:
+def as_hook_list(hook: Callable | Sequence[Callable] | None) -> list[Callable]:
+    """A function-hook setting (None, one callable or a list of them) as a list."""
     if hook is None:
         return []
     if callable(hook):

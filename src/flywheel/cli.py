@@ -1,7 +1,8 @@
-"""The `flywheel` command line: `flywheel train`, `flywheel evaluate` and `flywheel port` (API.md §11).
+"""The `flywheel` command line: `train`, `evaluate`, `plot` and `port` (API.md §11).
 
     flywheel train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole
     flywheel evaluate runs/cartpole/checkpoint --episodes 10
+    flywheel plot runs/cartpole_seed0 runs/cartpole_seed1 -o curves.png
     flywheel port my_rllib_project/ -o my_flywheel_project/
 
 Settings are layered: the algorithm's defaults, then `--config FILE`, then `--env`/`--num-envs`/
@@ -33,6 +34,7 @@ from flywheel.errors import CheckpointError, ConfigError, FlywheelError
 EXIT_LEFT_TO_PORT = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+CURVES_FILE = "curves.png"
 
 
 # ------------------------------------------------------------------------------------- settings
@@ -167,6 +169,7 @@ def train(args: argparse.Namespace) -> int:
     from flywheel.reporting import (
         RESULTS_CSV,
         RESULTS_JSONL,
+        VideoWriter,
         default_writers,
         describe_result,
         stop_reason,
@@ -185,6 +188,7 @@ def train(args: argparse.Namespace) -> int:
     if all(value is None for value in stops.values()):
         print("No --stop-iters/--stop-timesteps/--stop-reward given: training until interrupted (Ctrl-C).")
     writers = default_writers(run_dir)
+    (videos,) = (writer for writer in writers if isinstance(writer, VideoWriter))
     try:
         result = train_with_progress(
             algo,
@@ -202,6 +206,29 @@ def train(args: argparse.Namespace) -> int:
     print(f"Stopped: {stop_reason(result, **stops)} ({describe_result(result)})")
     print(f"Checkpoint: {checkpoint}")
     print(f"Results: {run_dir / RESULTS_CSV}, {run_dir / RESULTS_JSONL}; tensorboard --logdir {run_dir}")
+    print(_plot_line(run_dir))
+    if videos.paths:
+        print(
+            f"Videos: {_count(len(videos.paths), 'mp4 file')} in {videos.video_dir} (newest: {videos.paths[-1]})"
+        )
+    return 0
+
+
+def _plot_line(run_dir: Path) -> str:
+    """Draws the run's learning curves into `run_dir/curves.png`; says where (or how to get them)."""
+    from flywheel.reporting.plots import plot_runs
+
+    try:
+        return f"Learning curves: {plot_runs([run_dir], run_dir / CURVES_FILE)}"
+    except FlywheelError as err:
+        return f"Learning curves not drawn ({err})"
+
+
+def plot(args: argparse.Namespace) -> int:
+    """`flywheel plot`: draws the runs' learning curves (return vs env steps and vs wall time) into `-o`."""
+    from flywheel.reporting.plots import plot_runs
+
+    print(f"Learning curves: {plot_runs(args.runs, args.out, labels=args.labels, metric=args.metric)}")
     return 0
 
 
@@ -319,6 +346,31 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="import the classes the checkpoint names and unpickle its config's lambdas (only for checkpoints "
         "you trust: this runs code from the checkpoint)",
+    )
+
+    draw = commands.add_parser(
+        "plot",
+        help="draw learning curves of runs",
+        description="Draw return against env steps and against wall time for one or more run dirs. Runs whose "
+        "dir names differ only in a trailing _seed<N> (or --labels) share a label: their mean is drawn, with "
+        "a band from the lowest to the highest run.",
+    )
+    draw.set_defaults(handler=plot)
+    draw.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run dirs (or folders of run dirs)")
+    draw.add_argument(
+        "-o", "--out", default=CURVES_FILE, metavar="FILE", help="image to write (default: curves.png)"
+    )
+    draw.add_argument(
+        "--labels",
+        nargs="+",
+        metavar="LABEL",
+        help="one label per run dir (default: dir name without its _seed<N> suffix)",
+    )
+    draw.add_argument(
+        "--metric",
+        default="env_runners/episode_return_mean",
+        metavar="KEY",
+        help="results.csv column to draw (default: env_runners/episode_return_mean)",
     )
 
     rewrite = commands.add_parser(

@@ -36,5 +36,7 @@ class Columns:
     VALUE_TARGETS = "value_targets"
     VALUES_BOOTSTRAPPED = "values_bootstrapped"
     LOSS_MASK = "loss_mask"
+    RETURNS_TO_GO = "returns_to_go"  # discounted reward sums to the chunk's end (ComputeReturnsToGo)
+    INTRINSIC_REWARDS = "intrinsic_rewards"  # curiosity bonuses a module computes
     WEIGHTS = "weights"  # importance weights (prioritized replay)
     N_STEP = "n_step"

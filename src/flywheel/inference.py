@@ -4,6 +4,7 @@
     action = policy.compute_single_action(obs)                  # greedy (explore=False)
     actions = policy.compute_actions(obs_batch, explore=True)   # sampled, one row per observation
     policy.export_torchscript("policy.pt")                      # module-space obs -> action dist inputs
+    policy.record_video("CartPole-v1", "cartpole.mp4")          # one episode, played and saved as mp4
 
 The policy runs what a runner runs: the env-to-module pipeline (e.g. `MeanStdFilter` with the saved
 statistics), the module's inference or exploration pass, and the module-to-env pipeline (sampling,
@@ -27,9 +28,12 @@ from flywheel.checkpoints.tree import read_tree
 from flywheel.columns import Columns
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.core.rl_module.rl_module import RLModule
+from flywheel.env.make import make_env
 from flywheel.env.observation_checks import check_explore, check_observations
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import CheckpointError, ModuleError
+from flywheel.reporting.media import VIDEO_FPS
+from flywheel.reporting.videos import save_video
 from flywheel.typing import DEFAULT_MODULE_ID
 
 MODULES_DIR = ("learner_group", "learner", "rl_module")
@@ -127,6 +131,57 @@ class Policy:
         call = {"rl_module": self.module, "episodes": episodes, "explore": explore, "shared_data": {}}
         return self.env_to_module(batch={}, **call), call
 
+    def record_video(
+        self,
+        env: Any,
+        path: str | os.PathLike,
+        *,
+        env_config: dict | None = None,
+        explore: bool = False,
+        seed: int | None = None,
+        max_steps: int = 100_000,
+        fps: int = VIDEO_FPS,
+    ) -> dict[str, Any]:
+        """Plays one episode and saves it as an mp4 at `path` (needs the `video` extra).
+
+        `env` is what `config.environment()` takes (a gymnasium id, a registered name, an Env class or
+        a creator), made with `env_config` as the runners make it (Atari ids with their preprocessing,
+        gymnasium ids with ``render_mode="rgb_array"``; a creator or class must render RGB frames
+        itself). Unlike `compute_actions`, the policy sees the episode's history, so frame stacking
+        and recurrent state work as in training. Returns ``{"path", "episode_return", "episode_len"}``.
+        """
+        check_explore(explore)
+        rendering = make_env(env, env_config, render=True)
+        try:
+            episode = self._play_episode(rendering, explore, seed, max_steps)
+            frames = rendering.flywheel_pop_episode_frames()
+            if frames is None:  # stopped at max_steps: the frames of the unfinished episode
+                frames = rendering.flywheel_pop_episode_frames(unfinished=True)
+        finally:
+            rendering.close()
+        saved = save_video(frames, path, fps=fps)
+        return {"path": saved, "episode_return": float(episode.get_return()), "episode_len": len(episode)}
+
+    def _play_episode(self, env: Any, explore: bool, seed: int | None, max_steps: int) -> SingleAgentEpisode:
+        """One episode of `env` acted on through the pipelines (each step sees the episode so far)."""
+        obs, info = env.reset(seed=seed)
+        episode = SingleAgentEpisode(len_lookback_buffer=0)
+        episode.add_env_reset(obs, infos=info)
+        while not episode.is_done and len(episode) < max_steps:
+            call = {"rl_module": self.module, "episodes": [episode], "explore": explore, "shared_data": {}}
+            batch = self.env_to_module(batch={}, **call)
+            out = self.module.forward_exploration(batch) if explore else self.module.forward_inference(batch)
+            to_env = self.module_to_env(batch=out, **call)
+            extra = {
+                k: _row(v) for k, v in to_env.items() if k not in (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
+            }
+            obs, reward, terminated, truncated, info = env.step(_row(to_env[Columns.ACTIONS_FOR_ENV]))
+            episode.add_env_step(
+                obs, _row(to_env[Columns.ACTIONS]), reward, infos=info,
+                terminated=terminated, truncated=truncated, extra_model_outputs=extra,
+            )  # fmt: skip
+        return episode
+
     def export_torchscript(self, path: str | os.PathLike) -> str:
         """Saves the module's inference pass, `obs tensor [B, ...] -> ACTION_DIST_INPUTS [B, ...]`, as
         TorchScript (load with `torch.jit.load`, also from C++). The graph takes observations as the
@@ -145,6 +200,13 @@ class Policy:
             traced = torch.jit.trace(graph, example)
         traced.save(str(path))
         return str(path)
+
+
+def _row(value: Any) -> Any:
+    """Row 0 of a batched (possibly nested) module output."""
+    if isinstance(value, dict):
+        return {key: _row(item) for key, item in value.items()}
+    return value[0]
 
 
 class _InferenceGraph(torch.nn.Module):

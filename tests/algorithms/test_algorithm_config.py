@@ -18,6 +18,7 @@ SECTION_KEYWORDS = {
         "clip_rewards",
         "normalize_actions",
         "clip_actions",
+        "env_wrappers",
         "disable_env_checking",
     },
     "env_runners": {
@@ -34,6 +35,10 @@ SECTION_KEYWORDS = {
         "episode_lookback_horizon",
         "sample_timeout_s",
         "num_cpus_per_env_runner",
+        "normalize_rewards",
+        "env_runner_cls",
+        "num_gpus_per_env_runner",
+        "create_env_on_local_worker",
     },
     "learners": {
         "num_learners",
@@ -47,8 +52,10 @@ SECTION_KEYWORDS = {
     "training": {
         "gamma",
         "lr",
+        "adam_epsilon",
         "grad_clip",
         "grad_clip_by",
+        "train_batch_size",
         "train_batch_size_per_learner",
         "minibatch_size",
         "num_epochs",
@@ -63,6 +70,7 @@ SECTION_KEYWORDS = {
         "evaluation_duration_unit",
         "evaluation_num_env_runners",
         "evaluation_config",
+        "evaluation_parallel_to_training",
     },
     "fault_tolerance": {
         "restart_failed_env_runners",
@@ -89,8 +97,9 @@ SECTION_KEYWORDS = {
         "metrics_num_episodes_for_smoothing",
         "min_time_s_per_iteration",
         "min_sample_timesteps_per_iteration",
+        "log_gradients",
     },
-    "debugging": {"seed", "log_level"},
+    "debugging": {"seed", "log_level", "log_sys_usage"},
 }
 
 DEFAULTS = {
@@ -100,7 +109,8 @@ DEFAULTS = {
     "lr": 1e-3,
     "grad_clip": None,
     "grad_clip_by": "global_norm",
-    "train_batch_size_per_learner": 4000,
+    "train_batch_size": 4000,
+    "train_batch_size_per_learner": None,
     "minibatch_size": 128,
     "num_epochs": 1,
     "shuffle_batch_per_epoch": True,
@@ -214,7 +224,7 @@ def test_typo_without_close_match_lists_the_section_keywords():
     with pytest.raises(
         TypeError,
         match=r"^AlgorithmConfig.debugging\(\) got an unexpected keyword 'verbose'. "
-        r"Valid keywords: 'seed', 'log_level'.$",
+        r"Valid keywords: 'seed', 'log_level', 'log_sys_usage'.$",
     ):
         AlgorithmConfig().debugging(verbose=1)
 
@@ -367,7 +377,35 @@ def test_auto_rollout_fragment_length(batch, learners, runners, envs, expected):
 def test_fixed_rollout_fragment_length_and_total_batch():
     config = AlgorithmConfig().env_runners(rollout_fragment_length=64).learners(num_learners=2)
     assert config.get_rollout_fragment_length(worker_index=1) == 64
-    assert config.total_train_batch_size == 8000
+    # RLlib's meaning: train_batch_size is the total, split over the learners ...
+    assert config.total_train_batch_size == 4000 and config.learner_train_batch_size == 2000
+    # ... unless train_batch_size_per_learner is given.
+    config.training(train_batch_size_per_learner=3000, train_batch_size=10)
+    assert config.total_train_batch_size == 6000 and config.learner_train_batch_size == 3000
+
+
+@pytest.mark.parametrize(
+    ("learners", "line"),
+    [
+        (
+            0,
+            "minibatch_size=128 is larger than train_batch_size=100. Fix: lower minibatch_size or raise "
+            "train_batch_size in config.training().",
+        ),
+        (
+            2,
+            "minibatch_size=128 is larger than train_batch_size / num_learners=50. Fix: lower minibatch_size "
+            "or raise train_batch_size in config.training().",
+        ),
+    ],
+)
+def test_minibatch_larger_than_train_batch_size_names_train_batch_size(learners, line):
+    config = (
+        PPOConfig().environment("CartPole-v1").training(train_batch_size=100).learners(num_learners=learners)
+    )
+    with pytest.raises(ConfigError) as info:
+        config.validate()
+    assert str(info.value).splitlines()[1:] == [f"- {line}"]
 
 
 def test_is_multi_agent():

@@ -275,11 +275,13 @@ def test_real_default_pipelines():
         "AddObservationsFromEpisodesToBatch",
         "AddStatesFromEpisodesToBatch",
         "BatchIndividualItems",
+        "AddTimeDimToBatchAndZeroPad",
         "NumpyToTensor",
     ]
     assert _labels(config.build_module_to_env_connector(FAKE_ENV)) == [
         "GetActions",
         "TensorToNumpy",
+        "RemoveSingleTsTimeRankFromBatch",
         "NormalizeAndClipActions",
     ]
     assert _labels(config.build_learner_connector(OBS, ACT)) == [
@@ -288,5 +290,50 @@ def test_real_default_pipelines():
         "AddColumnsFromEpisodesToTrainBatch",
         "AddTimeDimToBatchAndZeroPad",
         "BatchIndividualItems",
+        "NumpyToTensor",
         "GeneralAdvantageEstimation",
     ]
+
+
+# ---- the modules learners and runners build from a user's MultiRLModuleSpec --------------------
+
+
+def test_learners_build_every_module_of_the_users_spec_in_its_container_class():
+    from flywheel import MultiRLModule, MultiRLModuleSpec, RLModuleSpec
+    from flywheel.algorithms.config_builders import single_agent_learner_spec
+    from flywheel.env_runners.multi_agent_modules import multi_rl_module_spec
+
+    class Container(MultiRLModule):
+        pass
+
+    box, act = gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(2)
+    single = PPOConfig().rl_module(
+        rl_module_spec=MultiRLModuleSpec(
+            multi_rl_module_class=Container,
+            rl_module_specs={"default_policy": RLModuleSpec(), "extra": RLModuleSpec(learner_only=True)},
+        )
+    )
+    spec = single_agent_learner_spec(single, (box, act))
+    assert spec.multi_rl_module_class is Container and list(spec.rl_module_specs) == [
+        "default_policy",
+        "extra",
+    ]
+    assert spec["extra"].learner_only and spec["extra"].observation_space == box  # the policy's spaces
+    multi = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .multi_agent(policies={"p0"}, policy_mapping_fn=lambda aid, *a, **kw: "p0")
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                multi_rl_module_class=Container,
+                rl_module_specs={
+                    "p0": RLModuleSpec(),
+                    "shared": RLModuleSpec(observation_space=box, action_space=act),
+                },
+            )
+        )
+    )
+    multi.validate()  # a custom container may hold modules no agent maps to
+    spec = multi_rl_module_spec(multi, {"p0": (box, act)})
+    assert spec.multi_rl_module_class is Container and list(spec.rl_module_specs) == ["p0", "shared"]
+    assert type(spec.build()) is Container

@@ -69,11 +69,13 @@ def test_layout(algos, tmp_path):
         "env_runner/env_to_module_connector/0_AddObservationsFromEpisodesToBatch",
         "env_runner/env_to_module_connector/1_AddStatesFromEpisodesToBatch",
         "env_runner/env_to_module_connector/2_BatchIndividualItems",
-        "env_runner/env_to_module_connector/3_NumpyToTensor",
+        "env_runner/env_to_module_connector/3_AddTimeDimToBatchAndZeroPad",
+        "env_runner/env_to_module_connector/4_NumpyToTensor",
         "env_runner/module_to_env_connector",
         "env_runner/module_to_env_connector/0_GetActions",
         "env_runner/module_to_env_connector/1_TensorToNumpy",
-        "env_runner/module_to_env_connector/2_NormalizeAndClipActions",
+        "env_runner/module_to_env_connector/2_RemoveSingleTsTimeRankFromBatch",
+        "env_runner/module_to_env_connector/3_NormalizeAndClipActions",
     }
     metadata = json.loads((tmp_path / "ckpt" / "metadata.json").read_text())
     assert metadata["class"] == "flywheel.algorithms.ppo.ppo:PPO"

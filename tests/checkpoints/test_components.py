@@ -127,8 +127,8 @@ def test_restored_learner_group_updates_exactly_like_the_original(tmp_path):
     restored = LearnerGroup.from_checkpoint(path)
     episodes = _episodes(config)
     timesteps = {"num_env_steps_sampled_lifetime": 128}
-    results = group.update(episodes=episodes, timesteps=timesteps)
-    restored_results = restored.update(episodes=episodes, timesteps=timesteps)
+    (results,) = group.update(episodes=episodes, timesteps=timesteps)
+    (restored_results,) = restored.update(episodes=episodes, timesteps=timesteps)
     assert restored_results["default_policy"]["total_loss"] == results["default_policy"]["total_loss"]
     assert restored.weights_seq_no == group.weights_seq_no == 2
     assert_states_equal(restored.get_state(), group.get_state())

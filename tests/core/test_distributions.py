@@ -7,6 +7,7 @@ import torch
 
 from flywheel.core.distributions import (
     Categorical,
+    Deterministic,
     DiagGaussian,
     MultiCategorical,
     MultiDistribution,
@@ -54,9 +55,49 @@ def test_categorical_works_with_time_dimension():
     assert torch.allclose(dist.logp(actions), expected)
 
 
-def test_categorical_has_no_rsample():
-    with pytest.raises(NotImplementedError, match="Categorical has no reparameterized sample"):
-        Categorical.from_logits(LOGITS).rsample()
+def test_categorical_rsample_is_a_straight_through_one_hot():
+    logits = LOGITS.clone().requires_grad_(True)
+    sample = Categorical.from_logits(logits).rsample()
+    assert sample.detach().sum(-1).tolist() == [1.0, 1.0] and set(sample.detach().flatten().tolist()) <= {
+        0,
+        1,
+    }
+    (sample * torch.tensor([1.0, 0.0])).sum().backward()  # the gradient of the first action's probability
+    probs = torch.softmax(LOGITS, -1)[:, 0]
+    assert torch.allclose(logits.grad[:, 0], probs * (1 - probs))
+
+
+def test_categorical_from_probs_and_exactly_one_input():
+    dist = Categorical(probs=torch.tensor([[0.25, 0.75]]))
+    assert dist.logp(torch.tensor([1])).item() == pytest.approx(math.log(0.75))
+    with pytest.raises(ModuleError, match="Categorical takes exactly one of logits= and probs="):
+        Categorical()
+
+
+def test_to_deterministic_samples_the_most_likely_action_with_logp_zero():
+    det = Categorical.from_logits(LOGITS).to_deterministic()
+    assert isinstance(det, Deterministic) and det.sample().tolist() == [1, 0]
+    assert det.logp(det.sample()).tolist() == [0.0, 0.0] and det.to_deterministic() is det
+    gauss = DiagGaussian.from_logits(torch.tensor([[1.0, -2.0, 0.0, 0.0]])).to_deterministic()
+    assert gauss.sample().tolist() == [[1.0, -2.0]]
+    multi = MultiDistribution((Categorical(LOGITS), DiagGaussian(torch.zeros(2, 1), torch.ones(2, 1))))
+    actions = multi.to_deterministic().sample()
+    assert actions[0].tolist() == [1, 0] and actions[1].tolist() == [[0.0], [0.0]]
+
+
+def test_partial_dist_cls_passes_its_arguments_on():
+    partial = MultiDistribution.get_partial_dist_cls(
+        child_distribution_cls_struct=(Categorical, DiagGaussian), input_lens=(3, 2)
+    )
+    dist = partial.from_logits(torch.zeros(4, 5))
+    assert type(dist) is partial and issubclass(partial, MultiDistribution)
+    a1, a2 = dist.sample()
+    assert a1.shape == (4,) and a2.shape == (4, 1)
+    expected = math.log(1 / 3) + DiagGaussian(torch.zeros(1), torch.ones(1)).logp(a2[0]).item()
+    assert dist.logp((a1, a2))[0].item() == pytest.approx(expected, rel=1e-6)
+    assert partial.required_input_dim(gym.spaces.Discrete(3)) == 5
+    with pytest.raises(ModuleError, match=r"already set \['input_lens'\]"):
+        partial.from_logits(torch.zeros(4, 5), input_lens=(2, 3))
 
 
 def test_categorical_logp_has_gradient():
@@ -77,7 +118,7 @@ def test_diag_gaussian_logp_entropy_kl_match_torch_normal():
     assert torch.allclose(dist.logp(value), ref.log_prob(value).sum(-1))
     assert torch.allclose(dist.entropy(), ref.entropy().sum(-1))
     other_mean, other_log_std = torch.tensor([[0.0, 0.0]]), torch.tensor([[0.2, -0.1]])
-    other = DiagGaussian(other_mean, other_log_std)
+    other = DiagGaussian(other_mean, other_log_std.exp())
     ref_other = torch.distributions.Normal(other_mean, other_log_std.exp())
     assert torch.allclose(dist.kl(other), torch.distributions.kl_divergence(ref, ref_other).sum(-1))
 

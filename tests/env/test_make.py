@@ -1,5 +1,8 @@
+import base64
 import pickle
 import re
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -85,8 +88,15 @@ def test_registered_name_shadows_a_gymnasium_id():
     assert make_env_creator("CartPole-v1") is CountingEnv
 
 
+def test_register_env_takes_ray_tunes_keyword_names():
+    register_env(name="counting_by_keyword", env_creator=CountingEnv)
+    assert make_env_creator("counting_by_keyword") is CountingEnv
+
+
 def test_register_env_rejects_a_non_callable_creator():
-    with pytest.raises(EnvError, match=re.escape("register_env expects a str name and a callable creator")):
+    with pytest.raises(
+        EnvError, match=re.escape("register_env expects a str name and a callable env_creator")
+    ):
         register_env("x", CountingEnv())
 
 
@@ -114,16 +124,48 @@ def test_gymnasium_id_with_unimportable_module():
         make_env_creator("nomodule:CartPole-v1")
 
 
-def test_gymnasium_id_rejects_an_env_config_it_would_ignore():
+def test_gymnasium_id_passes_env_config_to_gymnasium_make_as_keywords():
+    context = EnvContext({"max_episode_steps": 7, "render_mode": "rgb_array"}, worker_index=1, vector_index=2)
+    env = make_env_creator("CartPole-v1", dict(context))(context)
+    assert (env.spec.max_episode_steps, env.render_mode) == (7, "rgb_array")
+    vector = make_vector_env("CartPole-v1", {"max_episode_steps": 3}, num_envs=2)
+    vector.reset(seed=0)
+    truncated = [vector.step(np.zeros(2, np.int64))[3] for _ in range(3)]
+    assert [t.tolist() for t in truncated] == [[False, False], [False, False], [True, True]]
+    vector.close()
+
+
+def test_gymnasium_id_with_a_keyword_it_does_not_take():
+    creator = make_env_creator("CartPole-v1", {"bogus": 1})
     with pytest.raises(
         EnvError,
         match=re.escape(
-            "env 'CartPole-v1' is a gymnasium id, which flywheel makes with gymnasium.make('CartPole-v1') "
-            "alone, but env_config={'render_mode': 'rgb_array'} was given. Fix: register a creator"
+            "gymnasium.make('CartPole-v1', **env_config) with env_config={'bogus': 1} raised TypeError: "
+        )
+        + ".*"
+        + re.escape(
+            "flywheel passes every env_config key to gymnasium.make as a keyword argument. Fix: keep"
         ),
     ):
-        make_env_creator("CartPole-v1", {"render_mode": "rgb_array"})
-    assert isinstance(make_env_creator("CartPole-v1", EnvContext({}, worker_index=1)), make_module._GymMake)
+        creator(EnvContext({"bogus": 1}))
+
+
+def test_namespaced_ids_register_their_package_envs():
+    minatar = make_env_creator("MinAtar/Breakout-v1")(EnvContext())
+    assert (minatar.observation_space.shape, minatar.observation_space.dtype) == ((10, 10, 4), np.bool_)
+    assert isinstance(make_env_creator("ALE/Pong-v5"), make_module._GymMake)
+    with pytest.raises(EnvError, match=r"Unknown env 'MinAtar/Nonsense-v0'\."):
+        make_env_creator("MinAtar/Nonsense-v0")
+
+
+def test_creators_of_namespaced_ids_register_them_in_a_fresh_process():
+    creator = base64.b64encode(pickle.dumps(make_env_creator("MinAtar/Breakout-v1"))).decode()
+    code = (
+        "import base64, pickle; from flywheel.env import EnvContext; "
+        f"print(pickle.loads(base64.b64decode({creator!r}))(EnvContext()).action_space)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "Discrete(3)"
 
 
 def test_env_class_is_called_with_the_env_context():

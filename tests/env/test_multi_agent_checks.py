@@ -82,9 +82,9 @@ def test_agent_outside_possible_agents_and_missing_space():
         check_multi_agent_env(BrokenMultiAgentEnv({"problem": "missing_space"}))
 
 
-def test_done_flags_need_all_and_bools():
-    with expect("env BrokenMultiAgentEnv.step() at env step 1 returned terminateds {} without '__all__'."):
-        check_multi_agent_env(BrokenMultiAgentEnv({"problem": "no_all"}))
+def test_done_flags_without_all_pass_and_need_bools():
+    """A missing "__all__" reads as False, as in RLlib (its rock-paper-scissors env returns truncateds {})."""
+    check_multi_agent_env(Scripted(step_returns=({"p0": OBS}, {"p0": 1.0}, {}, {}, {})))
     env = Scripted(step_returns=({"p1": OBS}, {"p0": 1.0}, {"__all__": 0}, NOT_DONE, {}))
     with expect("returned terminateds['__all__']=0 (type int); expected a bool. Fix: return bool(flag)."):
         check_multi_agent_env(env)
@@ -95,10 +95,11 @@ def test_unsupported_space_and_observation_outside_space():
     env.action_spaces["p1"] = gym.spaces.Text(5)
     with expect("env TurnBasedEnv.action_spaces['p1'] is Text(1, 5, charset="):
         check_multi_agent_env(env)
-    env = Scripted(reset_returns=({"p0": np.array([1.0])}, {}))
+    env = Scripted(reset_returns=({"p0": np.array([-1.0], np.float32)}, {}))
     with expect(
         "env Scripted.reset(seed=0) returned an observation for agent 'p0' outside its observation space: got "
-        "array([1.]) (dtype float64, shape (1,)), expected Box(0.0, 1e+06, (1,), float32): the dtype is wrong"
+        "array([-1.], dtype=float32) (dtype float32, shape (1,)), expected Box(0.0, 1e+06, (1,), float32): the "
+        "bounds are wrong"
     ):
         check_multi_agent_env(env)
 
@@ -156,3 +157,25 @@ def test_errors_raised_by_the_env_are_wrapped_and_the_env_closed():
     ):
         check_multi_agent_env(env)
     assert env.closed
+
+
+class TruncatedsWithoutAll(MultiCartPole):
+    """RLlib's envs may leave '__all__' out of truncateds (RLlib reads it as False)."""
+
+    def step(self, action_dict):
+        obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
+        del truncateds["__all__"]
+        return obs, rewards, terminateds, truncateds, infos
+
+
+def test_truncateds_may_leave_out_all_in_the_checks_and_the_vector_env():
+    from flywheel.env.multi_agent_vector_env import make_multi_agent_vector_env
+
+    check_multi_agent_env(TruncatedsWithoutAll({"num_agents": 2}))
+    vector_env = make_multi_agent_vector_env(TruncatedsWithoutAll, {"num_agents": 2}, num_envs=2)
+    vector_env.reset(seed=0)
+    steps = 0
+    while steps < 200:  # episodes end (terminated) and reset without an error
+        vector_env.step([{"agent_0": 0, "agent_1": 1}] * 2)
+        steps += 1
+    vector_env.close()

@@ -15,7 +15,7 @@ from flywheel.env.multi_agent_vector_env import (
     make_multi_agent_vector_env,
 )
 from flywheel.errors import EnvError
-from flywheel.testing.multi_agent_envs import BrokenMultiAgentEnv, MultiCartPole, TurnBasedEnv
+from flywheel.testing.multi_agent_envs import MultiCartPole, TurnBasedEnv
 
 ARM_OBS = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
 
@@ -87,10 +87,27 @@ def test_setting_the_dict_space_sets_the_per_agent_spaces():
     env.action_space = {"u": gym.spaces.Discrete(2)}
     assert env.observation_spaces == {"u": ARM_OBS} and env.action_spaces == {"u": gym.spaces.Discrete(2)}
     with pytest.raises(
-        EnvError,
-        match=r"MultiAgentEnv\.observation_space must be a gymnasium\.spaces\.Dict \(or dict\) keyed",
+        EnvError, match=r"MultiAgentEnv\.observation_space/action_space must be a gymnasium space"
     ):
-        env.observation_space = ARM_OBS
+        env.observation_space = [ARM_OBS]
+
+
+def test_rllib_legacy_agent_ids_and_one_space_for_every_agent():
+    """RLlib's older envs (e.g. its TwoStepGame) set `_agent_ids` after `super().__init__()` and one space
+    for all agents; a Dict space that is not keyed by those ids is one shared observation (RLlib's reading)."""
+
+    class Legacy(MultiAgentEnv):
+        def __init__(self):
+            super().__init__()
+            self._agent_ids = {1, 0}
+            self.observation_space = gym.spaces.Dict({"obs": ARM_OBS})
+            self.action_space = gym.spaces.Discrete(2)
+
+    env = Legacy()
+    assert env.possible_agents == [0, 1] and env.get_action_space(1) == gym.spaces.Discrete(2)
+    assert env.get_observation_space(0) == gym.spaces.Dict({"obs": ARM_OBS}) == env.observation_space
+    with pytest.raises(EnvError, match=r"Agent 2 is not one of Legacy\.possible_agents \[0, 1\]"):
+        env.get_action_space(2)
 
 
 def test_unknown_agent_and_missing_space_errors_name_the_agent():
@@ -263,17 +280,29 @@ def test_sub_envs_get_their_env_context():
     assert configs[2]["k"] == 2 and configs[2].num_workers == 4
 
 
-def test_missing_all_in_step_fails_in_the_vector_env():
-    vector_env = make_multi_agent_vector_env(BrokenMultiAgentEnv, {"problem": "no_all"}, num_envs=2)
+def test_missing_all_in_step_reads_as_false_as_in_rllib():
+    class NoAll(MultiAgentEnv):
+        def __init__(self, config=None):
+            super().__init__()
+            self.possible_agents = self.agents = ["a"]
+            self.observation_spaces = {"a": gym.spaces.Discrete(2)}
+            self.action_spaces = {"a": gym.spaces.Discrete(2)}
+            self.t = 0
+
+        def reset(self, *, seed=None, options=None):
+            self.t = 0
+            return {"a": 0}, {}
+
+        def step(self, action_dict):
+            self.t += 1
+            return {"a": 1}, {"a": 1.0}, {"__all__": self.t == 2}, {}, {}
+
+    vector_env = make_multi_agent_vector_env(NoAll, {}, num_envs=1)
     vector_env.reset()
-    with pytest.raises(
-        EnvError,
-        match=re.escape(
-            "Sub-env 0's step() returned terminateds {} without the key '__all__'; expected '__all__' in "
-            "terminateds and truncateds."
-        ),
-    ):
-        vector_env.step([{"p0": 1}, {"p0": 1}])
+    _, _, terminateds, truncateds, infos = vector_env.step([{"a": 1}])
+    assert terminateds == [{"__all__": False}] and truncateds == [{}] and "__final_obs__" not in infos[0]
+    _, _, terminateds, _, infos = vector_env.step([{"a": 1}])
+    assert terminateds == [{"__all__": True}] and infos[0]["__final_obs__"] == {"a": 1}
 
 
 def test_make_rejects_bad_modes_counts_and_envs():

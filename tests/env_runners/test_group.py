@@ -165,3 +165,25 @@ def test_remote_runner_processes_are_seeded_from_seed_and_worker_index(ray_sessi
     assert draws == [
         (random.Random(7 + w).random(), float(np.random.RandomState(7 + w).random_sample())) for w in (1, 2)
     ]
+
+
+def test_rllibs_sync_weights_call_reads_weights_and_seq_no_from_the_learner_group():
+    config = filter_config(0)
+    group = EnvRunnerGroup(config=config)
+    learners = config.build_learner_group(spaces=group.local_env_runner.get_spaces())
+    learners.set_weights(
+        {
+            mid: {name: np.full_like(value, 0.5) for name, value in weights.items()}
+            for mid, weights in learners.get_weights().items()
+        }
+    )
+    learners.foreach_learner(lambda learner: setattr(learner, "_weights_seq_no", 3))
+    assert group.num_remote_workers() == group.num_remote_env_runners() == 0
+    group.sync_weights(from_worker_or_learner_group=learners, inference_only=True, timeout_seconds=0.0)
+    runner = group.local_env_runner
+    assert runner.weights_seq_no == 3
+    assert all(np.all(value == 0.5) for value in runner.module.get_state().values())
+    group.sync_weights()  # RLlib's no-argument form: the local runner's weights to the (no) remote ones
+    assert runner.weights_seq_no == 3
+    group.stop()
+    learners.shutdown()

@@ -209,12 +209,13 @@ def test_stateful_module_continues_its_state_across_chunks(make_runner):
     first = runner.sample(num_timesteps=3)[0]
     second = runner.sample(num_timesteps=3)[0]
 
-    # Replaying the module step by step from the initial state reproduces both chunks' states.
+    # Replaying the module step by step from the initial state reproduces both chunks' states
+    # (acting batches of a recurrent module: OBS [B, 1, ...], STATE_IN [B, ...], as RLlib's).
     state = {k: torch.as_tensor(v)[None] for k, v in runner.module.get_initial_state().items()}
     observations = np.concatenate([first.get_observations()[:-1], second.get_observations()[:-1]])
     for t, obs in enumerate(observations):
         out = runner.module.forward_inference(
-            {Columns.OBS: torch.from_numpy(obs[None]), Columns.STATE_IN: state}
+            {Columns.OBS: torch.from_numpy(obs[None, None]), Columns.STATE_IN: state}
         )
         state = out[Columns.STATE_OUT]
         chunk, index = (first, t) if t < 3 else (second, t - 3)

@@ -59,11 +59,12 @@ def test_pipelines_hold_custom_pieces_in_order(make_runner):
     runner = make_runner(config)
     assert [p.name for p in runner.env_to_module.connectors] == [
         "AddTen", "AppendSquare", "AddObservationsFromEpisodesToBatch", "AddStatesFromEpisodesToBatch",
-        "BatchIndividualItems", "NumpyToTensor",
+        "BatchIndividualItems", "AddTimeDimToBatchAndZeroPad", "NumpyToTensor",
     ]  # fmt: skip
     assert [p.name for p in runner.module_to_env.connectors] == [
         "GetActions",
         "TensorToNumpy",
+        "RemoveSingleTsTimeRankFromBatch",
         "NormalizeAndClipActions",
         "Tag",
     ]

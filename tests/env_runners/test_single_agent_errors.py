@@ -16,8 +16,6 @@ from .conftest import counting_config
         ({}, r"ObsOutOfSpaceEnv\.reset\(seed=0\) returned an observation outside observation_space: .*"
              r"value -1\.0 at index \(0,\) is below low 0\.0"),
         ({"at": "step"}, r"ObsOutOfSpaceEnv\.step\(\) returned an observation outside observation_space"),
-        ({"problem": "dtype"}, r"the dtype is wrong \(float64 cannot be cast safely to float32\)\. "
-                               r"Fix: return obs\.astype\(np\.float32\)"),
         ({"problem": "shape"}, r"the shape is wrong \(\(2,\) instead of \(1,\)\)"),
     ],
 )  # fmt: skip

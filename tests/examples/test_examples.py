@@ -99,3 +99,26 @@ def test_custom_connector(capsys):
     batch = namespace["ScaleObs"](factor=0.5)(rl_module=None, batch={}, episodes=[episode])
     assert batch == {}
     np.testing.assert_array_equal(episode.get_observations(-1), [1.0, 2.0, 3.0, 4.0])
+
+
+def test_ppo_mujoco_is_cleanrls_recipe_as_plain_settings():
+    namespace = load("ppo_mujoco.py")
+    config = namespace["cleanrl_config"]("Hopper-v5", seed=3)
+    # No custom class, env creator or wrapper: a gymnasium id, the default module and learner.
+    assert config.env == "Hopper-v5" and config.env_wrappers == [] and config.env_config == {}
+    assert (config.rl_module_spec, config.learner_class, config.learner_connector) == (None, None, None)
+    assert config.normalize_rewards is True and config.seed == 3
+    assert (config.adam_epsilon, config.vf_clip_range, config.advantage_normalization) == (
+        1e-5,
+        0.2,
+        "minibatch",
+    )
+    assert config.lr == [[0, 3e-4], [1_000_000, 0.0]]
+    tuned = namespace["tuned_config"]()
+    assert (tuned.train_batch_size_per_learner, tuned.num_epochs, tuned.model_config["log_std_init"]) == (
+        512,
+        20,
+        -2.0,
+    )
+    config.validate()
+    tuned.validate()

@@ -278,9 +278,9 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         from ray.rllib.policy.sample_batch import SampleBatch
         from ray.rllib.core import Columns, COMPONENT_RL_MODULE
         from ray.rllib.models.torch.torch_modelv2 import TorchModelV2
-        from ray.rllib.core.distribution.torch.torch_distribution import (
-            TorchCategorical,
-            TorchDeterministic,
+        from ray.rllib.core.rl_module.apis import (
+            ValueFunctionAPI,
+            QNetAPI,
         )
         from ray.tune.registry import get_trainable_cls, register_env
         """
@@ -291,11 +291,11 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         from flywheel.columns import Columns
         from ray.rllib.core import COMPONENT_RL_MODULE
         from ray.rllib.models.torch.torch_modelv2 import TorchModelV2
-        from flywheel.core.distributions import (
-            Categorical as TorchCategorical,
+        from flywheel.core.rl_module.apis import (
+            ValueFunctionAPI,
         )
-        from ray.rllib.core.distribution.torch.torch_distribution import (
-            TorchDeterministic,
+        from ray.rllib.core.rl_module.apis import (
+            QNetAPI,
         )
         from ray.tune.registry import get_trainable_cls
         from flywheel.env import register_env
@@ -308,7 +308,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         f"mod.py:3: ray.rllib.core.COMPONENT_RL_MODULE: {NOT_YET}",
         "mod.py:4: ray.rllib.models.torch.torch_modelv2.TorchModelV2: RLlib's old API stack model; write a "
         "flywheel.TorchRLModule (setup() builds the layers, _forward() returns Columns.ACTION_DIST_INPUTS)",
-        f"mod.py:9: ray.rllib.core.distribution.torch.torch_distribution.TorchDeterministic: {NOT_YET}",
+        f"mod.py:9: ray.rllib.core.rl_module.apis.QNetAPI: {NOT_YET}",
         "mod.py:11: ray.tune.registry.get_trainable_cls: returns RLlib's algorithm classes; use flywheel's "
         "config class directly (e.g. flywheel.PPOConfig)",
     ]
@@ -324,7 +324,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         ("from ray.rllib.policy.torch_policy_v2 import TorchPolicyV2\n", "TorchPolicyV2"),
         ("from ray.rllib.utils.framework import try_import_tf\n", "ray.rllib.utils.framework:try_import_tf"),
         ("from ray.rllib.algorithms.appo import APPOConfig\n", "ray.rllib.algorithms.appo"),
-        ("from ray.rllib.connectors.common import BatchIndividualItems\n", "ray.rllib.connectors.common"),
+        ("from ray.rllib.connectors.common import AgentToModuleMapping\n", "ray.rllib.connectors.common"),
         ("import ray.rllib.policy.sample_batch as sb\n", "ray.rllib.policy"),
     ],
 )

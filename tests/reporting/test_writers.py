@@ -158,10 +158,16 @@ def test_tensorboard_missing_step_key_says_which_keys_exist(tmp_path):
         writer.write({"c": 1, "a": {"b": 2}})
 
 
-def test_default_writers_put_all_three_formats_in_the_run_dir(tmp_path):
+def test_default_writers_put_the_three_result_formats_and_videos_in_the_run_dir(tmp_path):
     run_dir = tmp_path / "run"
     writers = default_writers(run_dir)
-    assert [type(w).__name__ for w in writers] == ["TensorBoardWriter", "CSVWriter", "JSONLWriter"]
+    assert [type(w).__name__ for w in writers] == [
+        "TensorBoardWriter",
+        "CSVWriter",
+        "JSONLWriter",
+        "VideoWriter",
+    ]
+    assert writers[-1].video_dir == run_dir / "videos"
     for writer in writers:
         writer.write(result(1, 5.0))
         writer.close()

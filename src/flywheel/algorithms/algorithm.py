@@ -29,12 +29,13 @@ import cloudpickle
 import numpy as np
 import torch
 
+from flywheel.algorithms.config_builders import single_agent_learner_spec
 from flywheel.algorithms.saved_config import saved_config
 from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.checkpoints.registry import Allowed
 from flywheel.checkpoints.tree import read_tree
-from flywheel.core.learner.learner_group import LearnerGroup
-from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
+from flywheel.core.learner.learner_group import LearnerGroup, merge_results
+from flywheel.core.rl_module.spec import RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
@@ -77,12 +78,9 @@ class Algorithm(Checkpointable):
         self.env_runner_group = EnvRunnerGroup(config=config, runner_class=_runner_class(config))
         runner = self.env_runner_group.local_env_runner
         spaces = (runner.env_to_module.observation_space, runner.env_to_module.action_space)
-        if config.is_multi_agent:
-            module_spec = runner.module_spec
-        else:
-            module_spec = MultiRLModuleSpec(
-                rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces=spaces)}
-            )
+        module_spec = (
+            runner.module_spec if config.is_multi_agent else single_agent_learner_spec(config, spaces)
+        )
         self.learner_group = LearnerGroup(config=config, module_spec=module_spec, spaces=spaces)
         self._sync_weights(force=True)
         self.eval_env_runner_group = self._build_evaluation_group()
@@ -168,7 +166,7 @@ class Algorithm(Checkpointable):
         with self.metrics.log_time((TIMERS, keys.ENV_RUNNER_SAMPLING_TIMER), reduce="mean"):
             episodes = self.env_runner_group.sample(**kwargs)
         self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
-        if self.env_runner_group.num_remote_env_runners:
+        if self.env_runner_group.num_remote_env_runners():
             counts = self.env_runner_group.fault_tolerance_metrics()
             self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
         return episodes
@@ -177,7 +175,7 @@ class Algorithm(Checkpointable):
         """One learner-group update on `episodes`; logs its results under `learners`."""
         timesteps = {keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()}
         with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
-            results = self.learner_group.update(episodes=episodes, timesteps=timesteps)
+            results = merge_results(self.learner_group.update(episodes=episodes, timesteps=timesteps))
         self._log_learner_results(results)
         num_trained = sum(len(e) for e in episodes)
         self.metrics.log_value(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum")
@@ -395,7 +393,7 @@ class Algorithm(Checkpointable):
             self.learner_group.set_state(state["learner_group"])
         if "env_runner" in state:
             self.env_runner.set_state(state["env_runner"])
-            if self.env_runner_group.num_remote_env_runners:  # remote runners take the restored filters too
+            if self.env_runner_group.num_remote_env_runners():  # remote runners take the restored filters too
                 self.env_runner_group.sync_connector_states(from_group=self.env_runner_group)
         if "learner_group" in state:
             self._restore_runner_weights()
@@ -436,7 +434,10 @@ class Algorithm(Checkpointable):
 
 
 def _runner_class(config: Any) -> type:
-    """`MultiAgentEnvRunner` for multi-agent configs (`config.is_multi_agent`), else `SingleAgentEnvRunner`."""
+    """`config.env_runner_cls` when set, else `MultiAgentEnvRunner` for multi-agent configs
+    (`config.is_multi_agent`) and `SingleAgentEnvRunner` for the others."""
+    if config.env_runner_cls is not None:
+        return config.env_runner_cls
     if config.is_multi_agent:
         from flywheel.env_runners.multi_agent import MultiAgentEnvRunner
 

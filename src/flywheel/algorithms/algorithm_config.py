@@ -19,12 +19,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, Self
 
 from flywheel.algorithms import config_validation
 from flywheel.algorithms.config_builders import (
+    atari_frame_stacking,
     env_spaces,
     hook_pieces,
     hook_spaces,
@@ -33,9 +35,10 @@ from flywheel.algorithms.config_builders import (
     merge_module_specs,
     module_spaces,
 )
+from flywheel.algorithms.config_rllib_sections import RLlibOnlySections
 from flywheel.algorithms.config_settings import AlgorithmSettings
 from flywheel.algorithms.config_stack import StackSettings
-from flywheel.callbacks import HOOK_NAMES, RLlibCallback, make_callbacks
+from flywheel.callbacks import HOOK_NAMES, RLlibCallback, as_hook_list, make_callbacks
 from flywheel.checkpoints.registry import checkpoint_class, register_if_flywheel
 from flywheel.core.rl_module.default_model_config import as_model_config_dict
 from flywheel.errors import ConfigError
@@ -64,7 +67,7 @@ NOT_PROVIDED = _NotProvided()
 
 @checkpoint_class
 @dataclasses.dataclass(init=False, repr=False, eq=True)
-class AlgorithmConfig(StackSettings, AlgorithmSettings):
+class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     """Settings of an algorithm, set through section methods that each return the config."""
 
     _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
@@ -140,7 +143,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         """The env and how its observations, actions and rewards are adapted.
 
         Keywords: env_config, observation_space, action_space, clip_rewards, normalize_actions,
-        clip_actions, disable_env_checking.
+        clip_actions, env_wrappers, render_env, disable_env_checking.
         """
         return self._section("environment", kwargs, env=env)
 
@@ -150,7 +153,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         Keywords: num_env_runners, num_envs_per_env_runner, gym_env_vectorize_mode, rollout_fragment_length,
         batch_mode, explore, env_to_module_connector, module_to_env_connector,
         add_default_connectors_to_env_to_module_pipeline, add_default_connectors_to_module_to_env_pipeline,
-        episode_lookback_horizon, sample_timeout_s, num_cpus_per_env_runner.
+        episode_lookback_horizon, sample_timeout_s, num_cpus_per_env_runner, normalize_rewards.
         """
         return self._section("env_runners", kwargs)
 
@@ -167,7 +170,7 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         return self._section("learners", kwargs)
 
     def training(self, **kwargs: Any) -> Self:
-        """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size_per_learner, minibatch_size,
+        """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size(_per_learner), minibatch_size,
         num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param).
 
         The learner settings RLlib 2.60 still takes here (learner_class, learner_connector,
@@ -176,6 +179,16 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         moved = {key: kwargs.pop(key) for key in _LEARNER_KEYS_IN_TRAINING if key in kwargs}
         if moved:
             self.learners(**moved)
+        if "num_sgd_iter" in kwargs:  # RLlib 2.60's deprecated name, still accepted there with a warning
+            warnings.warn(
+                "training(num_sgd_iter=...) is RLlib's old name of num_epochs.", DeprecationWarning, 2
+            )
+            kwargs["num_epochs"] = kwargs.pop("num_sgd_iter")
+        if "model" in kwargs:
+            raise ConfigError(
+                f"training(model={kwargs['model']!r}) is RLlib's old-stack model dict, which the new stack's "
+                "modules do not read. Fix: config.rl_module(model_config={...}) (e.g. fcnet_hiddens, use_lstm)."
+            )
         return self._section("training", kwargs)
 
     def multi_agent(self, **kwargs: Any) -> Self:
@@ -314,8 +327,19 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
 
     @property
     def total_train_batch_size(self) -> int:
-        """Env steps trained on per iteration over all learners."""
+        """Env steps trained on per iteration over all learners: `train_batch_size_per_learner` times
+        the learners when it is set, else `train_batch_size` (RLlib's rule)."""
+        if self.train_batch_size_per_learner is None:
+            return self.train_batch_size
         return self.train_batch_size_per_learner * max(1, self.num_learners)
+
+    @property
+    def learner_train_batch_size(self) -> int:
+        """Env steps each learner trains on per iteration (what `train_batch_size_per_learner` reads
+        as in RLlib when it is not set: `train_batch_size // num_learners`)."""
+        if self.train_batch_size_per_learner is None:
+            return self.train_batch_size // max(1, self.num_learners)
+        return self.train_batch_size_per_learner
 
     @property
     def is_multi_agent(self) -> bool:
@@ -367,7 +391,9 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
     def build_env_to_module_connector(
         self, env: Any, spaces: tuple | None = None, device: Any = None
     ) -> ConnectorPipelineV2:
-        """The env-to-module pipeline: the user's pieces, then the defaults (add obs/states, batch, to tensor).
+        """The env-to-module pipeline: the user's pieces, `NormalizeRewards` (with `normalize_rewards`), then
+        the defaults (add obs/states, batch, to tensor). For an Atari id, `FrameStacking(num_frames=4)`
+        follows the user's pieces unless they stack frames.
 
         `spaces` is `(observation_space, action_space)` or RLlib's `{"__env_single__": (...), ...}`; the
         user's hook is called as ``env_to_module_connector(env, spaces, device)`` with RLlib's dict
@@ -375,6 +401,11 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         """
         hook_args = (env, hook_spaces(env, spaces), device)
         pieces = hook_pieces(self.env_to_module_connector, "env_to_module_connector", *hook_args)
+        pieces += atari_frame_stacking(self.env, pieces, as_learner_connector=False)
+        if self.normalize_rewards:
+            from flywheel.connectors.env_to_module import NormalizeRewards
+
+            pieces.append(NormalizeRewards(gamma=self.gamma))
         if self.add_default_connectors_to_env_to_module_pipeline:
             from flywheel.connectors.env_to_module import default_env_to_module_connectors
 
@@ -405,16 +436,19 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         self, input_observation_space: Any, input_action_space: Any, device: Any = None
     ) -> ConnectorPipelineV2:
         """The learner pipeline: the user's pieces, then the defaults (algorithm configs add their own).
+        For an Atari id, the learner's `FrameStacking(num_frames=4)` follows the user's pieces unless they
+        stack frames.
 
         The user's hook is called as ``learner_connector(input_observation_space, input_action_space)``;
-        `device` is where the learner trains (the default pieces produce numpy; the learner moves it).
+        `device` is where the learner trains (the last default piece, `NumpyToTensor`, puts the batch there).
         """
         hook_args = (input_observation_space, input_action_space)
         pieces = hook_pieces(self.learner_connector, "learner_connector", *hook_args)
+        pieces += atari_frame_stacking(self.env, pieces, as_learner_connector=True)
         if self.add_default_connectors_to_learner_pipeline:
             from flywheel.connectors.learner import default_learner_connectors
 
-            pieces += default_learner_connectors()
+            pieces += default_learner_connectors(device=device)
         return make_pipeline(input_observation_space, input_action_space, pieces)
 
     def build_learner(self, *, env: Any = None, spaces: Any = None) -> Learner:
@@ -441,8 +475,14 @@ class AlgorithmConfig(StackSettings, AlgorithmSettings):
         return self
 
     def build_callbacks(self) -> RLlibCallback:
-        """One RLlibCallback running callbacks_class's hooks, then the function hooks (see `active_hooks`)."""
-        return make_callbacks(self.callbacks_class, {name: getattr(self, name) for name in HOOK_NAMES})
+        """One RLlibCallback running callbacks_class's hooks, then the function hooks (see `active_hooks`);
+        with `render_env`, `on_episode_end` also logs the recorded video (`flywheel.env.recording`)."""
+        hooks = {name: getattr(self, name) for name in HOOK_NAMES}
+        if self.render_env:
+            from flywheel.env.recording import log_episode_video
+
+            hooks["on_episode_end"] = [*as_hook_list(hooks["on_episode_end"]), log_episode_video]
+        return make_callbacks(self.callbacks_class, hooks)
 
 
 _LEARNER_KEYS_IN_TRAINING = (

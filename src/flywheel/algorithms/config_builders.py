@@ -6,6 +6,7 @@ config never imports torch.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,7 @@ def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
     from flywheel.connectors.connector import ConnectorV2
     from flywheel.connectors.pipeline import ConnectorPipelineV2
 
-    result = hook(*args)
+    result = hook(*args[: _positional_capacity(hook, len(args))])
     if isinstance(result, ConnectorPipelineV2):
         return list(result.connectors)
     if isinstance(result, ConnectorV2):
@@ -66,6 +67,30 @@ def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
         f"config.{hook_name} returned {result!r}; expected a ConnectorV2 piece, a list of pieces or a "
         "ConnectorPipelineV2. Fix: make the function return its piece(s)."
     )
+
+
+def atari_frame_stacking(config_env: Any, pieces: list, *, as_learner_connector: bool) -> list:
+    """`[FrameStacking(num_frames=4)]` when `config_env` is an Atari id (whose frames flywheel stacks in
+    the pipelines, see `flywheel.env.atari`) and none of `pieces` stacks frames already; else `[]`."""
+    from flywheel.connectors.env_to_module import FrameStacking
+    from flywheel.env.atari import ATARI_FRAME_STACK
+    from flywheel.env.make import is_atari_env
+
+    if not is_atari_env(config_env) or any(isinstance(piece, FrameStacking) for piece in pieces):
+        return []
+    return [FrameStacking(num_frames=ATARI_FRAME_STACK, as_learner_connector=as_learner_connector)]
+def _positional_capacity(hook: Callable, available: int) -> int:
+    """How many of the `available` positional arguments `hook` takes: RLlib also calls hooks written
+    for its older, shorter signatures (`lambda env: piece`) with just the leading ones."""
+    try:
+        parameters = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (some builtins): pass everything
+        return available
+    kinds = [p.kind for p in parameters]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return available
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return min(available, sum(kind in positional for kind in kinds))
 
 
 def env_spaces(env: Any, spaces: tuple | dict | None) -> tuple:
@@ -101,7 +126,6 @@ def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> Mul
     or a vector env), else from `config.observation_space` / `action_space`, else from one env made
     from `config.env` and closed again.
     """
-    from flywheel.core.rl_module.spec import MultiRLModuleSpec
     from flywheel.env.multi_agent_env import MultiAgentEnv
     from flywheel.env_runners.multi_agent_modules import module_spaces, multi_rl_module_spec
 
@@ -122,7 +146,25 @@ def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> Mul
                 f"(observation_space, action_space)}}, got env={env!r}, spaces={spaces!r}."
             )
         return multi_rl_module_spec(config, per_module)
-    return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: config.get_rl_module_spec(spaces, env=env)})
+    return single_agent_learner_spec(config, spaces, env=env)
+
+
+def single_agent_learner_spec(config: Any, spaces: Any = None, *, env: Any = None) -> MultiRLModuleSpec:
+    """What a single-agent config's learners train: `"default_policy"`, plus every other module of a
+    `MultiRLModuleSpec` given as `rl_module_spec` (e.g. a `learner_only` curiosity model trained next
+    to the policy, RLlib's pattern), built for the same spaces, in the spec's container class."""
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec
+
+    user = config.rl_module_spec
+    module_ids = [
+        DEFAULT_MODULE_ID,
+        *(mid for mid in getattr(user, "rl_module_specs", {}) if mid != DEFAULT_MODULE_ID),
+    ]
+    return MultiRLModuleSpec(
+        multi_rl_module_class=getattr(user, "multi_rl_module_class", MultiRLModule),
+        rl_module_specs={mid: config.get_rl_module_spec(spaces, mid, env=env) for mid in module_ids},
+    )
 
 
 def module_spaces(env: Any, spaces: tuple | dict | None, module_id: str = DEFAULT_MODULE_ID) -> tuple | None:
@@ -139,7 +181,7 @@ def module_spaces(env: Any, spaces: tuple | dict | None, module_id: str = DEFAUL
 
 
 def _env_from_config(config: Any) -> Any:
-    from flywheel.env.make import EnvContext, make_env_creator
+    from flywheel.env.make import EnvContext, make_env_creator, wrapped_creator
 
     if config.env is None:
         raise ConfigError(
@@ -147,4 +189,5 @@ def _env_from_config(config: Any) -> Any:
             "no env or observation/action spaces. Fix: pass env=... or spaces=(observation_space, "
             "action_space), or set config.environment(env=...)."
         )
-    return make_env_creator(config.env, config.env_config)(EnvContext(config.env_config))
+    creator = wrapped_creator(make_env_creator(config.env, config.env_config), config.env_wrappers)
+    return creator(EnvContext(config.env_config))

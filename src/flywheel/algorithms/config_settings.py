@@ -44,6 +44,15 @@ class AlgorithmSettings:
     """Box actions: the module acts in [-1, 1] and actions are unsquashed to the env's bounds."""
     clip_actions: bool = setting("environment", False)
     """Box actions: clip to the env's bounds (used when normalize_actions is False)."""
+    render_env: bool = setting("environment", False)
+    """Record the episodes of each runner's first sub-env as videos (`episode_videos` in the runners'
+    metrics: GIFs in TensorBoard, mp4 files in a run dir); meant for evaluation:
+    `config.evaluation(evaluation_config={"render_env": True})`. Gymnasium ids render with
+    `render_mode="rgb_array"`; a creator or env class must set that itself. Single-agent envs only."""
+    env_wrappers: list = setting("environment", factory=list)
+    """Gymnasium wrappers (classes, or callables ``wrapper(env) -> env``) put around every sub-env on every
+    runner, first one innermost, e.g. ``[gymnasium.wrappers.ClipAction, lambda env: TimeLimit(env, 500)]``:
+    a standard recipe needs no `register_env`. Single-agent envs; not with "vector_entry_point"."""
     disable_env_checking: bool = setting("environment", False)
     """Skip flywheel's env checks: the contract check at runner build and the observation check while
     sampling (every 16th step; for envs that are slow to step, or to save its ~1 us a step)."""
@@ -70,11 +79,23 @@ class AlgorithmSettings:
     add_default_connectors_to_module_to_env_pipeline: bool = setting("env_runners", True)
     """False: the module-to-env pipeline holds only your pieces (they must produce actions)."""
     episode_lookback_horizon: int = setting("env_runners", 1)
-    """Steps of history carried into each cut chunk (connectors such as frame stacking read them)."""
+    """Steps of history carried into each cut chunk; runners carry more when an env-to-module piece
+    reads more (`FrameStacking(num_frames=4)` reads 3: see `ConnectorV2.required_episode_lookback`)."""
     sample_timeout_s: float | None = setting("env_runners", 60.0)
     """Seconds to wait for remote runners' samples before treating a runner as failed."""
     num_cpus_per_env_runner: float = setting("env_runners", 1)
     """CPUs Ray reserves for each remote runner."""
+    normalize_rewards: bool = setting("env_runners", False)
+    """Train on rewards divided by the running std of the discounted return (with `gamma`), clipped to
+    [-10, 10], as SB3's VecNormalize and CleanRL do: an env-to-module `NormalizeRewards` piece after your
+    own pieces. Reported returns stay the env's raw ones. Single-agent only."""
+    env_runner_cls: type | None = setting("env_runners")
+    """A SingleAgentEnvRunner / MultiAgentEnvRunner subclass to sample with (None: the one the env needs)."""
+    num_gpus_per_env_runner: float = setting("env_runners", 0)
+    """Must be 0: runners act on the CPU (RLlib's setting, accepted at its default)."""
+    create_env_on_local_worker: bool = setting("env_runners", False)
+    """Accepted for RLlib code; flywheel's local runner always builds its env (it holds the spaces and
+    the inference module the algorithm's get_module() returns)."""
 
     # learners()
     num_learners: int = setting("learners", 0)
@@ -97,14 +118,21 @@ class AlgorithmSettings:
     """Discount factor: how much future rewards count."""
     lr: float | Schedule = setting("training", 1e-3)
     """Learning rate, or a piecewise-linear schedule over sampled env steps."""
+    adam_epsilon: float = setting("training", 1e-8)
+    """Adam's epsilon (torch's default 1e-8; CleanRL and SB3 use 1e-5 for PPO): added to the root of the
+    second moment, it bounds the step size of parameters whose gradients are tiny."""
     grad_clip: float | None = setting("training")
     """Gradient clipping threshold (None: no clipping)."""
     grad_clip_by: str = setting("training", "global_norm")
     """"value" clips each entry, "norm" each tensor's norm, "global_norm" all gradients' joint norm."""
-    train_batch_size_per_learner: int = setting("training", 4000)
-    """Env steps each learner trains on per iteration (sampling stops once all learners have theirs)."""
+    train_batch_size: int = setting("training", 4000)
+    """Env steps trained on per iteration over all learners (split evenly among them), RLlib's
+    meaning; used when train_batch_size_per_learner is None."""
+    train_batch_size_per_learner: int | None = setting("training")
+    """Env steps each learner trains on per iteration (None: train_batch_size / num_learners);
+    sampling stops once all learners have theirs."""
     minibatch_size: int = setting("training", 128)
-    """Rows per gradient step; must not exceed train_batch_size_per_learner."""
+    """Rows per gradient step; must not exceed the batch each learner trains on."""
     num_epochs: int = setting("training", 1)
     """Passes over each train batch."""
     shuffle_batch_per_epoch: bool = setting("training", True)
@@ -137,6 +165,9 @@ class AlgorithmSettings:
     """Remote evaluation runners (0: evaluate on a local runner)."""
     evaluation_config: dict | None = setting("evaluation")
     """Setting overrides for evaluation, e.g. AlgorithmConfig.overrides(explore=False)."""
+    evaluation_parallel_to_training: bool = setting("evaluation", False)
+    """Accepted for RLlib code; flywheel evaluates after the iteration's training step either way (the
+    result holds the same keys)."""
 
     # fault_tolerance()
     restart_failed_env_runners: bool = setting("fault_tolerance", True)
@@ -183,6 +214,8 @@ class AlgorithmSettings:
     """train() repeats training steps until at least this many seconds passed."""
     min_sample_timesteps_per_iteration: int = setting("reporting", 0)
     """train() repeats training steps until at least this many env steps were sampled."""
+    log_gradients: bool = setting("reporting", True)
+    """Log each optimizer's pre-clip gradient norm as learners/<module>/gradients_<optimizer>_global_norm."""
 
     # resources()
     num_cpus_for_main_process: float = setting("resources", 1)
@@ -197,6 +230,8 @@ class AlgorithmSettings:
     """Seeds torch, numpy and the envs (per runner and sub-env) for reproducible runs."""
     log_level: str = setting("debugging", "WARN")
     """Level of flywheel's loggers: DEBUG, INFO, WARN, ERROR."""
+    log_sys_usage: bool = setting("debugging", True)
+    """Accepted for RLlib code; flywheel logs no CPU/memory usage."""
 
     # Set by code, not by a section method.
     in_evaluation: bool = setting(None, False)

@@ -26,8 +26,8 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate closest to `word` (ignoring case), or None when nothing is similar.
 
     Of difflib's similar candidates, the one sharing the longest run of characters with `word` wins
-    (then difflib's order): `train_batch_size` means `train_batch_size_per_learner`, not the
-    shorter `minibatch_size` difflib alone prefers.
+    (then difflib's order), so a long name the user nearly typed beats a shorter one that difflib
+    alone would rank first.
     """
     by_lower = {candidate.lower(): candidate for candidate in candidates}
     word = word.lower()
@@ -101,6 +101,16 @@ def check_choice(config: AlgorithmConfig, name: str, choices: tuple[str, ...]) -
     return f"{name}={value!r} is not one of {list(choices)}. Fix: use one of them, e.g. {example}."
 
 
+def check_optional_choice(config: AlgorithmConfig, name: str, choices: tuple[str, ...]) -> str | None:
+    """`name` must be None or one of `choices`."""
+    if getattr(config, name) is None:
+        return None
+    problem = check_choice(config, name, choices)
+    return problem and problem.replace(
+        f"is not one of {list(choices)}", f"is not None nor one of {list(choices)}"
+    )
+
+
 def check_optional_callable(config: AlgorithmConfig, name: str) -> str | None:
     """`name` must be None or callable."""
     value = getattr(config, name)
@@ -152,14 +162,39 @@ def _check_env(config: AlgorithmConfig) -> list[str | None]:
         problems.append(
             f"env_config={config.env_config!r} is not a dict. Fix: pass a dict to {where(config, 'env_config')}."
         )
+    problems.append(_check_env_wrappers(config))
     problems.append(check_bool(config, "normalize_actions"))
     problems.append(check_bool(config, "clip_actions"))
+    problems.append(check_bool(config, "render_env"))
+    if config.render_env is True and config.is_multi_agent:
+        problems.append(
+            "render_env=True records videos of single-agent envs only, but this config is multi-agent. "
+            "Fix: record a single-agent version of the env, or set render_env=False."
+        )
     clip = config.clip_rewards
     if not (clip is None or isinstance(clip, bool) or (_is_number(clip) and clip > 0)):
         problems.append(
             f"clip_rewards={clip!r} must be None, a bool or a number > 0. Fix: pass e.g. {where(config, 'clip_rewards').replace('...', '1.0')}."
         )
     return problems
+
+
+def _check_env_wrappers(config: AlgorithmConfig) -> str | None:
+    wrappers = config.env_wrappers
+    fix = f"Fix: pass a list of wrapper classes or functions wrapper(env) -> env to {where(config, 'env_wrappers')}"
+    if not isinstance(wrappers, list | tuple):
+        return f"env_wrappers={wrappers!r} is not a list. {fix}, e.g. [gymnasium.wrappers.ClipAction]."
+    bad = [w for w in wrappers if not callable(w)]
+    if bad:
+        return f"env_wrappers holds {', '.join(map(repr, bad))}, which is not callable. {fix}."
+    if wrappers and config.is_multi_agent:
+        return "env_wrappers wrap single-agent gymnasium envs, but this config is multi-agent. Fix: wrap the envs inside your MultiAgentEnv, or drop env_wrappers."
+    if wrappers and config.gym_env_vectorize_mode in ("vector_entry_point",):
+        return (
+            "env_wrappers wrap each sub-env, but gym_env_vectorize_mode='vector_entry_point' builds none. "
+            "Fix: use gym_env_vectorize_mode='sync' or 'async', or drop env_wrappers."
+        )
+    return None
 
 
 def _check_env_runners(config: AlgorithmConfig) -> list[str | None]:
@@ -181,6 +216,14 @@ def _check_env_runners(config: AlgorithmConfig) -> list[str | None]:
         check_int(config, "episode_lookback_horizon", 0),
         check_number(config, "sample_timeout_s", 0, strict=True, allow_none=True),
         check_number(config, "num_cpus_per_env_runner", 0),
+        check_bool(config, "normalize_rewards"),
+        None
+        if not (config.normalize_rewards is True and config.is_multi_agent)
+        else (
+            "normalize_rewards=True works on single-agent runs only (the piece follows one reward stream "
+            "per sub-env). Fix: normalize rewards inside the multi-agent env, or pass normalize_rewards=False "
+            f"to {where(config, 'normalize_rewards')}."
+        ),
     ]
 
 
@@ -193,17 +236,25 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_optional_callable(config, "learner_connector"),
         check_unit_interval(config, "gamma"),
         check_schedule(config, "lr", 0, strict=True),
+        check_number(config, "adam_epsilon", 0, strict=True),
         check_number(config, "grad_clip", 0, strict=True, allow_none=True),
         check_choice(config, "grad_clip_by", ("value", "norm", "global_norm")),
-        check_int(config, "train_batch_size_per_learner", 1),
+        check_int(config, "train_batch_size", 1),
+        check_optional_class(config, "env_runner_cls"),
+        _check_cpu_runners(config),
+        check_int(config, "train_batch_size_per_learner", 1, allow_none=True),
         check_int(config, "minibatch_size", 1),
         check_int(config, "num_epochs", 1),
     ]
-    batch, minibatch = config.train_batch_size_per_learner, config.minibatch_size
-    if _is_int(batch) and _is_int(minibatch) and minibatch > batch:
+    per_learner, minibatch = config.train_batch_size_per_learner, config.minibatch_size
+    name = setting = "train_batch_size_per_learner"
+    if per_learner is None and _is_int(config.train_batch_size) and _is_int(config.num_learners):
+        per_learner, setting = config.learner_train_batch_size, "train_batch_size"
+        name = setting if config.num_learners <= 1 else "train_batch_size / num_learners"
+    if _is_int(per_learner) and _is_int(minibatch) and minibatch > per_learner:
         problems.append(
-            f"minibatch_size={minibatch} is larger than train_batch_size_per_learner={batch}. "
-            "Fix: lower minibatch_size or raise train_batch_size_per_learner in config.training()."
+            f"minibatch_size={minibatch} is larger than {name}={per_learner}. "
+            f"Fix: lower minibatch_size or raise {setting} in config.training()."
         )
     return problems
 
@@ -292,6 +343,10 @@ def _check_module_ids(config: AlgorithmConfig) -> list[str]:
         config.policies, Mapping | set | frozenset | list | tuple
     ):
         return []
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule  # loaded with the spec already
+
+    if getattr(spec, "multi_rl_module_class", MultiRLModule) is not MultiRLModule:
+        return []  # a custom container routes data to its own modules (e.g. a shared encoder)
     policies = set(config.policies)
     extra = sorted(
         mid
@@ -374,3 +429,14 @@ _SECTION_CHECKS: tuple[Callable[[AlgorithmConfig], list[str | None]], ...] = (
 def common_problems(config: AlgorithmConfig) -> list[str]:
     """Every problem of the settings all algorithms share, in section order."""
     return [problem for check in _SECTION_CHECKS for problem in check(config) if problem]
+
+
+def _check_cpu_runners(config: AlgorithmConfig) -> str | None:
+    """num_gpus_per_env_runner is RLlib's; flywheel's runners act on the CPU."""
+    if config.num_gpus_per_env_runner == 0:
+        return None
+    return (
+        f"num_gpus_per_env_runner={config.num_gpus_per_env_runner!r}: flywheel's env runners act on the CPU "
+        "(one small forward pass per step). Fix: drop it, or put GPUs on the learners with "
+        "config.learners(num_gpus_per_learner=1)."
+    )

@@ -132,6 +132,13 @@ class ConnectorV2(Checkpointable, abc.ABC):
             None if act_space is None else self.recompute_output_action_space(obs_space, act_space)
         )
 
+    @property
+    def required_episode_lookback(self) -> int:
+        """Steps of history before a chunk's start that this piece reads (e.g. `FrameStacking`'s earlier
+        frames). Runners cut ongoing episodes with at least this much lookback, whatever
+        `episode_lookback_horizon` says, so a continuing chunk reads what it needs; 0 by default."""
+        return 0
+
     # Batch helpers (RLlib's; see `flywheel.connectors.batch_items` for how items reach the batch).
 
     add_batch_item = staticmethod(batch_items.add_batch_item)

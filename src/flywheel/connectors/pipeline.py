@@ -68,6 +68,11 @@ class ConnectorPipelineV2(ConnectorV2):
             batch = out
         return batch
 
+    @property
+    def required_episode_lookback(self) -> int:
+        """The most history any of the pieces reads (see `ConnectorV2.required_episode_lookback`)."""
+        return max((piece.required_episode_lookback for piece in self.connectors), default=0)
+
     # Structure.
 
     def append(self, connector: ConnectorV2) -> None:

@@ -30,17 +30,47 @@ _MIN_EXP_NOISE = 1e-30
 
 
 class Distribution:
-    """Interface of all action distributions (see the module docstring)."""
+    """Interface of all action distributions (see the module docstring), with RLlib's method names."""
 
     @classmethod
-    def from_logits(cls, inputs: torch.Tensor) -> Distribution:
+    def from_logits(cls, logits: torch.Tensor, **kwargs: Any) -> Distribution:
         """Builds the distribution from a module's `ACTION_DIST_INPUTS`."""
-        return cls(inputs)
+        return cls(logits, **kwargs)
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space) -> int:
+    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
         """Size of the last dimension of the inputs this class needs for `space`."""
         raise NotImplementedError
+
+    @classmethod
+    def get_partial_dist_cls(cls, **partial_kwargs: Any) -> type[Distribution]:
+        """A subclass whose `from_logits(logits)` (and `required_input_dim(space)`) pass `partial_kwargs`
+        on, e.g. `MultiDistribution.get_partial_dist_cls(child_distribution_cls_struct=(Categorical,
+        DiagGaussian), input_lens=(3, 2))`: what a module returns from `get_*_action_dist_cls()` when
+        the class needs arguments besides the logits. Passing one of `partial_kwargs` again raises."""
+
+        def merged(kwargs: dict) -> dict:
+            clash = sorted(set(kwargs) & set(partial_kwargs))
+            if clash:
+                raise ModuleError(
+                    f"{cls.__name__}.get_partial_dist_cls() already set {clash}; they cannot be passed again. "
+                    "Fix: leave them out of this call, or make another partial class."
+                )
+            return {**partial_kwargs, **kwargs}
+
+        def from_logits(partial: type, logits: torch.Tensor, **kwargs: Any) -> Distribution:
+            dist = cls.from_logits(logits, **merged(kwargs))
+            dist.__class__ = partial  # type() of the result is the partial class, as in RLlib
+            return dist
+
+        def required_input_dim(partial: type, space: gym.Space, **kwargs: Any) -> int:
+            return cls.required_input_dim(space, **merged(kwargs))
+
+        methods = {
+            "from_logits": classmethod(from_logits),
+            "required_input_dim": classmethod(required_input_dim),
+        }
+        return type(f"{cls.__name__}Partial", (cls,), methods)
 
     def sample(self) -> Any:
         """Draws an action (no gradient through the sample)."""
@@ -57,6 +87,11 @@ class Distribution:
         """The most likely action (used when not exploring)."""
         raise NotImplementedError
 
+    def to_deterministic(self) -> Distribution:
+        """The deterministic counterpart (RLlib's name): a `Deterministic` at `deterministic_sample()`.
+        Runners act with `dist.to_deterministic().sample()` when not exploring."""
+        return Deterministic(self.deterministic_sample())
+
     def logp(self, value: Any) -> torch.Tensor:
         """Log-likelihood of `value`, one number per leading index."""
         raise NotImplementedError
@@ -70,15 +105,45 @@ class Distribution:
         raise NotImplementedError
 
 
-class Categorical(Distribution):
-    """Categorical over the last dimension of `logits` (Discrete actions)."""
+class Deterministic(Distribution):
+    """Always `loc` (RLlib's `TorchDeterministic`): what `to_deterministic()` returns. `logp` is 0."""
 
-    def __init__(self, logits: torch.Tensor):
-        self.logits = logits
+    def __init__(self, loc: Any):
+        self.loc = loc
+
+    @classmethod
+    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
+        return int(np.prod(space.shape))
+
+    def sample(self) -> Any:
+        return self.loc
+
+    def deterministic_sample(self) -> Any:
+        return self.loc
+
+    def to_deterministic(self) -> Deterministic:
+        return self
+
+    def logp(self, value: Any) -> torch.Tensor:
+        return torch.zeros_like(self.loc, dtype=torch.float32)
+
+
+class Categorical(Distribution):
+    """Categorical over the last dimension of `logits` (Discrete actions); RLlib's `TorchCategorical`
+    (given `probs` instead, the logits are their logs)."""
+
+    def __init__(self, logits: torch.Tensor | None = None, probs: torch.Tensor | None = None):
+        if (logits is None) == (probs is None):
+            raise ModuleError(
+                "Categorical takes exactly one of logits= and probs=. Fix: pass the module's "
+                "ACTION_DIST_INPUTS as logits (Categorical.from_logits(inputs))."
+            )
+        self.logits = logits if probs is None else torch.log(probs)
+        self.probs = probs
         self._log_probs: torch.Tensor | None = None
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space) -> int:
+    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
         return int(space.n)
 
     @property
@@ -97,6 +162,12 @@ class Categorical(Distribution):
         noise = torch.empty_like(self.logits).exponential_().clamp_(min=_MIN_EXP_NOISE).log_()
         return torch.argmax(self.logits - noise, dim=-1)
 
+    def rsample(self) -> torch.Tensor:
+        """A one-hot sample whose gradient is that of the probabilities (straight-through, as RLlib's)."""
+        probs = self.log_probs.exp()
+        one_hot = torch.nn.functional.one_hot(self.sample(), probs.shape[-1]).to(probs.dtype)
+        return (one_hot - probs).detach() + probs
+
     def deterministic_sample(self) -> torch.Tensor:
         return torch.argmax(self.logits, dim=-1)
 
@@ -113,20 +184,30 @@ class Categorical(Distribution):
 
 
 class DiagGaussian(Distribution):
-    """Diagonal Gaussian; inputs are `concat(mean, log_std)` along the last dimension."""
+    """Diagonal Gaussian with mean `loc` and standard deviation `scale` (RLlib's `TorchDiagGaussian`);
+    `from_logits` reads inputs `concat(mean, log_std)` along the last dimension. `mean`, `std` and
+    `log_std` name the same parameters."""
 
-    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor):
-        self.mean = mean
-        self.log_std = log_std
-        self.std = log_std.exp()
-
-    @classmethod
-    def from_logits(cls, inputs: torch.Tensor) -> DiagGaussian:
-        mean, log_std = torch.chunk(inputs, 2, dim=-1)
-        return cls(mean, log_std)
+    def __init__(self, loc: torch.Tensor, scale: torch.Tensor):
+        self.loc = self.mean = loc
+        self.scale = self.std = scale
+        self._log_std: torch.Tensor | None = None
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space) -> int:
+    def from_logits(cls, logits: torch.Tensor, **kwargs: Any) -> DiagGaussian:
+        mean, log_std = torch.chunk(logits, 2, dim=-1)
+        dist = cls(mean, log_std.exp(), **kwargs)
+        dist._log_std = log_std
+        return dist
+
+    @property
+    def log_std(self) -> torch.Tensor:
+        if self._log_std is None:
+            self._log_std = torch.log(self.std)
+        return self._log_std
+
+    @classmethod
+    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
         return 2 * _box_action_size(space)
 
     def sample(self) -> torch.Tensor:
@@ -155,11 +236,19 @@ class DiagGaussian(Distribution):
 class SquashedGaussian(DiagGaussian):
     """Gaussian squashed by tanh into the bounds `[low, high]` of a Box (e.g. for SAC).
 
-    Made by `distribution_for_space(box, squashed=True)`, which sets `low` and `high`.
+    Made by `distribution_for_space(box, squashed=True)`, which sets `low` and `high` on the class;
+    `SquashedGaussian(loc, scale, low, high)` (RLlib's signature) sets them on the instance.
     """
 
     low: torch.Tensor = torch.tensor(-1.0)
     high: torch.Tensor = torch.tensor(1.0)
+
+    def __init__(self, loc: torch.Tensor, scale: torch.Tensor = 1.0, low: Any = None, high: Any = None):
+        super().__init__(loc, torch.as_tensor(scale))
+        if low is not None:
+            self.low = torch.as_tensor(low, dtype=torch.float32)
+        if high is not None:
+            self.high = torch.as_tensor(high, dtype=torch.float32)
 
     def _squash(self, u: torch.Tensor) -> torch.Tensor:
         low, high = self.low.to(u.device), self.high.to(u.device)
@@ -200,11 +289,16 @@ class MultiCategorical(Distribution):
         self.categoricals = categoricals
 
     @classmethod
-    def from_logits(cls, inputs: torch.Tensor) -> MultiCategorical:
-        return cls([Categorical(x) for x in torch.split(inputs, cls.input_lens, dim=-1)])
+    def from_logits(
+        cls, logits: torch.Tensor, input_lens: Any = None, temperatures: Any = None, **kwargs: Any
+    ) -> MultiCategorical:
+        """`input_lens` (default: the class's) splits the logits; `temperatures` divide each part."""
+        parts = torch.split(logits, tuple(input_lens or cls.input_lens), dim=-1)
+        temperatures = temperatures or [1.0] * len(parts)
+        return cls([Categorical(x if t == 1.0 else x / t) for x, t in zip(parts, temperatures)])
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space) -> int:
+    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
         return int(np.sum(space.nvec))
 
     def sample(self) -> torch.Tensor:
@@ -227,26 +321,50 @@ class MultiDistribution(Distribution):
     """One child distribution per part of a Dict or Tuple action space (nested as the space).
 
     Made by `distribution_for_space(space)`, which sets `child_classes` (a dict or tuple of
-    classes in the space's order) and `input_lens`. Samples are dicts/tuples like the space;
-    `logp`, `entropy` and `kl` add up the children's.
+    classes in the space's order) and `input_lens`; or built from child distributions,
+    `MultiDistribution((dist_a, dist_b))` (RLlib's `TorchMultiDistribution(child_distribution_struct)`).
+    Samples are dicts/tuples like the space; `logp`, `entropy` and `kl` add up the children's.
     """
 
     child_classes: dict[str, type[Distribution]] | tuple[type[Distribution], ...] = ()
     input_lens: tuple[int, ...] = ()
 
-    def __init__(self, children: dict[str, Distribution] | tuple[Distribution, ...]):
-        self.children = children
+    def __init__(self, child_distribution_struct: dict[str, Distribution] | tuple[Distribution, ...]):
+        self.children = child_distribution_struct
+        if isinstance(child_distribution_struct, list):
+            self.children = tuple(child_distribution_struct)
 
     @classmethod
-    def from_logits(cls, inputs: torch.Tensor) -> MultiDistribution:
-        parts = torch.split(inputs, cls.input_lens, dim=-1)
-        if isinstance(cls.child_classes, dict):
-            return cls({k: c.from_logits(x) for (k, c), x in zip(cls.child_classes.items(), parts)})
-        return cls(tuple(c.from_logits(x) for c, x in zip(cls.child_classes, parts)))
+    def from_logits(
+        cls,
+        logits: torch.Tensor,
+        child_distribution_cls_struct: Any = None,
+        input_lens: Any = None,
+        **kwargs: Any,
+    ) -> MultiDistribution:
+        """Splits `logits` by `input_lens` among `child_distribution_cls_struct` (both default to the
+        class's, as `distribution_for_space` set them; RLlib's keywords)."""
+        classes = (
+            cls.child_classes if child_distribution_cls_struct is None else child_distribution_cls_struct
+        )
+        lens = cls.input_lens if input_lens is None else input_lens
+        lens = tuple(lens.values()) if isinstance(lens, dict) else tuple(lens)
+        parts = torch.split(logits, lens, dim=-1)
+        if isinstance(classes, dict):
+            return cls({k: c.from_logits(x) for (k, c), x in zip(classes.items(), parts)})
+        return cls(tuple(c.from_logits(x) for c, x in zip(classes, parts)))
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space) -> int:
+    def required_input_dim(cls, space: gym.Space, input_lens: Any = None, **kwargs: Any) -> int:
+        if input_lens is not None:
+            return sum(input_lens.values() if isinstance(input_lens, dict) else input_lens)
         return sum(distribution_for_space(space).input_lens)
+
+    def to_deterministic(self) -> MultiDistribution:
+        """Each child's deterministic counterpart, in the same structure (as RLlib)."""
+        if isinstance(self.children, dict):
+            return MultiDistribution({k: c.to_deterministic() for k, c in self.children.items()})
+        return MultiDistribution(tuple(c.to_deterministic() for c in self.children))
 
     def _items(self):
         return self.children.items() if isinstance(self.children, dict) else enumerate(self.children)
@@ -335,6 +453,7 @@ def _multi_for_space(space: gym.spaces.Dict | gym.spaces.Tuple, squashed: bool) 
 
 __all__ = [
     "Categorical",
+    "Deterministic",
     "DiagGaussian",
     "Distribution",
     "MultiCategorical",

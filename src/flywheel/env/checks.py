@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +42,8 @@ def check_env(env: gym.Env, *, num_steps: int = 5, seed: int = 0) -> None:
     """Checks ``env`` against the gymnasium contract, then closes it.
 
     Checks that ``observation_space`` and ``action_space`` are supported space instances, that
-    ``reset(seed=seed)`` returns ``(obs, info)`` and that ``num_steps`` random ``step()``s return
+    ``reset(seed=seed)`` returns ``(obs, info)`` and that ``num_steps`` random ``step()``s (of actions the
+    observation's ``"action_mask"`` allows, when it has one) return
     ``(obs, reward, terminated, truncated, info)``, every observation inside the observation space.
     Raises an :class:`EnvError` naming the culprit and the fix; an exception raised by the env
     itself is wrapped in one that says which call raised it.
@@ -65,11 +67,22 @@ def _run_checks(env: gym.Env, name: str, num_steps: int, seed: int) -> None:
         )
     obs_space = _space_attribute(env, name, "observation_space")
     act_space = _space_attribute(env, name, "action_space")
-    _check_reset(env, name, obs_space, seed)
+    obs = _check_reset(env, name, obs_space, seed)
     act_space.seed(seed)
     for _ in range(num_steps):
-        if _check_step(env, name, obs_space, act_space.sample()):
-            _check_reset(env, name, obs_space, None)
+        done, obs = _check_step(env, name, obs_space, _random_action(act_space, obs))
+        if done:
+            obs = _check_reset(env, name, obs_space, None)
+
+
+def _random_action(act_space: gym.spaces.Space, obs: Any) -> Any:
+    """A random action; one the observation's `"action_mask"` allows (RLlib's key for masked Discrete
+    actions), since action-masking envs may reject the others, as RLlib's ActionMaskEnv does."""
+    if isinstance(act_space, gym.spaces.Discrete) and isinstance(obs, dict) and "action_mask" in obs:
+        mask = np.asarray(obs["action_mask"]).astype(np.int8)
+        if mask.shape == (act_space.n,) and mask.any():
+            return act_space.sample(mask=mask)
+    return act_space.sample()
 
 
 def env_name(env: Any) -> str:
@@ -126,7 +139,8 @@ def _check_supported(space: gym.spaces.Space, name: str, path: str) -> None:
             _check_supported(sub, name, f"{path}[{i}]")
 
 
-def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int | None) -> None:
+def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int | None) -> Any:
+    """Resets and returns the observation."""
     what = f"reset(seed={seed})" if seed is not None else "reset()"
     result = _call(name, what, env.reset, seed=seed)
     if not isinstance(result, tuple) or len(result) != 2:
@@ -137,10 +151,11 @@ def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int
     obs, info = result
     _check_info(name, what, info)
     _check_obs(name, what, obs, obs_space)
+    return obs
 
 
-def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: Any) -> bool:
-    """Steps once and returns whether the episode ended."""
+def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: Any) -> tuple[bool, Any]:
+    """Steps once and returns whether the episode ended, and the observation."""
     what = "step()"
     result = _call(name, f"step({action!r})", env.step, action)
     if not isinstance(result, tuple) or len(result) != 5:
@@ -163,7 +178,7 @@ def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: An
             )
     _check_info(name, what, info)
     _check_obs(name, what, obs, obs_space)
-    return bool(terminated or truncated)
+    return bool(terminated or truncated), obs
 
 
 def _check_info(name: str, what: str, info: Any) -> None:
@@ -175,13 +190,47 @@ def _check_info(name: str, what: str, info: Any) -> None:
 
 
 def _check_obs(name: str, what: str, obs: Any, space: gym.spaces.Space) -> None:
+    check_observation(f"env {name}.{what} returned an observation", "observation_space", obs, space)
+
+
+def check_observation(returned: str, space_name: str, obs: Any, space: gym.spaces.Space) -> None:
+    """Raises an `EnvError` ("<returned> outside <space_name>: got ..., expected ...: <problem>. Fix: ...")
+    for an observation `space` does not contain; warns instead when it does after conversion to the
+    space's dtypes (e.g. float64 arrays for a float32 Box, lists), which is what the vector env and
+    the episodes do with it (RLlib: gymnasium's env checker warns the same)."""
     if space.contains(obs):
         return
     problem, fix = _explain(obs, space)
+    if space.contains(_in_space_dtypes(obs, space)):
+        warnings.warn(
+            f"{returned} that {space_name} {space} contains only after conversion to its dtypes ({problem}); "
+            f"flywheel converts every observation so (RLlib: gymnasium's env checker warns the same). Fix: {fix}.",
+            stacklevel=3,
+        )
+        return
     raise EnvError(
-        f"env {name}.{what} returned an observation outside observation_space: got {_describe(obs)}, "
-        f"expected {space}: {problem}. Fix: {fix}."
+        f"{returned} outside {space_name}: got {_describe(obs)}, expected {space}: {problem}. Fix: {fix}."
     )
+
+
+def _in_space_dtypes(value: Any, space: gym.spaces.Space) -> Any:
+    """`value` with its array leaves converted to the space's dtypes (unchanged where that fails)."""
+    if isinstance(space, gym.spaces.Dict) and isinstance(value, dict) and set(value) == set(space.spaces):
+        return {key: _in_space_dtypes(value[key], sub) for key, sub in space.spaces.items()}
+    if (
+        isinstance(space, gym.spaces.Tuple)
+        and isinstance(value, list | tuple)
+        and len(value) == len(space.spaces)
+    ):
+        return tuple(_in_space_dtypes(item, sub) for item, sub in zip(value, space.spaces))
+    if isinstance(space, gym.spaces.Box | gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
+        try:
+            array = np.asarray(value)
+        except ValueError:  # ragged
+            return value
+        # Same kind only (float64 -> float32, int64 -> int8): floats never become ints, nor objects numbers.
+        return array.astype(space.dtype) if np.can_cast(array.dtype, space.dtype, "same_kind") else value
+    return value
 
 
 def _describe(value: Any) -> str:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 
+from flywheel.env.atari import is_atari_spec, make_atari
+from flywheel.env.gym_ids import gym_spec
+from flywheel.env.recording import record_sub_env
 from flywheel.env.sync_vector_env import FastSyncVectorEnv
 from flywheel.errors import EnvError
 
@@ -28,11 +30,14 @@ __all__ = [
     "SUB_ENV_RESTARTED",
     "VECTORIZE_MODES",
     "EnvContext",
+    "is_atari_env",
+    "make_env",
     "make_env_creator",
     "make_vector_env",
     "module_to_import",
     "register_env",
     "seed_for",
+    "wrapped_creator",
 ]
 
 EnvCreator = Callable[["EnvContext"], gym.Env]
@@ -50,6 +55,7 @@ SUB_ENV_RESTARTED = "flywheel_sub_env_restarted"
 """Info key a sub-env sets (to ``True``) when it failed and was rebuilt; see :func:`make_vector_env`."""
 
 _REGISTRY: dict[str, EnvCreator] = {}
+
 
 _HOW_TO_PASS = (
     "Pass a gymnasium id, a name given to flywheel.register_env(name, creator), "
@@ -101,19 +107,20 @@ class EnvContext(dict):
         )
 
 
-def register_env(name: str, creator: EnvCreator) -> None:
+def register_env(name: str, env_creator: EnvCreator) -> None:
     """Makes ``name`` usable wherever an env is expected; registering a name again replaces it.
 
-    The registry is per process: names are resolved into their creator at build time, and
-    the creator itself (not the name) travels to sub-env processes.
+    The parameter names are Ray Tune's (`register_env(name=..., env_creator=...)`). The registry is
+    per process: names are resolved into their creator at build time, and the creator itself (not
+    the name) travels to sub-env processes.
     """
-    if not isinstance(name, str) or not callable(creator):
+    if not isinstance(name, str) or not callable(env_creator):
         raise EnvError(
-            f"register_env expects a str name and a callable creator(env_config), got "
-            f"{type(name).__name__} {name!r} and {type(creator).__name__}. "
+            f"register_env expects a str name and a callable env_creator(env_config), got "
+            f"{type(name).__name__} {name!r} and {type(env_creator).__name__}. "
             "Fix: register_env('my_env', lambda env_config: MyEnv(env_config))."
         )
-    _REGISTRY[name] = creator
+    _REGISTRY[name] = env_creator
 
 
 def registered_envs() -> dict[str, EnvCreator]:
@@ -126,23 +133,19 @@ def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> E
     """Resolves ``env`` into ``creator(env_context) -> gymnasium.Env``.
 
     Tried in order: a registered name, a gymnasium id (``"module:Id-v0"`` imports ``module``
-    first), a ``gymnasium.Env`` subclass (called as ``cls(env_context)``), any callable. A
-    gymnasium id is made with ``gymnasium.make(id)`` alone, so a non-empty ``env_config`` for
-    one is rejected rather than silently ignored.
+    first; ``"ALE/..."`` and ``"MinAtar/..."`` ids register their package's envs), a
+    ``gymnasium.Env`` subclass (called as ``cls(env_context)``), any callable. A gymnasium id is
+    made with ``gymnasium.make(id, **env_config)``: every key of ``env_config`` is a keyword of
+    ``gymnasium.make`` (flywheel's own context, ``worker_index`` etc., rides as attributes, not
+    keys). Atari ids also get DeepMind preprocessing (`flywheel.env.atari`).
     """
     if isinstance(env, str):
         if env in _REGISTRY:
             return _REGISTRY[env]
-        spec = _gym_spec(env)
+        spec = gym_spec(env)
         if spec is None:
             raise EnvError(_unknown_env_message(env))
-        if env_config:
-            raise EnvError(
-                f"env {env!r} is a gymnasium id, which flywheel makes with gymnasium.make({env!r}) alone, "
-                f"but env_config={dict(env_config)!r} was given. Fix: register a creator that uses it, e.g. "
-                f"register_env('my_env', lambda cfg: gymnasium.make({env!r}, **cfg)) and pass 'my_env'."
-            )
-        return _GymMake(env)
+        return _GymMake(env, atari=is_atari_spec(spec))
     if isinstance(env, gym.Env):
         raise EnvError(
             f"Got an env instance ({type(env).__name__}), but each runner and sub-env needs its own env. "
@@ -151,6 +154,16 @@ def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> E
     if callable(env):
         return env
     raise EnvError(f"Cannot make an env from {env!r} (type {type(env).__name__}). {_HOW_TO_PASS}")
+
+
+def make_env(env: Any, env_config: Mapping[str, Any] | None = None, *, render: bool = False) -> gym.Env:
+    """One env made as runners make their sub-envs (e.g. an Atari id with its preprocessing), for
+    playing a policy outside training. With `render`, gymnasium ids get ``render_mode="rgb_array"``
+    (unless ``env_config`` names a render mode) and the env is wrapped to record its episodes' frames
+    (`flywheel.env.recording.RecordEpisodeFrames`)."""
+    creator = make_env_creator(env, env_config)
+    thunk = _SubEnvThunk(creator, EnvContext(_render_config(creator, env_config, render)), record=render)
+    return thunk()
 
 
 def make_vector_env(
@@ -162,6 +175,8 @@ def make_vector_env(
     worker_index: int = 0,
     num_workers: int = 0,
     restart_failed_sub_environments: bool = False,
+    render_env: bool = False,
+    wrappers: Sequence[Callable] = (),
 ) -> gym.vector.VectorEnv:
     """Builds the vector env a runner steps.
 
@@ -175,15 +190,31 @@ def make_vector_env(
     ``reset``/``step`` raises is rebuilt from the creator and reset in place; that call returns the
     fresh reset observation (reward 0, not done) with ``info[SUB_ENV_RESTARTED] = True``, so the
     runner can drop the sub-env's episode. Off, the env is not wrapped and errors pass unchanged.
+
+    With ``render_env`` (``"sync"``/``"async"`` only), sub-env 0 records its episodes' frames
+    (`flywheel.env.recording`); gymnasium ids are then made with ``render_mode="rgb_array"`` unless
+    ``env_config`` names a render mode.
+    ``wrappers`` wrap every sub-env (see :func:`wrapped_creator`); ``"vector_entry_point"`` has no
+    sub-envs to wrap and rejects them.
     """
     mode = _mode_name(vectorize_mode)
     if not isinstance(num_envs, int) or num_envs < 1:
         raise EnvError(f"num_envs must be an int >= 1, got {num_envs!r}. Fix: pass num_envs=1 or more.")
-    creator = make_env_creator(env, env_config)
+    if wrappers and mode == "vector_entry_point":
+        raise EnvError(
+            "env_wrappers wrap each sub-env, but gym_env_vectorize_mode='vector_entry_point' builds no "
+            "sub-envs. Fix: use gym_env_vectorize_mode='sync' (or 'async'), or drop env_wrappers."
+        )
+    base = make_env_creator(env, env_config)
+    creator = wrapped_creator(base, wrappers)
     if mode == "vector_entry_point":
-        return _make_vector_entry_point(env, creator, num_envs)
+        return _make_vector_entry_point(env, creator, num_envs, env_config)
+    env_config = _render_config(base, env_config, render_env)
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
-    thunks = [_SubEnvThunk(creator, context.copy_with_overrides(vector_index=i)) for i in range(num_envs)]
+    thunks = [
+        _SubEnvThunk(creator, context.copy_with_overrides(vector_index=i), record=render_env)
+        for i in range(num_envs)
+    ]
     if restart_failed_sub_environments:
         thunks = [RestartingThunk(thunk, _RestartingEnv) for thunk in thunks]
     vector_cls = FastSyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
@@ -202,25 +233,77 @@ def seed_for(seed: int | None, worker_index: int, num_envs: int, vector_index: i
     return seed + worker_index * num_envs + vector_index
 
 
-class _GymMake:
-    """Creator for a gymnasium id; a class rather than a lambda so it pickles by value."""
+def _render_config(creator: EnvCreator, env_config: Mapping[str, Any] | None, render: bool) -> Mapping | None:
+    """`env_config` with ``render_mode="rgb_array"`` added for a gymnasium id that is to render."""
+    if render and isinstance(creator, _GymMake):
+        return {"render_mode": "rgb_array", **(env_config or {})}
+    return env_config
 
-    def __init__(self, env_id: str) -> None:
+
+class _GymMake:
+    """Creator for a gymnasium id: ``gymnasium.make(id, **env_context)`` (Atari ids: `make_atari`); a
+    class rather than a lambda so it pickles by value."""
+
+    def __init__(self, env_id: str, *, atari: bool = False) -> None:
         self.env_id = env_id
+        self.atari = atari
 
     def __call__(self, env_context: EnvContext) -> gym.Env:
-        return gym.make(self.env_id)
+        gym_spec(self.env_id)  # registers namespaced ids in processes that have not seen them yet
+        kwargs = dict(env_context or {})
+        try:
+            return make_atari(self.env_id, kwargs) if self.atari else gym.make(self.env_id, **kwargs)
+        except TypeError as e:
+            raise EnvError(
+                f"gymnasium.make({self.env_id!r}, **env_config) with env_config={kwargs!r} raised TypeError: "
+                f"{e}. flywheel passes every env_config key to gymnasium.make as a keyword argument. Fix: "
+                "keep only the keywords the env accepts, or register a creator that reads the others: "
+                f"register_env('my_env', lambda cfg: MyWrapper(gymnasium.make({self.env_id!r}), cfg))."
+            ) from e
 
     def __repr__(self) -> str:
-        return f"gymnasium.make({self.env_id!r})"
+        return f"gymnasium.make({self.env_id!r})" + (" in AtariPreprocessing" if self.atari else "")
+
+
+def wrapped_creator(creator: EnvCreator, wrappers: Sequence[Callable]) -> EnvCreator:
+    """``creator`` whose envs come wrapped in ``wrappers`` (gymnasium wrapper classes or callables
+    ``wrapper(env) -> env``, first one innermost): config.environment(env_wrappers=[...])."""
+    return _WrappedCreator(creator, tuple(wrappers)) if wrappers else creator
+
+
+class _WrappedCreator:
+    """A creator whose envs come wrapped in ``wrappers`` (first innermost); picklable when its parts are."""
+
+    def __init__(self, creator: EnvCreator, wrappers: tuple[Callable, ...]) -> None:
+        self.creator = creator
+        self.wrappers = wrappers
+        self.__qualname__ = getattr(creator, "__qualname__", repr(creator))
+
+    def __call__(self, env_context: EnvContext) -> gym.Env:
+        env = self.creator(env_context)
+        for wrapper in self.wrappers:
+            wrapped = wrapper(env)
+            if not isinstance(wrapped, gym.Env):
+                name = getattr(wrapper, "__qualname__", repr(wrapper))
+                raise EnvError(
+                    f"env_wrappers: {name}(env) returned {type(wrapped).__name__}, expected a gymnasium.Env. "
+                    "Fix: pass wrapper classes (gymnasium.wrappers.ClipAction) or functions returning the wrapped env."
+                )
+            env = wrapped
+        return env
+
+    def __repr__(self) -> str:
+        return f"{self.creator!r} wrapped in {[getattr(w, '__qualname__', w) for w in self.wrappers]}"
 
 
 class _SubEnvThunk:
-    """Builds one sub-env: ``creator(context)``; picklable whenever the creator is."""
+    """Builds one sub-env: ``creator(context)`` (wrapped to record videos with `record`); picklable
+    whenever the creator is."""
 
-    def __init__(self, creator: EnvCreator, context: EnvContext) -> None:
+    def __init__(self, creator: EnvCreator, context: EnvContext, *, record: bool = False) -> None:
         self.creator = creator
         self.context = context
+        self.record = record
 
     def __call__(self) -> gym.Env:
         name = getattr(self.creator, "__qualname__", repr(self.creator))
@@ -237,7 +320,7 @@ class _SubEnvThunk:
                 f"The env creator {name} returned {type(env).__name__}, expected a gymnasium.Env. "
                 "Fix: return an instance of a gymnasium.Env subclass."
             )
-        return env
+        return record_sub_env(env, self.context.vector_index) if self.record else env
 
 
 class RestartingThunk:
@@ -310,14 +393,26 @@ def _mode_name(vectorize_mode: str | gym.VectorizeMode) -> str:
     return mode
 
 
-def _make_vector_entry_point(env: Any, creator: EnvCreator, num_envs: int) -> gym.vector.VectorEnv:
-    spec = _gym_spec(creator.env_id) if isinstance(creator, _GymMake) else None
+def _make_vector_entry_point(
+    env: Any, creator: EnvCreator, num_envs: int, env_config: Mapping[str, Any] | None
+) -> gym.vector.VectorEnv:
+    spec = gym_spec(creator.env_id) if isinstance(creator, _GymMake) else None
     if spec is None or spec.vector_entry_point is None:
         raise EnvError(
             f"gym_env_vectorize_mode='vector_entry_point' needs a gymnasium id whose spec has a "
             f"vector_entry_point, but env {env!r} has none. Modes that work for it: ['sync', 'async']."
         )
-    return gym.make_vec(creator.env_id, num_envs, vectorization_mode="vector_entry_point")
+    return gym.make_vec(
+        creator.env_id, num_envs, vectorization_mode="vector_entry_point", **dict(env_config or {})
+    )
+
+
+def is_atari_env(env: Any) -> bool:
+    """Whether `env` is a gymnasium id (not a registered name) of an ALE Atari game, which flywheel
+    preprocesses (`flywheel.env.atari`)."""
+    if not isinstance(env, str) or env in _REGISTRY:
+        return False
+    return is_atari_spec(gym_spec(env))
 
 
 def module_to_import(env: Any) -> str | None:
@@ -328,23 +423,6 @@ def module_to_import(env: Any) -> str | None:
         return None
     module = env.rpartition(":")[0]
     return module if module and module not in sys.modules else None
-
-
-def _gym_spec(env_id: str) -> gym.envs.registration.EnvSpec | None:
-    """The gymnasium spec of ``env_id``, or None when gymnasium does not know it."""
-    module, _, name = env_id.rpartition(":")
-    if module:
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise EnvError(
-                f"env {env_id!r} names module {module!r} to import before making {name!r}, but importing it "
-                f"failed ({e}). Fix: install the package that provides {module!r} or correct the id."
-            ) from e
-    try:
-        return gym.spec(name)
-    except gym.error.Error:
-        return None
 
 
 def _unknown_env_message(name: str) -> str:

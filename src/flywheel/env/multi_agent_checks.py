@@ -14,7 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.env.checks import ObservationMonitor, _call, _check_supported, _describe, _explain
+from flywheel.env.checks import (
+    ObservationMonitor,
+    _call,
+    _check_supported,
+    _describe,
+    _explain,
+    _in_space_dtypes,
+    check_observation,
+)
 from flywheel.env.multi_agent_env import MultiAgentEnv
 from flywheel.errors import EnvError
 
@@ -102,6 +110,7 @@ class _Checker:
                 "terminateds, truncateds, infos) keyed by agent id. Fix: return all five, {} where empty."
             )
         observations, rewards, terminateds, truncateds, infos = result
+        truncateds = {"__all__": False, **truncateds}  # may be left out (RLlib reads it as False)
         self.in_flight |= set(actions)
         self._check_observations(what, observations)
         self._check_rewards(what, rewards)
@@ -110,7 +119,7 @@ class _Checker:
         self.in_flight -= set(observations) | ended
         self.done |= ended
         self.to_act = set(observations) - self.done
-        all_done = bool(terminateds["__all__"] or truncateds["__all__"])
+        all_done = bool(terminateds.get("__all__", False) or truncateds.get("__all__", False))
         if not (all_done or self.to_act or self.in_flight):
             raise EnvError(
                 f"env {self.name}.{what}: no agent observes and none waits for its next observation, but "
@@ -139,13 +148,10 @@ class _Checker:
             )
         for agent_id, obs in observations.items():
             self._check_agent(what, agent_id, "an observation")
-            space = self.env.get_observation_space(agent_id)
-            if not space.contains(obs):
-                problem, fix = _explain(obs, space)
-                raise EnvError(
-                    f"env {self.name}.{what} returned an observation for agent {agent_id!r} outside its observation "
-                    f"space: got {_describe(obs)}, expected {space}: {problem}. Fix: {fix}."
-                )
+            returned = f"env {self.name}.{what} returned an observation for agent {agent_id!r}"
+            check_observation(
+                returned, "its observation space", obs, self.env.get_observation_space(agent_id)
+            )
 
     def _check_rewards(self, what: str, rewards: dict) -> None:
         for agent_id, reward in rewards.items():
@@ -168,11 +174,6 @@ class _Checker:
         """Checks both done dicts; returns the agents they end."""
         ended = set()
         for which, flags in (("terminateds", terminateds), ("truncateds", truncateds)):
-            if "__all__" not in flags:
-                raise EnvError(
-                    f"env {self.name}.{what} returned {which} {flags!r} without '__all__'. Fix: add "
-                    f"'__all__': <whether the episode ended for every agent>."
-                )
             for agent_id, flag in flags.items():
                 if not isinstance(flag, bool | np.bool_):
                     raise EnvError(
@@ -183,8 +184,8 @@ class _Checker:
                     self._check_agent(what, agent_id, f"{which}=True")
                     ended.add(agent_id)
         for agent_id in self.in_flight - set(observations):
-            truncated = truncateds["__all__"] or truncateds.get(agent_id, False)
-            if truncated and not (terminateds["__all__"] or terminateds.get(agent_id, False)):
+            truncated = truncateds.get("__all__", False) or truncateds.get(agent_id, False)
+            if truncated and not (terminateds.get("__all__", False) or terminateds.get(agent_id, False)):
                 raise EnvError(
                     f"env {self.name}.{what} truncated agent {agent_id!r} while it waited for its next observation "
                     "and gave it none, so its last step has nothing to bootstrap from. Fix: return a final "
@@ -217,7 +218,11 @@ class MultiAgentObservationMonitor(ObservationMonitor):
         for i, agent_obs in enumerate(obs):
             for agent_id, value in agent_obs.items():
                 space = self.space.get(agent_id)
-                if space is not None and not space.contains(value):
+                if (
+                    space is not None
+                    and not space.contains(value)
+                    and not space.contains(_in_space_dtypes(value, space))
+                ):
                     problem, fix = _explain(value, space)
                     raise EnvError(
                         f"env {self.env_name} (sub-env {i} of runner {self.worker_index}) returned an observation "

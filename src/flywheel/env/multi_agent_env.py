@@ -21,7 +21,10 @@ from flywheel.env.make import make_env_creator
 from flywheel.errors import EnvError
 from flywheel.typing import AgentID
 
-__all__ = ["MultiAgentEnv", "make_multi_agent"]
+__all__ = ["ENV_STATE", "MultiAgentEnv", "make_multi_agent"]
+
+ENV_STATE = "state"
+"""RLlib's key for a global env state inside an agent's Dict observation (e.g. for centralized critics)."""
 
 
 class MultiAgentEnv(gym.Env):
@@ -35,7 +38,6 @@ class MultiAgentEnv(gym.Env):
     set in ``__init__``.
     """
 
-    possible_agents: list[AgentID]
     agents: list[AgentID]
     observation_spaces: dict[AgentID, gym.Space]
     action_spaces: dict[AgentID, gym.Space]
@@ -43,31 +45,57 @@ class MultiAgentEnv(gym.Env):
     def __init__(self) -> None:
         # Fresh containers only where a subclass did not already provide them (e.g. as class attributes).
         for name, default in (
-            ("possible_agents", list),
             ("agents", list),
             ("observation_spaces", dict),
             ("action_spaces", dict),
+            ("_agent_ids", set),
         ):
             if not hasattr(self, name):
                 setattr(self, name, default())
 
+    # RLlib's older envs name their agents in `_agent_ids` (often set after this constructor ran) or
+    # only as the keys of Dict spaces; such ids serve as `possible_agents` when none are set.
+
+    @property
+    def possible_agents(self) -> list[AgentID]:
+        """Every agent id that may ever appear (default: RLlib's `_agent_ids`, sorted, or the agent
+        ids the spaces are keyed by)."""
+        given = self.__dict__.get("_possible_agents")
+        if given:
+            return given
+        if self._agent_ids:
+            return sorted(self._agent_ids, key=str)
+        return list(self.observation_spaces)
+
+    @possible_agents.setter
+    def possible_agents(self, agents: list[AgentID]) -> None:
+        self._possible_agents = agents
+
     @property
     def observation_space(self) -> gym.spaces.Dict:
-        """All agents' observation spaces as one ``Dict`` space keyed by agent id."""
+        """All agents' observation spaces as one ``Dict`` space keyed by agent id. Setting a space that
+        is not a Dict keyed by agent ids (RLlib's older envs) gives that space to every agent."""
+        shared = self.__dict__.get("_shared_observation_spaces")
+        if shared is not None and not self.observation_spaces:
+            return shared
         return gym.spaces.Dict(dict(self.observation_spaces))
 
     @observation_space.setter
-    def observation_space(self, space: gym.spaces.Dict | Mapping[AgentID, gym.Space]) -> None:
-        self.observation_spaces = _per_agent_spaces(self, space, "observation_space")
+    def observation_space(self, space: gym.Space | Mapping[AgentID, gym.Space]) -> None:
+        self.observation_spaces, self._shared_observation_spaces = _per_agent_spaces(self, space)
 
     @property
     def action_space(self) -> gym.spaces.Dict:
-        """All agents' action spaces as one ``Dict`` space keyed by agent id."""
+        """All agents' action spaces as one ``Dict`` space keyed by agent id (settable as
+        `observation_space`)."""
+        shared = self.__dict__.get("_shared_action_spaces")
+        if shared is not None and not self.action_spaces:
+            return shared
         return gym.spaces.Dict(dict(self.action_spaces))
 
     @action_space.setter
-    def action_space(self, space: gym.spaces.Dict | Mapping[AgentID, gym.Space]) -> None:
-        self.action_spaces = _per_agent_spaces(self, space, "action_space")
+    def action_space(self, space: gym.Space | Mapping[AgentID, gym.Space]) -> None:
+        self.action_spaces, self._shared_action_spaces = _per_agent_spaces(self, space)
 
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         """The observation space of ``agent_id``; an `EnvError` names an unknown agent or a missing space."""
@@ -78,15 +106,32 @@ class MultiAgentEnv(gym.Env):
         return agent_space(self, agent_id, "action_spaces")
 
 
-def _per_agent_spaces(env: Any, space: Any, attribute: str) -> dict[AgentID, gym.Space]:
+def _per_agent_spaces(env: Any, space: Any) -> tuple[dict[AgentID, gym.Space], gym.Space | None]:
+    """(per-agent spaces, the space as set): a Dict or mapping is read as keyed by agent id; any other
+    space is every agent's (RLlib reads a Dict the same way when the agent id is not one of its keys)."""
     if isinstance(space, gym.spaces.Dict):
-        return dict(space.spaces)
+        if env._agent_ids and not set(space.spaces) & set(env._agent_ids):
+            return {}, space  # one Dict observation shared by the agents (e.g. RLlib's PettingZoo wrappers)
+        return dict(space.spaces), space
     if isinstance(space, Mapping):
-        return dict(space)
+        return dict(space), None
+    if isinstance(space, gym.Space):
+        return {}, space
     raise EnvError(
-        f"{type(env).__name__}.{attribute} must be a gymnasium.spaces.Dict (or dict) keyed by agent id, "
-        f"got {space!r}. Fix: set self.{attribute}s = {{agent_id: space, ...}}."
+        f"{type(env).__name__}.observation_space/action_space must be a gymnasium space (a Dict keyed by "
+        f"agent id, or one space for every agent), got {space!r}. Fix: set self.observation_spaces = "
+        "{agent_id: space, ...}."
     )
+
+
+def _class_space(env: Any, name: str) -> gym.Space | None:
+    """A space a subclass sets as the class attribute `name` (e.g. RLlib's TwoStepGame's
+    `action_space = Discrete(2)`, every agent's), which hides the property of the same name."""
+    for klass in type(env).__mro__:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return value if isinstance(value, gym.Space) else None
+    return None
 
 
 def agent_space(env: Any, agent_id: AgentID, attribute: str) -> gym.Space:
@@ -95,6 +140,11 @@ def agent_space(env: Any, agent_id: AgentID, attribute: str) -> gym.Space:
     space = spaces.get(agent_id)
     if space is not None:
         return space
+    shared = env.__dict__.get(f"_shared_{attribute}")
+    if shared is None:
+        shared = _class_space(env, attribute[:-1])
+    if shared is not None and (not env.possible_agents or agent_id in env.possible_agents):
+        return shared
     name = type(env).__name__
     if agent_id not in env.possible_agents:
         raise EnvError(

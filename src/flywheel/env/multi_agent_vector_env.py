@@ -43,24 +43,11 @@ FINAL_INFOS = "__final_infos__"
 _MA_VECTORIZE_MODES = ("sync", "async")
 
 
-def _all_done(flags: Mapping[AgentID, bool], index: int, which: str) -> bool:
-    try:
-        return bool(flags["__all__"])
-    except KeyError:
-        raise EnvError(
-            f"Sub-env {index}'s step() returned {which} {dict(flags)!r} without the key '__all__'; expected "
-            f"'__all__' in terminateds and truncateds. Fix: add '__all__': <whether the episode ended>."
-        ) from None
-
-
 def _step_and_autoreset(env: MultiAgentEnv, actions: dict, index: int) -> tuple[dict, ...]:
     """One sub-env step; an ended episode is reset at once, its last obs/infos go into the new infos."""
     obs, rewards, terminateds, truncateds, infos = env.step(actions)
-    try:
-        done = terminateds["__all__"] or truncateds["__all__"]
-    except KeyError:  # no "__all__": _all_done raises the explanation
-        done = _all_done(terminateds, index, "terminateds") or _all_done(truncateds, index, "truncateds")
-    if done:
+    # A missing "__all__" is False, as in RLlib (its rock-paper-scissors example returns truncateds {}).
+    if terminateds.get("__all__", False) or truncateds.get("__all__", False):
         final_obs, final_infos = obs, infos
         obs, infos = env.reset()
         infos = {**infos, FINAL_OBS: final_obs, FINAL_INFOS: final_infos}

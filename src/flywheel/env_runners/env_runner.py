@@ -19,7 +19,13 @@ from typing import Any
 import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
-from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES, EnvContext, make_env_creator
+from flywheel.env.make import (
+    INPUT_ENV_SINGLE_SPACES,
+    INPUT_ENV_SPACES,
+    EnvContext,
+    make_env_creator,
+    wrapped_creator,
+)
 from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
@@ -55,6 +61,13 @@ class EnvRunner(Checkpointable, abc.ABC):
         self._env_seed = None if config.seed is None else config.seed + worker_index * self.num_envs
         self._episodes: list | None = None
         self._to_module: dict[str, Any] = {}
+        self._shared_data: dict[str, Any] = {}  # of the step's env-to-module call, for its module-to-env call
+        self._env_steps_sampled = 0  # by this runner, over its lifetime: `t` of forward_exploration
+
+    def _global_env_steps(self) -> int:
+        """`t` passed to `forward_exploration`: the env steps sampled so far over all runners, estimated
+        as RLlib does (this runner's count times the number of runners)."""
+        return self._env_steps_sampled * max(1, self.num_workers)
 
     # --------------------------------------------------------------- sampling
 
@@ -64,7 +77,8 @@ class EnvRunner(Checkpointable, abc.ABC):
         config = self.config
         context = EnvContext(config.env_config, worker_index=self.worker_index, num_workers=self.num_workers)
         if not config.disable_env_checking:
-            self._check_env(make_env_creator(config.env, config.env_config)(context))
+            creator = wrapped_creator(make_env_creator(config.env, config.env_config), config.env_wrappers)
+            self._check_env(creator(context))
         env = self._make_vector_env()
         self._callbacks.on_environment_created(
             env_runner=self, metrics_logger=self.metrics, env=env, env_context=context

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
+from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.remote_runners import CONNECTORS, RemoteRunners
 from flywheel.typing import DEFAULT_MODULE_ID
 
@@ -100,10 +101,35 @@ class EnvRunnerGroup:
 
     # -------------------------------------------------------------- syncing
 
-    def sync_weights(self, weights: dict, weights_seq_no: int) -> None:
+    def sync_weights(
+        self,
+        weights: dict | None = None,
+        weights_seq_no: int = 0,
+        *,
+        from_worker_or_learner_group: Any = None,
+        policies: Collection[str] | None = None,
+        inference_only: bool = False,
+        **ignored: Any,
+    ) -> None:
         """Sends the learners' inference weights `{module_id: weights}`, tagged with their sequence
         number, to every runner: put once in the object store, read by all remote runners (a
-        single-agent runner takes its one module's weights)."""
+        single-agent runner takes its one module's weights).
+
+        RLlib's form, `sync_weights(from_worker_or_learner_group=algo.learner_group,
+        inference_only=True, policies=[...])`, reads the weights and their sequence number from
+        that learner group (or env runner; with neither, the local runner's weights go to the
+        remote runners) instead. RLlib's `to_worker_indices`, `global_vars` and
+        `timeout_seconds` are accepted and change nothing: every healthy runner gets the weights.
+        """
+        source = from_worker_or_learner_group
+        if source is None and weights is None:  # RLlib: the local runner's weights go to the remote ones
+            source = self.local_env_runner
+        if isinstance(source, EnvRunner):
+            self._set_state(source.get_state(components=["rl_module"]))
+            return
+        if source is not None:
+            weights = source.get_weights(policies, inference_only=inference_only)
+            weights_seq_no = source.weights_seq_no
         if not self.config.is_multi_agent:
             weights = weights[DEFAULT_MODULE_ID]
         self._set_state({"rl_module": weights, "weights_seq_no": weights_seq_no})
@@ -177,10 +203,13 @@ class EnvRunnerGroup:
             return 1
         return len(self._remote.ready())
 
-    @property
     def num_remote_env_runners(self) -> int:
-        """Remote runners asked for (`num_env_runners`), healthy or not."""
+        """Remote runners asked for (`num_env_runners`), healthy or not (a method, as RLlib's)."""
         return 0 if self._remote is None else len(self._remote)
+
+    def num_remote_workers(self) -> int:
+        """RLlib's other name of `num_remote_env_runners()` (its own examples call this one)."""
+        return self.num_remote_env_runners()
 
     # ---------------------------------------------------------------- misc
 

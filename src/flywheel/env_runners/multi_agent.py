@@ -17,7 +17,7 @@ import numpy as np
 import tree
 
 from flywheel.columns import Columns
-from flywheel.connectors.env_to_module.agent_rows import AGENT_ROWS, agent_rows
+from flywheel.connectors.env_to_module.agent_rows import agent_rows
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.env.checks import env_name
 from flywheel.env.make import SUB_ENV_RESTARTED
@@ -109,7 +109,7 @@ class MultiAgentEnvRunner(EnvRunner):
         specs = self.module_spec.rl_module_specs
         if any(spec.module_class is None for spec in specs.values()):
             return None
-        module = MultiRLModule(
+        module = self.module_spec.multi_rl_module_class(
             {
                 mid: dataclasses.replace(spec, inference_only=True).build()
                 for mid, spec in specs.items()
@@ -158,10 +158,11 @@ class MultiAgentEnvRunner(EnvRunner):
 
     def _cut_ongoing(self) -> list[MultiAgentEpisode]:
         chunks = []
+        lookback = max(self.config.episode_lookback_horizon, self._env_to_module.required_episode_lookback)
         for i, episode in enumerate(self._episodes):
             if len(episode) == 0:
                 continue
-            self._episodes[i] = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
+            self._episodes[i] = episode.cut(len_lookback_buffer=lookback)
             self._stats[i].add_chunk(episode)
             self._chunk_steps[i] = 0
             chunks.append(episode.to_numpy())
@@ -174,6 +175,7 @@ class MultiAgentEnvRunner(EnvRunner):
         if self._obs_monitor is not None:
             self._obs_monitor.check(obs, self._episodes)
         stepped = sum(map(len, actions)) if self._count_agent_steps else len(actions)
+        self._env_steps_sampled += len(actions)
         restarted = self._count_chunk_steps(actions, infos) if self._restart_sub_envs else ()
         finished, starting = [], []
         for i, episode in enumerate(self._episodes):
@@ -237,6 +239,7 @@ class MultiAgentEnvRunner(EnvRunner):
         """Lays out the rows of the next forward pass (checking each module the mapping names once)
         and has the env-to-module pipeline build its batch."""
         shared_data: dict[str, Any] = {}
+        self._shared_data = shared_data  # also passed to the module-to-env pipeline of this step, as in RLlib
         self._rows = agent_rows(self._episodes, shared_data)
         if self.module is None:
             return
@@ -262,12 +265,12 @@ class MultiAgentEnvRunner(EnvRunner):
     def _compute_actions(self, explore: bool) -> tuple[list[dict], list[dict], list[dict]]:
         """The module-to-env output mapped back to `{agent_id: ...}` per sub-env (actions, to env, extras)."""
         if explore:
-            out = self.module.forward_exploration(self._to_module)
+            out = self.module.forward_exploration(self._to_module, t=self._global_env_steps())
         else:
             out = self.module.forward_inference(self._to_module)
         to_env = self._module_to_env(
             rl_module=self.module, batch=out, episodes=self._episodes, explore=explore,
-            shared_data={AGENT_ROWS: self._rows}, metrics=self.metrics,
+            shared_data=self._shared_data, metrics=self.metrics,
         )  # fmt: skip
         return _per_sub_env(to_env, self._rows, self.num_envs, self.weights_seq_no)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.episodes import MultiAgentEpisode
 from flywheel.errors import ConfigError
@@ -68,12 +69,18 @@ def module_spaces(
 
 
 def multi_rl_module_spec(config: Any, spaces: Mapping[ModuleID, tuple]) -> MultiRLModuleSpec:
-    """One `RLModuleSpec` per module id of the config, built for `spaces[module_id]`."""
+    """One `RLModuleSpec` per module id of the config, built for `spaces[module_id]`, in the container
+    class of the config's `MultiRLModuleSpec`. Modules of that spec that are not policies (RLlib's
+    pattern: an encoder a custom container shares between policies, a learner-only model) are
+    built too, with the spaces of their own spec."""
+    user = config.rl_module_spec
+    extra = sorted(mid for mid in getattr(user, "rl_module_specs", {}) if mid not in config.policies)
     return MultiRLModuleSpec(
+        multi_rl_module_class=getattr(user, "multi_rl_module_class", MultiRLModule),
         rl_module_specs={
             module_id: module_spec(config, module_id, spaces.get(module_id))
-            for module_id in module_ids(config)
-        }
+            for module_id in [*module_ids(config), *extra]
+        },
     )
 
 

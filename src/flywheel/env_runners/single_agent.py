@@ -87,6 +87,8 @@ class SingleAgentEnvRunner(EnvRunner):
             worker_index=self.worker_index,
             num_workers=self.num_workers,
             restart_failed_sub_environments=config.restart_failed_sub_environments,
+            render_env=config.render_env,
+            wrappers=config.env_wrappers,
         )
 
     def _check_lookback_for_state(self) -> None:
@@ -107,7 +109,8 @@ class SingleAgentEnvRunner(EnvRunner):
             stepped, finished = self._step(explore, random_actions, stats)
             done.extend(finished)
             steps += sum(map(self._recorder.steps_of, finished)) if complete else stepped
-        done.extend(self._recorder.end_sample(None if complete else self.config.episode_lookback_horizon))
+        lookback = max(self.config.episode_lookback_horizon, self._env_to_module.required_episode_lookback)
+        done.extend(self._recorder.end_sample(None if complete else lookback))
         return done, stats
 
     def _sample_episodes(self, num_episodes: int, explore: bool, random_actions: bool):
@@ -144,7 +147,9 @@ class SingleAgentEnvRunner(EnvRunner):
             stats.append((float(self._returns[i]), episode.t_started + recorder.steps_of(episode)))
             self._reset_pending[i] = self._next_step_autoreset
         self._end_and_start_episodes(finished, starting, explore)
-        return self.num_envs - len(starting) - dropped_steps, episodes
+        stepped = self.num_envs - len(starting) - dropped_steps
+        self._env_steps_sampled += stepped
+        return stepped, episodes
 
     def _not_stepping(
         self, infos: dict, terminateds: np.ndarray, truncateds: np.ndarray
@@ -188,7 +193,7 @@ class SingleAgentEnvRunner(EnvRunner):
             starting = starting + finished
         for i in starting:
             self._new_episode(i)
-        self._to_module = self._call_env_to_module(episodes, explore)
+        self._to_module = self._next_module_input(explore)
         if self._next_step_autoreset:
             # Finished episodes stay in place until their sub-env resets next step, so the call
             # above processed their final observations along with everyone else's.
@@ -207,20 +212,28 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _compute_actions(self, explore: bool) -> dict[str, Any]:
         if explore:
-            out = self.module.forward_exploration(self._to_module)
+            out = self.module.forward_exploration(self._to_module, t=self._global_env_steps())
         else:
             out = self.module.forward_inference(self._to_module)
         return self._module_to_env(
             rl_module=self.module, batch=out, episodes=self._recorder.episodes, explore=explore,
-            shared_data={}, metrics=self.metrics,
+            shared_data=self._shared_data, metrics=self.metrics,
         )  # fmt: skip
 
-    def _call_env_to_module(self, episodes: list[SingleAgentEpisode], explore: bool) -> dict[str, Any]:
+    def _next_module_input(self, explore: bool) -> dict[str, Any]:
+        """The next forward pass's batch; its `shared_data` goes on to the module-to-env pipeline of
+        the same step, as in RLlib."""
+        self._shared_data: dict[str, Any] = {}
+        return self._call_env_to_module(self._recorder.episodes, explore, self._shared_data)
+
+    def _call_env_to_module(
+        self, episodes: list[SingleAgentEpisode], explore: bool, shared_data: dict | None = None
+    ) -> dict[str, Any]:
         if self.module is None:  # nothing will read the batch
             return {}
         return self._env_to_module(
-            rl_module=self.module, batch={}, episodes=episodes, explore=explore, shared_data={},
-            metrics=self.metrics,
+            rl_module=self.module, batch={}, episodes=episodes, explore=explore,
+            shared_data={} if shared_data is None else shared_data, metrics=self.metrics,
         )  # fmt: skip
 
     def _reset_envs(self, explore: bool) -> None:
@@ -236,7 +249,7 @@ class SingleAgentEnvRunner(EnvRunner):
         self._reset_pending[:] = False
         for i in range(self.num_envs):
             self._new_episode(i)
-        self._to_module = self._call_env_to_module(self._recorder.episodes, explore)
+        self._to_module = self._next_module_input(explore)
         for i, episode in enumerate(self._recorder.episodes):
             self._episode_callback("on_episode_start", episode, i)
 

@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from flywheel.utils.frames import to_uint8
+
 VIDEO_FPS = 20
 _CHANNELS = (1, 3, 4)
 
@@ -58,7 +60,7 @@ def to_media(tag: str, value: Any) -> list[Media] | None:
         if videos is None:
             return None
         tags = [tag] if len(videos) == 1 else [f"{tag}/{n}" for n in range(len(videos))]
-        return [Media(t, "video", _to_uint8(video)) for t, video in zip(tags, videos)]
+        return [Media(t, "video", to_uint8(video)) for t, video in zip(tags, videos)]
     return None
 
 
@@ -86,12 +88,6 @@ def _channels_last(array: np.ndarray, axis: int) -> np.ndarray | None:
     if array.shape[axis] in _CHANNELS:
         return np.moveaxis(array, axis, -1)
     return array if array.shape[-1] in _CHANNELS else None
-
-
-def _to_uint8(array: np.ndarray) -> np.ndarray:
-    if array.dtype == np.uint8:
-        return array
-    return (np.clip(array.astype(np.float64), 0.0, 1.0) * 255.0).round().astype(np.uint8)
 
 
 def _is_number(value: Any) -> bool:

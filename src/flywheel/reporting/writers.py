@@ -2,7 +2,7 @@
 
 The driving loop::
 
-    writers = default_writers(run_dir)          # TensorBoard events, results.csv, results.jsonl
+    writers = default_writers(run_dir)          # TensorBoard events, results.csv, results.jsonl, videos/
     for _ in range(10):
         result = algo.train()
         for writer in writers:
@@ -36,6 +36,7 @@ from flywheel.reporting.media import Media, gif_bytes, to_media
 
 RESULTS_CSV = "results.csv"
 RESULTS_JSONL = "results.jsonl"
+VIDEO_DIR = "videos"
 
 
 def flatten_result(result: Mapping[str, Any], sep: str = "/") -> dict[str, Any]:
@@ -105,9 +106,9 @@ class TensorBoardWriter(ResultWriter):
         step = int(flat[self.step_key])
         undrawable = []
         for tag, value in flat.items():
-            if _is_number(value):
+            if is_number(value):
                 self._writer.add_scalar(tag, float(value), step)
-            elif not _is_plain(value):
+            elif not is_plain(value):
                 media = to_media(tag, value)
                 if media is None:
                     undrawable.append(tag)
@@ -182,10 +183,10 @@ class CSVWriter(ResultWriter):
         self._file.flush()
 
     def _plain_leaves(self, flat: dict[str, Any]) -> dict[str, Any]:
-        skipped = [key for key, value in flat.items() if not _is_plain(value)]
+        skipped = [key for key, value in flat.items() if not is_plain(value)]
         if skipped:
             self.warn_skipped(skipped, _NOT_PLAIN)
-        return {key: value for key, value in flat.items() if _is_plain(value)}
+        return {key: value for key, value in flat.items() if is_plain(value)}
 
     def _use_header(self, fieldnames: list[str], *, write_it: bool) -> None:
         self._fieldnames = fieldnames
@@ -238,24 +239,30 @@ class JSONLWriter(ResultWriter):
 
 
 def default_writers(run_dir: str | os.PathLike) -> list[ResultWriter]:
-    """TensorBoard event files in `run_dir`, plus `run_dir/results.csv` and `run_dir/results.jsonl`."""
+    """TensorBoard event files in `run_dir`, plus `run_dir/results.csv`, `run_dir/results.jsonl`, and the
+    videos results hold (e.g. with `render_env`) as mp4 files in `run_dir/videos/` (`VideoWriter`)."""
+    from flywheel.reporting.videos import VideoWriter  # videos.py builds on this module's ResultWriter
+
     run_dir = Path(run_dir)
     return [
         TensorBoardWriter(run_dir),
         CSVWriter(run_dir / RESULTS_CSV),
         JSONLWriter(run_dir / RESULTS_JSONL),
+        VideoWriter(run_dir / VIDEO_DIR),
     ]
 
 
 _NOT_PLAIN = "this file holds numbers, strings and None only (TensorBoard draws images, videos and lists)."
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """Whether a result leaf is a number (a TensorBoard scalar)."""
     return isinstance(value, numbers.Real | np.bool_)
 
 
-def _is_plain(value: Any) -> bool:
-    return value is None or isinstance(value, str) or _is_number(value)
+def is_plain(value: Any) -> bool:
+    """Whether a result leaf is plain data (a number, a string or None) rather than media."""
+    return value is None or isinstance(value, str) or is_number(value)
 
 
 def _csv_cell(value: Any) -> Any:
@@ -268,7 +275,7 @@ def _jsonable(value: Any, key: str, skipped: list[str]) -> Any:
         out = {}
         for name, item in value.items():
             path = f"{key}/{name}" if key else str(name)
-            if isinstance(item, Mapping) or _is_plain(item):
+            if isinstance(item, Mapping) or is_plain(item):
                 out[str(name)] = _jsonable(item, path, skipped)
             else:
                 skipped.append(path)

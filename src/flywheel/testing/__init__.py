@@ -1,5 +1,6 @@
 """Fakes for testing flywheel's pieces and your own: tiny deterministic envs."""
 
+from flywheel.testing.action_mask_env import ActionMaskEnv
 from flywheel.testing.envs import (
     OBS_HIGH,
     CountingContinuousEnv,
@@ -13,6 +14,7 @@ from flywheel.testing.tic_tac_toe import RandomLegalMoveModule, TicTacToe
 
 __all__ = [
     "OBS_HIGH",
+    "ActionMaskEnv",
     "BrokenMultiAgentEnv",
     "CountingContinuousEnv",
     "CountingEnv",

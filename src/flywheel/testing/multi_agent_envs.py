@@ -162,8 +162,7 @@ class BrokenMultiAgentEnv(TurnBasedEnv):
     - ``"reward_before_obs"``: ``"p1"`` gets a reward at step 1, before it ever observed;
     - ``"data_after_done"``: ``"p0"`` is terminated at step 1, yet gets a reward and observes at step 2;
     - ``"unknown_agent"``: an agent ``"ghost"`` outside ``possible_agents`` observes at step 1;
-    - ``"missing_space"``: ``"p1"`` has no observation space;
-    - ``"no_all"``: terminateds lack ``"__all__"``.
+    - ``"missing_space"``: ``"p1"`` has no observation space.
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
@@ -180,6 +179,4 @@ class BrokenMultiAgentEnv(TurnBasedEnv):
             terminateds["p0"] = True
         elif self.problem == "unknown_agent" and self.t == 1:
             obs["ghost"] = _count(1)
-        elif self.problem == "no_all":
-            del terminateds["__all__"]
         return obs, rewards, terminateds, truncateds, infos

@@ -4,6 +4,7 @@
 - `flywheel.utils.torch_utils`: `FLOAT_MIN` / `FLOAT_MAX`, `one_hot` for Discrete and MultiDiscrete
   spaces, `convert_to_torch_tensor`, `explained_variance`, `huber_loss`, `l2_loss`, `global_norm`,
   `sequence_mask` (importing it imports torch).
+- `flywheel.utils.spaces`: `flatten_space` (the leaf spaces of a nested space).
 
 Target networks live with the learners: `flywheel.core.learner.utils.make_target_network`.
 """

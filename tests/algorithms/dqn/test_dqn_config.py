@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from flywheel import AlgorithmConfig, DQNConfig, PPOConfig
+from flywheel import AlgorithmConfig, DQNConfig, PPOConfig, SACConfig
 from flywheel.algorithms.dqn import DQNConfig as DQNConfigFromPackage
 from flywheel.algorithms.dqn import OffPolicyConfig
 from flywheel.errors import ConfigError
@@ -14,7 +14,8 @@ from flywheel.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
 DQN_DEFAULTS = {
     "lr": 5e-4,
     "grad_clip": 40.0,
-    "train_batch_size_per_learner": 32,
+    "train_batch_size": 32,
+    "train_batch_size_per_learner": None,
     "minibatch_size": None,
     "rollout_fragment_length": 4,
     "min_sample_timesteps_per_iteration": 1000,
@@ -113,7 +114,7 @@ def test_a_config_that_can_never_learn_is_one_error_listing_every_problem():
         "Fix: pass a number > 0, or None for one update per training step, to config.training(training_intensity=...)."
     ) in message
     assert (
-        "- replay_buffer_config['capacity']=8 is smaller than train_batch_size_per_learner=32: the buffer can never "
+        "- replay_buffer_config['capacity']=8 is smaller than the train batch (32): the buffer can never "
         "hold one train batch. Fix: raise the capacity or lower the batch size."
     ) in message
     assert "- minibatch_size=16, but DQNConfig takes one gradient step per replayed batch." in message
@@ -123,6 +124,18 @@ def test_a_config_that_can_never_learn_is_one_error_listing_every_problem():
     assert "- epsilon=[[0, 1.5], [100, 0.1]] has a probability above 1 (1.5)." in message
     assert "- tau=0.0 must be a number in (0, 1] (1.0 copies the weights)." in message
     assert "- n_step=[3, 1] must be an int >= 1 or a range [lo, hi] with 1 <= lo <= hi." in message
+
+
+@pytest.mark.parametrize("config_class", [DQNConfig, SACConfig])
+def test_atari_ids_are_refused_since_replayed_frames_are_not_stacked(config_class):
+    name = config_class.__name__
+    assert problems_of(config_class().environment("ale_py:ALE/Pong-v5")) == (
+        f"Invalid {name} (1 problem):\n- env 'ale_py:ALE/Pong-v5' is an Atari id, whose frames flywheel stacks "
+        f"(4 per observation) in the connector pipelines, but {name} trains on single frames replayed from its "
+        "buffer, without a learner pipeline to stack them. Fix: use PPOConfig for Atari ids, or register a creator "
+        "that stacks frames inside the env: register_env('pong', lambda cfg: MyFrameStack("
+        "gymnasium.make('ALE/Pong-v5', **cfg)))."
+    )
 
 
 def test_replay_type_and_capacity_problems():

@@ -296,6 +296,7 @@ def test_result_keys():
         "policy_loss",
         "vf_loss",
         "vf_loss_unclipped",
+        "vf_loss_clipped_fraction",
         "vf_explained_var",
         "entropy",
         "mean_kl_loss",

@@ -26,7 +26,8 @@ PPO_DEFAULTS = {
 def test_defaults_and_the_shared_ones():
     config = PPOConfig()
     assert {name: getattr(config, name) for name in PPO_DEFAULTS} == PPO_DEFAULTS
-    assert (config.gamma, config.minibatch_size, config.train_batch_size_per_learner) == (0.99, 128, 4000)
+    assert (config.gamma, config.minibatch_size, config.train_batch_size) == (0.99, 128, 4000)
+    assert config.train_batch_size_per_learner is None
     assert PPOConfigFromPackage is PPOConfig and isinstance(config, AlgorithmConfig)
 
 

@@ -45,9 +45,9 @@ def test_action_dist_inputs_per_action_space(action_space, dim):
 def test_default_architecture_and_initialization():
     module = build()
     assert isinstance(module, ValueFunctionAPI)
-    encoder_layers = [type(m) for m in module.encoder]
+    encoder_layers = [type(m) for m in module.encoder.actor_encoder]
     assert encoder_layers == [nn.Linear, nn.Tanh, nn.Linear, nn.Tanh]
-    assert [m.out_features for m in module.encoder if isinstance(m, nn.Linear)] == [256, 256]
+    assert [m.out_features for m in module.encoder.actor_encoder if isinstance(m, nn.Linear)] == [256, 256]
     assert module.pi.out_features == 2 and module.vf.out_features == 1
     assert torch.allclose(module.pi.weight.norm(dim=1), torch.full((2,), 0.01))
     assert torch.allclose(module.vf.weight.norm(dim=1), torch.ones(1))
@@ -59,10 +59,10 @@ def test_default_architecture_and_initialization():
 
 def test_model_config_hiddens_and_activation():
     module = build(fcnet_hiddens=[32, 16, 8], fcnet_activation="relu", head_fcnet_hiddens=[4])
-    assert [m.out_features for m in module.encoder if isinstance(m, nn.Linear)] == [32, 16, 8]
-    assert all(type(m) is nn.ReLU for m in list(module.encoder)[1::2])
+    assert [m.out_features for m in module.encoder.actor_encoder if isinstance(m, nn.Linear)] == [32, 16, 8]
+    assert all(type(m) is nn.ReLU for m in list(module.encoder.actor_encoder)[1::2])
     assert [m.out_features for m in module.pi if isinstance(m, nn.Linear)] == [4, 2]
-    assert [m.out_features for m in module.vf_encoder if isinstance(m, nn.Linear)] == [32, 16, 8]
+    assert [m.out_features for m in module.encoder.critic_encoder if isinstance(m, nn.Linear)] == [32, 16, 8]
 
 
 def test_separate_value_encoder_and_embeddings():
@@ -70,18 +70,21 @@ def test_separate_value_encoder_and_embeddings():
     batch = {Columns.OBS: obs_batch(gym.spaces.Box(-1, 1, (4,), np.float32), 6)}
     out = module.forward_train(batch)
     assert sorted(out) == [Columns.ACTION_DIST_INPUTS, Columns.EMBEDDINGS]
-    assert torch.equal(out[Columns.EMBEDDINGS], module.vf_encoder(batch[Columns.OBS]))
+    assert torch.equal(out[Columns.EMBEDDINGS], module.encoder.critic_encoder(batch[Columns.OBS]))
     values = module.compute_values(batch, out[Columns.EMBEDDINGS])
     assert values.shape == (6,) and values.requires_grad
     assert torch.allclose(values, module.compute_values(batch))
     # The value loss does not reach the policy encoder.
     values.sum().backward()
-    assert module.encoder[0].weight.grad is None and module.vf_encoder[0].weight.grad is not None
+    assert (
+        module.encoder.actor_encoder[0].weight.grad is None
+        and module.encoder.critic_encoder[0].weight.grad is not None
+    )
 
 
 def test_vf_share_layers():
     module = build(fcnet_hiddens=[16], vf_share_layers=True)
-    assert not hasattr(module, "vf_encoder")
+    assert not hasattr(module.encoder, "actor_encoder")  # one encoder for both branches
     batch = {Columns.OBS: torch.randn(5, 4)}
     out = module.forward_train(batch)
     assert torch.equal(out[Columns.EMBEDDINGS], module.encoder(batch[Columns.OBS]))
@@ -90,11 +93,11 @@ def test_vf_share_layers():
 
 def test_inference_only_has_no_value_branch():
     full, runner = build(fcnet_hiddens=[16]), build(fcnet_hiddens=[16], inference_only=True, seed=1)
-    assert not hasattr(runner, "vf") and not hasattr(runner, "vf_encoder")
+    assert not hasattr(runner, "vf") and not hasattr(runner.encoder, "critic_encoder")
     assert sorted(runner.get_state()) == sorted(full.get_state(inference_only=True))
     assert sorted(runner.get_state()) == [
-        "encoder.0.bias",
-        "encoder.0.weight",
+        "encoder.actor_encoder.0.bias",
+        "encoder.actor_encoder.0.weight",
         "pi.bias",
         "pi.weight",
     ]
@@ -132,7 +135,7 @@ def test_free_log_std_for_box_actions():
 
 def test_discrete_observations_are_one_hot_encoded():
     module = build(obs=gym.spaces.Discrete(5), fcnet_hiddens=[8])
-    assert isinstance(module.encoder, OneHotMLPEncoder)
+    assert isinstance(module.encoder.actor_encoder, OneHotMLPEncoder)
     out = module.forward_exploration({Columns.OBS: torch.tensor([0, 4, 2])})
     assert out[Columns.ACTION_DIST_INPUTS].shape == (3, 2)
     assert module.compute_values({Columns.OBS: torch.tensor([1, 3])}).shape == (2,)
@@ -141,7 +144,7 @@ def test_discrete_observations_are_one_hot_encoded():
 def test_cnn_on_84x84x3_images():
     space = gym.spaces.Box(0, 255, (84, 84, 3), np.uint8)
     module = build(obs=space, act=gym.spaces.Discrete(6))
-    assert isinstance(module.encoder, CNNEncoder) and module.encoder.output_dim == 256
+    assert isinstance(module.encoder.actor_encoder, CNNEncoder) and module.encoder.output_dim == 256
     batch = {Columns.OBS: obs_batch(space, 2)}
     out = module.forward_train(batch)
     assert out[Columns.ACTION_DIST_INPUTS].shape == (2, 6) and out[Columns.EMBEDDINGS].shape == (2, 256)
@@ -158,10 +161,14 @@ def test_lstm_state_shapes_and_carry_over():
     state = {k: torch.from_numpy(np.stack([v] * 3)) for k, v in init.items()}
     step_logits = []
     for t in range(5):
-        out = module.forward_exploration({Columns.OBS: obs[:, t], Columns.STATE_IN: state})
-        assert out[Columns.ACTION_DIST_INPUTS].shape == (3, 2) and out[Columns.STATE_OUT]["h"].shape == (3, 6)
+        # Acting: OBS [B, 1, ...] and STATE_IN [B, ...], as runners give them (RLlib's layout).
+        out = module.forward_exploration({Columns.OBS: obs[:, t : t + 1], Columns.STATE_IN: state})
+        assert out[Columns.ACTION_DIST_INPUTS].shape == (3, 1, 2) and out[Columns.STATE_OUT]["h"].shape == (
+            3,
+            6,
+        )
         assert not torch.equal(out[Columns.STATE_OUT]["h"], state["h"])
-        step_logits.append(out[Columns.ACTION_DIST_INPUTS])
+        step_logits.append(out[Columns.ACTION_DIST_INPUTS][:, 0])
         state = out[Columns.STATE_OUT]
     train_batch = {
         Columns.OBS: obs,

@@ -11,7 +11,8 @@ from flywheel.algorithms.sac.rl_module import QF_PREDS
 from flywheel.errors import ConfigError
 
 SAC_DEFAULTS = {
-    "train_batch_size_per_learner": 256,
+    "train_batch_size": 256,
+    "train_batch_size_per_learner": None,
     "minibatch_size": None,
     "rollout_fragment_length": 1,
     "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": 1_000_000},

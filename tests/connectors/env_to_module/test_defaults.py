@@ -9,6 +9,7 @@ from flywheel.connectors import ConnectorPipelineV2
 from flywheel.connectors.env_to_module import (
     AddObservationsFromEpisodesToBatch,
     AddStatesFromEpisodesToBatch,
+    AddTimeDimToBatchAndZeroPad,
     BatchIndividualItems,
     NumpyToTensor,
     default_env_to_module_connectors,
@@ -23,6 +24,7 @@ def test_default_pieces_and_order():
         AddObservationsFromEpisodesToBatch,
         AddStatesFromEpisodesToBatch,
         BatchIndividualItems,
+        AddTimeDimToBatchAndZeroPad,
         NumpyToTensor,
     ]
     assert pieces[-1].device is None

@@ -107,3 +107,73 @@ def test_invalid_arguments():
         match=r"FrameStacking stacks Box observations with at least one dimension, got Discrete\(2\)",
     ):
         FrameStacking(gym.spaces.Discrete(2))
+
+
+def test_the_piece_asks_runners_for_num_frames_minus_1_steps_of_lookback():
+    assert FrameStacking(num_frames=4).required_episode_lookback == 3
+    pipeline = ConnectorPipelineV2(
+        SPACE, connectors=[FrameStacking(num_frames=3), *default_env_to_module_connectors()]
+    )
+    assert pipeline.required_episode_lookback == 2
+
+
+def test_runners_cut_chunks_with_the_lookback_the_pipeline_needs():
+    from flywheel import PPOConfig, SingleAgentEnvRunner
+    from flywheel.testing import CountingEnv
+
+    config = (
+        PPOConfig()
+        .environment(CountingEnv, env_config={"episode_len": 100})
+        .env_runners(env_to_module_connector=lambda env, spaces, device: FrameStacking(num_frames=4))
+    )
+    assert config.episode_lookback_horizon == 1
+    runner = SingleAgentEnvRunner(config=config)
+    runner.sample(num_timesteps=5)
+    (chunk,) = runner.sample(num_timesteps=2)
+    assert chunk.t_started == 5
+    assert chunk.get_observations(slice(-3, 0), neg_index_as_lookback=True).ravel().tolist() == [
+        2.0,
+        3.0,
+        4.0,
+    ]
+    runner.stop()
+
+
+def test_learner_mode_after_add_one_ts_adds_each_chunks_bootstrap_row():
+    from flywheel.connectors.learner import AddOneTsToEpisodesAndTruncate
+
+    chunk = counting_episode(2).to_numpy()
+    pipeline = ConnectorPipelineV2(
+        SPACE,
+        connectors=[AddOneTsToEpisodesAndTruncate(), FrameStacking(num_frames=2, as_learner_connector=True)],
+    )
+    batch = pipeline(rl_module=None, batch={}, episodes=[chunk], shared_data={})
+    np.testing.assert_array_equal(
+        batch[DEFAULT_MODULE_ID][Columns.OBS], [[0, 0, 0, 0], [0, 0, 1, 10], [1, 10, 2, 20]]
+    )
+
+
+@pytest.mark.parametrize("piece", ["FrameStacking", "PrevActionsPrevRewards"])
+def test_ppo_trains_with_the_piece_on_both_sides(piece):
+    """PPO's learner pipeline adds a bootstrap row per chunk: the learner-side piece gives it a row too
+    (it used to give one row per step only, and the batch's columns disagreed)."""
+    from flywheel import PPOConfig
+    from flywheel.connectors import env_to_module
+
+    cls = getattr(env_to_module, piece)
+    options = {"num_frames": 3} if piece == "FrameStacking" else {"n_prev_actions": 2}
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(env_to_module_connector=lambda env, spaces, device: cls(**options))
+        .training(
+            learner_connector=lambda obs, act: cls(as_learner_connector=True, **options),
+            train_batch_size=64,
+            minibatch_size=32,
+        )
+    )
+    algo = config.build_algo()
+    assert algo.get_module().observation_space.shape == ((12,) if piece == "FrameStacking" else (9,))
+    result = algo.train()["learners"][DEFAULT_MODULE_ID]
+    algo.stop()
+    assert result["num_module_steps_trained"] >= 64 and np.isfinite(result["total_loss"])

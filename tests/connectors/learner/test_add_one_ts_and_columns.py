@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from flywheel.columns import Columns
 from flywheel.connectors.learner import (
@@ -79,7 +80,7 @@ def test_columns_with_bootstrap_rows(episodes):
     assert cols[Columns.OBS][:, 0].tolist() == [0, 1, 2, 3, 7, 8, 9]
     assert cols[Columns.ACTIONS].tolist() == [1, 0, 1, 1, 0, 1, 1]
     assert cols[Columns.REWARDS].tolist() == [1.0, 2.0, 3.0, 0.0, 4.0, 5.0, 0.0]
-    assert cols[Columns.REWARDS].dtype == np.float32
+    assert cols[Columns.REWARDS].dtype == torch.float32  # the last default piece is NumpyToTensor
     np.testing.assert_allclose(cols[Columns.ACTION_LOGP], [-0.1, 0, -0.1, -0.1, 0, -0.1, -0.1])
     assert cols[Columns.TERMINATEDS].tolist() == [False, False, True, False, False, False, False]
     assert cols[Columns.TRUNCATEDS].tolist() == [False, False, False, False, False, True, False]

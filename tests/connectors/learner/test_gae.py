@@ -82,7 +82,7 @@ def test_gae_hand_computed():
     assert cols[Columns.TERMINATEDS].tolist() == [False, True, False, False, False]
     assert cols[Columns.TRUNCATEDS].tolist() == [False, False, False, True, True]
     assert Columns.LOSS_MASK not in cols
-    assert cols[Columns.ADVANTAGES].dtype == np.float32
+    assert cols[Columns.ADVANTAGES].dtype == torch.float32  # tensors in (after NumpyToTensor), tensors out
 
 
 def test_gae_lambda_one_gives_discounted_returns_minus_values():
@@ -105,20 +105,22 @@ def test_gae_needs_add_one_ts():
         )
 
 
-def test_gae_needs_a_value_function():
+def test_gae_skips_modules_without_a_value_function_as_rllib():
+    """A module without `compute_values` (e.g. a heuristic one that does not train) gets no advantages;
+    PPO's learner refuses to train such a module (tests/algorithms/ppo)."""
+
     class NoValues:
         def is_stateful(self):
             return False
 
-    with pytest.raises(
-        ConnectorError, match=r"needs a module with compute_values \(ValueFunctionAPI\), got NoValues"
-    ):
-        gae_pipeline()(
-            rl_module={"default_policy": NoValues()},
-            batch={},
-            episodes=[chunk([1, 2], [1.0])],
-            shared_data={},
-        )
+    batch = gae_pipeline()(
+        rl_module={"default_policy": NoValues()},
+        batch={},
+        episodes=[chunk([1, 2], [1.0])],
+        shared_data={},
+    )
+    cols = batch["default_policy"]
+    assert Columns.ADVANTAGES not in cols and cols[Columns.REWARDS].tolist() == [1.0, 0.0]
 
 
 def test_reverse_linear_scan_matches_the_recursion():

@@ -9,6 +9,7 @@ from flywheel.connectors import ConnectorPipelineV2
 from flywheel.connectors.module_to_env import (
     GetActions,
     NormalizeAndClipActions,
+    RemoveSingleTsTimeRankFromBatch,
     TensorToNumpy,
     default_module_to_env_connectors,
 )
@@ -19,9 +20,14 @@ from ..conftest import StubModule
 
 def test_default_pieces_and_order():
     pieces = default_module_to_env_connectors(normalize_actions=False, clip_actions=True)
-    assert [type(piece) for piece in pieces] == [GetActions, TensorToNumpy, NormalizeAndClipActions]
-    assert (pieces[2].normalize_actions, pieces[2].clip_actions) == (False, True)
-    defaults = default_module_to_env_connectors()[2]
+    assert [type(piece) for piece in pieces] == [
+        GetActions,
+        TensorToNumpy,
+        RemoveSingleTsTimeRankFromBatch,
+        NormalizeAndClipActions,
+    ]
+    assert (pieces[3].normalize_actions, pieces[3].clip_actions) == (False, True)
+    defaults = default_module_to_env_connectors()[3]
     assert (defaults.normalize_actions, defaults.clip_actions) == (True, False)
 
 

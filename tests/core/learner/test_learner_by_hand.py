@@ -300,3 +300,61 @@ def test_build_learner_group():
     assert set(returned.rl_module_specs) == {"only", "extra"}
     assert set(group.remove_module("extra").rl_module_specs) == {"only"}
     assert set(group.get_weights(["only"])) == {"only"}
+
+
+def _self_supervised_module_class():
+    """A module with its own loss (RLlib's SelfSupervisedLossAPI): the mean of a linear map of OBS."""
+    from flywheel.core.rl_module import SelfSupervisedLossAPI, TorchRLModule
+
+    class OwnLoss(TorchRLModule, SelfSupervisedLossAPI):
+        def setup(self):
+            self.net = torch.nn.Linear(4, 1)
+
+        def _forward_train(self, batch, **kwargs):
+            return {"z": self.net(batch[Columns.OBS])}
+
+        def _forward(self, batch, **kwargs):
+            raise NotImplementedError
+
+        def compute_self_supervised_loss(self, *, learner, module_id, config, batch, fwd_out):
+            learner.metrics.log_value((module_id, "seen_by_own_loss"), 1.0, window=1)
+            return fwd_out["z"].mean()
+
+    return OwnLoss
+
+
+def test_a_module_with_its_own_loss_trains_next_to_ppos_and_needs_no_value_function():
+    own = _self_supervised_module_class()
+    spec = MultiRLModuleSpec(
+        rl_module_specs={
+            DEFAULT_MODULE_ID: RLModuleSpec(),
+            "own": RLModuleSpec(module_class=own, learner_only=True),
+        }
+    )
+    learner = config().rl_module(rl_module_spec=spec).build_learner(env=ENV)
+    assert sorted(learner.module.keys()) == [DEFAULT_MODULE_ID, "own"]
+    assert learner.rl_module_is_compatible(learner.module["own"])  # a torch module: TorchLearner trains it
+    assert learner.rl_module_required_apis()[0].__name__ == "ValueFunctionAPI"
+    batch = {Columns.OBS: torch.ones(5, 4)}
+    fwd_out = learner.module.forward_train({"own": batch})
+    losses = learner.compute_losses(fwd_out=fwd_out, batch={"own": batch})
+    expected = learner.module["own"].net(batch[Columns.OBS]).mean()
+    assert torch.allclose(losses["own"], expected)
+    assert learner.metrics.peek(("own", "seen_by_own_loss")) == 1.0
+    before = numpy(learner.module["own"].parameters())
+    learner.apply_gradients(learner.postprocess_gradients(learner.compute_gradients(losses)))
+    after = numpy(learner.module["own"].parameters())
+    assert not all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_learner_log_gradients_false_keeps_the_norms_out_of_the_results():
+    from flywheel import SingleAgentEnvRunner
+
+    runner = SingleAgentEnvRunner(config=config().environment("CartPole-v1"))
+    episodes = runner.sample(num_timesteps=32)
+    runner.stop()
+    for log_gradients in (True, False):
+        learner = config().reporting(log_gradients=log_gradients).build_learner(env=ENV)
+        results = learner.update(episodes=episodes)
+        logged = "gradients_default_optimizer_global_norm" in results[DEFAULT_MODULE_ID]
+        assert logged is log_gradients

@@ -48,6 +48,8 @@ def test_local_group_builds_the_config_learner_and_updates():
     assert len(learners) == 1 and type(learners[0]) is PPOTorchLearner
     assert learners[0].module["default_policy"].observation_space == OBS_SPACE
     results = group.update(episodes=episodes(), timesteps={"num_env_steps_sampled_lifetime": 8})
+    assert isinstance(results, list) and len(results) == 1  # RLlib's shape: one result per learner
+    (results,) = results
     assert results["__all_modules__"] == {
         "num_env_steps_trained": 16,
         "num_non_finite_updates": 0,
@@ -116,7 +118,7 @@ def test_an_update_that_raises_midway_leaves_the_learner_as_before():
     assert_same_state(full_state(group), before)
     assert group.weights_seq_no == 1
     # The learner's metrics hold nothing from the failed update: the next one reports only its own.
-    results = group.update(episodes=episodes(), timesteps={"num_env_steps_sampled_lifetime": 16})
+    (results,) = group.update(episodes=episodes(), timesteps={"num_env_steps_sampled_lifetime": 16})
     assert results["__all_modules__"]["weights_seq_no"] == 2
     assert results["default_policy"]["num_module_steps_trained"] == 16
 

@@ -74,7 +74,9 @@ def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session
     try:
         assert not group.is_local
         before = group.get_weights(inference_only=False)["default_policy"]
-        results = group.update(episodes=[episode(n, i) for i, n in enumerate([30, 20, 25, 45])])
+        per_learner = group.update(episodes=[episode(n, i) for i, n in enumerate([30, 20, 25, 45])])
+        assert len(per_learner) == 2
+        results = merge_results(per_learner)
         assert results["__all_modules__"]["num_env_steps_trained"] == 120 * 2
         assert results["__all_modules__"]["weights_seq_no"] == 1
         assert np.isfinite(results["default_policy"]["total_loss"])
@@ -92,7 +94,7 @@ def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session
                 "advantages": np.ones(rows, np.float32), "value_targets": np.ones(rows, np.float32),
             }
         }  # fmt: skip
-        results = group.update(batch=batch, num_epochs=1)  # each learner trains on half of the rows
+        results = merge_results(group.update(batch=batch, num_epochs=1))  # each learner: half the rows
         assert results["default_policy"]["num_module_steps_trained"] == rows
         assert group.foreach_learner(lambda learner: learner.weights_seq_no) == [2, 2]
         assert len(group) == 2 and group.is_remote

@@ -18,5 +18,5 @@ def test_docs_code_blocks_run(run_doc_blocks):
     )
     learner = group.foreach_learner(lambda learner: learner)[0]
     assert type(learner.get_optimizer("default_policy")).__name__ == "SGD"
-    results = group.update(episodes=[namespace["episode"]])
+    (results,) = group.update(episodes=[namespace["episode"]])
     assert set(results["default_policy"]) >= {"bc_logp", "total_loss"}

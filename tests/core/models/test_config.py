@@ -19,6 +19,18 @@ def test_defaults_are_rllibs():
         "head_fcnet_hiddens": [],
         "head_fcnet_activation": "relu",
         "free_log_std": False,
+        "log_std_init": 0.0,
+        "log_std_clip_param": 20.0,
+        "fcnet_kernel_initializer": None,
+        "fcnet_kernel_initializer_kwargs": None,
+        "fcnet_bias_initializer": None,
+        "fcnet_bias_initializer_kwargs": None,
+        "head_fcnet_kernel_initializer": None,
+        "head_fcnet_kernel_initializer_kwargs": None,
+        "head_fcnet_bias_initializer": None,
+        "head_fcnet_bias_initializer_kwargs": None,
+        "pi_output_kernel_initializer_kwargs": None,
+        "vf_output_kernel_initializer_kwargs": None,
     }
 
 
@@ -55,9 +67,7 @@ def test_activations(name, cls):
 
 def test_linear_activation_is_none_and_unknown_raises():
     assert activation_layer("linear") is None and activation_layer(None) is None
-    with pytest.raises(
-        ModuleError, match=r"Unknown activation 'gelu' in model_config. Expected one of \['elu', "
-    ):
+    with pytest.raises(ModuleError, match=r"Unknown activation 'gelu'. Expected one of \['elu', "):
         activation_layer("gelu")
 
 
@@ -69,3 +79,14 @@ def test_default_conv_filters():
         match=r"No default conv_filters for images of shape \(32, 32, 3\).*Fix: set model_config\['conv_filters'\]",
     ):
         default_conv_filters((32, 32, 3))
+
+
+def test_get_activation_fn_gives_rllibs_torch_classes():
+    from torch import nn
+
+    from flywheel.core.models import get_activation_fn
+
+    assert get_activation_fn("relu", "torch") is nn.ReLU and get_activation_fn("Tanh") is nn.Tanh
+    assert get_activation_fn("linear") is None and get_activation_fn(None) is None
+    with pytest.raises(ModuleError, match=r"flywheel is torch-only"):
+        get_activation_fn("relu", framework="tf2")

@@ -18,9 +18,9 @@ def test_initial_state_is_numpy_zeros_without_batch_dim():
 def test_step_and_sequence_shapes():
     enc = make()
     zeros = {"h": torch.zeros(4, 5), "c": torch.zeros(4, 5)}
-    out, state = enc(torch.zeros(4, 3), zeros, sequence=False)
-    assert out.shape == (4, 5) and state["h"].shape == (4, 5) and state["c"].shape == (4, 5)
-    out, state = enc(torch.zeros(4, 7, 3), zeros, sequence=True)
+    out, state = enc(torch.zeros(4, 1, 3), zeros)  # acting: one timestep (RLlib's [B, 1, ...])
+    assert out.shape == (4, 1, 5) and state["h"].shape == (4, 5) and state["c"].shape == (4, 5)
+    out, state = enc(torch.zeros(4, 7, 3), zeros)
     assert out.shape == (4, 7, 5) and state["h"].shape == (4, 5)
 
 
@@ -28,11 +28,11 @@ def test_stepping_equals_one_sequence_pass():
     enc = make()
     obs = torch.randn(2, 6, 3)
     state = {"h": torch.randn(2, 5), "c": torch.randn(2, 5)}
-    seq_out, seq_state = enc(obs, state, sequence=True)
+    seq_out, seq_state = enc(obs, state)
     step_state = state
     for t in range(6):
-        step_out, step_state = enc(obs[:, t], step_state, sequence=False)
-        assert torch.allclose(step_out, seq_out[:, t], atol=1e-6)
+        step_out, step_state = enc(obs[:, t : t + 1], step_state)
+        assert torch.allclose(step_out[:, 0], seq_out[:, t], atol=1e-6)
     assert torch.allclose(step_state["h"], seq_state["h"], atol=1e-6)
     assert torch.allclose(step_state["c"], seq_state["c"], atol=1e-6)
     # The last output of an LSTM is its final hidden state.

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from flywheel import MultiRLModule, TorchRLModule
+from flywheel import Columns, MultiRLModule, RLModule, TorchRLModule
 from flywheel.errors import ModuleError
 
 OBS = gym.spaces.Box(-1.0, 1.0, (2,))
@@ -59,10 +59,31 @@ def test_add_and_remove_modules():
 
 def test_add_module_rejects_non_modules_and_bad_ids():
     multi = make()
-    with pytest.raises(ModuleError, match="MultiRLModule holds torch RLModules, got Linear for 'x'"):
+    with pytest.raises(ModuleError, match="MultiRLModule holds RLModules, got Linear for 'x'"):
         multi.add_module("x", nn.Linear(1, 1))
     with pytest.raises(ModuleError, match=r"'a.b' cannot be a module id"):
         multi.add_module("a.b", Affine(OBS, ACT))
+
+
+def test_holds_weightless_rl_modules_beside_torch_ones():
+    """A plain RLModule (a heuristic policy, as RLlib's examples have) has no weights: it is held, acts,
+    and has an empty state; the torch modules' parameters and state names are unchanged."""
+
+    class Heuristic(RLModule):
+        def _forward(self, batch, **kwargs):
+            return {Columns.ACTIONS: np.zeros(len(batch[Columns.OBS]), np.int64)}
+
+    multi = make()
+    names = list(multi.state_dict())
+    multi.add_module("h", Heuristic(OBS, ACT))
+    assert list(multi.keys()) == ["p0", "p1", "h"] and list(multi.state_dict()) == names
+    assert multi.get_state(components=["h"]) == {"h": {}}
+    out = multi.forward_exploration({"h": {Columns.OBS: np.zeros((3, 2), np.float32)}})
+    assert out["h"][Columns.ACTIONS].tolist() == [0, 0, 0]
+    multi.add_module("p0", Heuristic(OBS, ACT), override=True)
+    assert not any(name.startswith("_rl_modules.p0.") for name in multi.state_dict())
+    multi.remove_module("h")
+    assert list(multi.keys()) == ["p0", "p1"]
 
 
 def test_foreach_module():
@@ -117,3 +138,35 @@ def test_acting_passes_run_every_module_without_grad_and_pass_kwargs():
     ):
         multi.forward_exploration({"p9": {"x": 0}})
     assert torch.is_grad_enabled()
+
+
+class SharedTrunk(MultiRLModule):
+    """RLlib's pattern: setup() keeps a sub-module, the private passes route through it."""
+
+    def setup(self):
+        self.trunk = self._rl_modules["trunk"]
+
+    def _forward_train(self, batch, **kwargs):
+        return {
+            mid: {"out": self[mid].layer(self.trunk.layer(sub["x"]).expand(-1, 2))}
+            for mid, sub in batch.items()
+        }
+
+    def _forward_exploration(self, batch, **kwargs):
+        return {mid: {"explored": True, "grad": torch.is_grad_enabled()} for mid in batch}
+
+
+def test_a_custom_container_runs_setup_and_its_own_passes_and_restores_from_a_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    multi = SharedTrunk({"trunk": Affine(OBS, ACT), "p0": Affine(OBS, ACT)})
+    assert multi.trunk is multi["trunk"]
+    x = torch.ones(3, 2)
+    out = multi.forward_train({"p0": {"x": x}})
+    assert torch.allclose(out["p0"]["out"], multi["p0"].layer(multi["trunk"].layer(x).expand(-1, 2)))
+    assert multi.forward_exploration({"p0": {}}) == {"p0": {"explored": True, "grad": False}}
+    restored = MultiRLModule.from_checkpoint(
+        multi.save_to_path(tmp_path / "multi"), classes=[SharedTrunk, Affine]
+    )
+    assert type(restored) is SharedTrunk and restored.trunk is restored["trunk"]
+    assert torch.equal(restored.forward_train({"p0": {"x": x}})["p0"]["out"], out["p0"]["out"])
+    assert multi["p0"].unwrapped() is multi["p0"]

@@ -143,16 +143,48 @@ def test_value_function_api_is_abstract():
         NoValues(OBS, ACT)
 
 
-def test_base_rl_module_has_no_state_methods():
+def test_base_rl_module_has_an_empty_state_as_in_rllib():
     module = RLModule(OBS, ACT)
-    with pytest.raises(NotImplementedError, match="RLModule does not implement get_state"):
-        module.get_state()
+    assert module.get_state() == {} and module.get_state(inference_only=True) == {}
+    module.set_state({})
     assert "inference_only=False" in repr(module)
+
+
+def test_rllib_constructor_keywords_and_attributes():
+    module = TorchRLModule(
+        observation_space=OBS, action_space=ACT, inference_only=None, learner_only=True, model_config=None
+    )
+    assert (module.inference_only, module.learner_only, module.catalog, module.action_dist_cls) == (
+        False,
+        True,
+        None,
+        None,
+    )
+    with pytest.raises(ModuleError, match=r"got \['catalog_class', 'foo'\], which flywheel's RLModule"):
+        TorchRLModule(observation_space=OBS, action_space=ACT, catalog_class=object, foo=1)
+
+
+def test_action_dist_cls_set_in_setup_serves_all_three_phases():
+    class WithDist(TorchRLModule):
+        def setup(self):
+            self.action_dist_cls = DiagGaussian
+
+    module = WithDist(OBS, ACT)
+    assert module.get_inference_action_dist_cls() is DiagGaussian
+    assert module.get_exploration_action_dist_cls() is DiagGaussian
+    assert module.get_train_action_dist_cls() is DiagGaussian
+
+    class InferenceOnly(TorchRLModule):
+        def get_inference_action_dist_cls(self):
+            return DiagGaussian
+
+    module = InferenceOnly(OBS, ACT)
+    assert module.get_train_action_dist_cls() is DiagGaussian  # defaults to the inference class, as RLlib
 
 
 def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/rl_modules.md: its code blocks continue one another, so they run in one namespace."""
-    namespace = run_doc_blocks("docs/concepts/rl_modules.md", blocks=7)
+    namespace = run_doc_blocks("docs/concepts/rl_modules.md", blocks=8)
     assert sorted(namespace["multi"].keys()) == ["p0", "p2"]
 
 

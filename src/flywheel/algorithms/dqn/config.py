@@ -46,11 +46,12 @@ class OffPolicyConfig(AlgorithmConfig):
 
     Each training step samples `rollout_fragment_length` env steps per sub-env into the buffer,
     then (after `num_steps_sampled_before_learning_starts`) takes gradient steps on batches of
-    `train_batch_size_per_learner` transitions replayed from it; `training_intensity` sets how
+    `total_train_batch_size` transitions replayed from it (`train_batch_size_per_learner` when set,
+    else `train_batch_size`, as in RLlib); `training_intensity` sets how
     many, and `sample_and_train_rounds()` says what that means in sample calls and updates.
     """
 
-    train_batch_size_per_learner: int = setting("training", 32)
+    train_batch_size: int = setting("training", 32)
     """Transitions replayed per gradient step."""
     minibatch_size: int | None = setting("training", None)
     """Must stay None: off-policy algorithms take exactly one gradient step per replayed batch."""
@@ -144,7 +145,7 @@ class OffPolicyConfig(AlgorithmConfig):
             problems.append(
                 f"minibatch_size={self.minibatch_size!r}, but {name} takes one gradient step per replayed "
                 "batch. Fix: leave minibatch_size=None and set the batch size with "
-                "config.training(train_batch_size_per_learner=...)."
+                "config.training(train_batch_size=...)."
             )
         if self.learner_connector is not None:
             problems.append(
@@ -163,6 +164,14 @@ class OffPolicyConfig(AlgorithmConfig):
                 f"{name} trains one module on single-agent episodes, but this config maps agents to modules "
                 "(multi_agent()). Fix: use PPO for multi-agent training, or drop the policies and "
                 "policy_mapping_fn."
+            )
+        if _is_atari_env(self.env):
+            problems.append(
+                f"env {self.env!r} is an Atari id, whose frames flywheel stacks (4 per observation) in the "
+                f"connector pipelines, but {name} trains on single frames replayed from its buffer, without a "
+                "learner pipeline to stack them. Fix: use PPOConfig for Atari ids, or register a creator "
+                "that stacks frames inside the env: register_env('pong', lambda cfg: MyFrameStack("
+                "gymnasium.make('ALE/Pong-v5', **cfg)))."
             )
         return problems
 
@@ -196,10 +205,10 @@ class OffPolicyConfig(AlgorithmConfig):
             problems.append(
                 f"replay_buffer_config['store_in_checkpoints']={store!r} must be True or False. {fix}"
             )
-        batch = self.train_batch_size_per_learner
+        batch = self.train_batch_size_per_learner or self.train_batch_size
         if _is_int(batch) and capacity < batch:
             problems.append(
-                f"replay_buffer_config['capacity']={capacity} is smaller than train_batch_size_per_learner={batch}: "
+                f"replay_buffer_config['capacity']={capacity} is smaller than the train batch ({batch}): "
                 "the buffer can never hold one train batch. Fix: raise the capacity or lower the batch size."
             )
         fragment = self.rollout_fragment_length
@@ -218,6 +227,12 @@ def _is_number(value: Any) -> bool:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_atari_env(env: Any) -> bool:
+    from flywheel.env.make import is_atari_env
+
+    return is_atari_env(env)
 
 
 def _check_tau(config: OffPolicyConfig) -> str | None:

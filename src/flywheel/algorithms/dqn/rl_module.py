@@ -8,7 +8,9 @@ Layout (see `flywheel.core.models` for the parts)::
 
 Learners also hold `target_encoder`, `target_af` (and `target_vf`): the target network,
 updated by the learner (`get_target_network_pairs`). Runners build the module with
-`inference_only=True`, without the target copies.
+`inference_only=True`, without the target copies. Observations `{"observations": ...,
+"action_mask": ...}` mask the Q-values of both networks and the random exploratory actions
+(`flywheel.core.models.action_mask`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ from torch import nn
 
 from flywheel.columns import Columns
 from flywheel.core.learner.utils import make_target_network
-from flywheel.core.models import build_encoder, mlp, resolve_model_config
+from flywheel.core.models import (
+    GAUSSIAN_HEAD_KEYS,
+    build_encoder,
+    build_head,
+    mask_logits,
+    masked_observation_space,
+    random_allowed_actions,
+    resolve_model_config,
+    split_masked,
+)
 from flywheel.core.rl_module.apis import TargetNetworkAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.errors import ModuleError
@@ -56,17 +67,23 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
                 "Fix: use SAC (flywheel.SACConfig) for continuous actions, or discretize the actions "
                 "with a gymnasium ActionWrapper."
             )
-        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
+        self.model_config = resolve_model_config(
+            self.model_config,
+            check=self.uses_default_model_config,
+            unused=GAUSSIAN_HEAD_KEYS + ("pi_output_kernel_initializer_kwargs",),
+            module="DefaultDQNTorchRLModule",
+        )
         cfg = self.model_config
         if cfg["use_lstm"]:
             raise ModuleError(
                 "DefaultDQNTorchRLModule has no recurrent version (model_config['use_lstm']=True). "
                 "Fix: set use_lstm=False, or stack frames with flywheel.connectors.env_to_module.FrameStacking."
             )
-        self.encoder = build_encoder(self.observation_space, cfg)
-        hiddens, act = cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"]
-        self.af = mlp(self.encoder.output_dim, hiddens, act, int(self.action_space.n))
-        self.vf = mlp(self.encoder.output_dim, hiddens, act, 1) if cfg.get("dueling", True) else None
+        inner_space = masked_observation_space(self.observation_space, self.action_space)
+        self.masked = inner_space is not None
+        self.encoder = build_encoder(inner_space if self.masked else self.observation_space, cfg)
+        self.af = build_head(self.encoder.output_dim, int(self.action_space.n), cfg, "vf")
+        self.vf = build_head(self.encoder.output_dim, 1, cfg, "vf") if cfg.get("dueling", True) else None
         self.register_buffer("epsilon", torch.tensor(1.0))
         if not self.inference_only:
             self.make_target_networks()
@@ -74,15 +91,26 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
     # Acting and training.
 
     def compute_q_values(self, batch: dict) -> torch.Tensor:
-        """Q-values `[B, num_actions]` of `batch[OBS]` (online network)."""
-        return _q_values(self.encoder, self.af, self.vf, batch[Columns.OBS])
+        """Q-values `[B, num_actions]` of `batch[OBS]` (online network; forbidden actions `MASKED_LOGIT`)."""
+        return self._masked_q_values(batch, self.encoder, self.af, self.vf)
+
+    def _masked_q_values(
+        self, batch: dict, encoder: nn.Module, af: nn.Module, vf: nn.Module | None
+    ) -> torch.Tensor:
+        if not self.masked:
+            return _q_values(encoder, af, vf, batch[Columns.OBS])
+        obs, allowed = split_masked(batch[Columns.OBS])
+        return mask_logits(_q_values(encoder, af, vf, obs), allowed)
 
     def _forward_inference(self, batch: dict, **kwargs) -> dict:
         return {Columns.ACTION_DIST_INPUTS: self.compute_q_values(batch)}
 
     def _forward_exploration(self, batch: dict, **kwargs) -> dict:
         greedy = torch.argmax(self.compute_q_values(batch), dim=-1)
-        random = torch.randint_like(greedy, int(self.action_space.n))
+        if self.masked:
+            random = random_allowed_actions(split_masked(batch[Columns.OBS])[1])
+        else:
+            random = torch.randint_like(greedy, int(self.action_space.n))
         explore = torch.rand(greedy.shape, device=greedy.device) < self.epsilon
         return {Columns.ACTIONS: torch.where(explore, random, greedy)}
 
@@ -108,8 +136,8 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
         ]
 
     def forward_target(self, batch: dict) -> dict:
-        """`{QF_PREDS: target-network Q-values [B, num_actions] of batch[OBS]}`."""
-        return {QF_PREDS: _q_values(self.target_encoder, self.target_af, self.target_vf, batch[Columns.OBS])}
+        """`{QF_PREDS: target-network Q-values [B, num_actions] of batch[OBS]}` (masked as `compute_q_values`)."""
+        return {QF_PREDS: self._masked_q_values(batch, self.target_encoder, self.target_af, self.target_vf)}
 
     def get_non_inference_attributes(self) -> list[str]:
         return [f"target_{name}" for name in _NETWORKS]

@@ -31,6 +31,14 @@ class PPOConfig(AlgorithmConfig):
     """The value loss (squared error) is clamped at this (RLlib's semantics and default). Errors
     above it get no gradient, so with returns in the tens or more (CartPole) the critic stalls:
     raise it to the scale of squared returns, or use float("inf") to turn clipping off."""
+    vf_clip_range: float | None = setting("training")
+    """PPO2/CleanRL value clipping: the new value may move at most this far from the value at sampling
+    time (`old + clamp(new - old, -r, r)`), and the value loss is the larger of the clipped and
+    unclipped squared errors (CleanRL's `clip_vloss` with `clip_coef`, e.g. 0.2). None: off. It scales
+    with the returns: use it with normalized rewards. Independent of `vf_clip_param`."""
+    advantage_normalization: str | None = setting("training", "batch")
+    """Standardize advantages (`(A - mean) / std`) over each module's whole train batch ("batch",
+    RLlib's way), over each minibatch ("minibatch", as CleanRL and SB3 do), or not at all (None)."""
     vf_loss_coeff: float = setting("training", 1.0)
     """Weight of the value loss in the total loss (matters when layers are shared)."""
     entropy_coeff: float | Schedule = setting("training", 0.0)
@@ -69,14 +77,18 @@ class PPOConfig(AlgorithmConfig):
         self, input_observation_space: Any, input_action_space: Any, device: Any = None
     ) -> ConnectorPipelineV2:
         """The common learner pipeline with PPO's defaults around it (unless defaults are off):
-        `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), `GeneralAdvantageEstimation` last."""
+        `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), `GeneralAdvantageEstimation` last (which
+        standardizes the advantages over the batch when `advantage_normalization="batch"`)."""
         pipeline = super().build_learner_connector(input_observation_space, input_action_space, device)
         if self.add_default_connectors_to_learner_pipeline:
             from flywheel.connectors.learner import AddOneTsToEpisodesAndTruncate, GeneralAdvantageEstimation
 
             pipeline.prepend(AddOneTsToEpisodesAndTruncate())
             lambda_ = self.lambda_ if self.use_gae else 1.0
-            pipeline.append(GeneralAdvantageEstimation(gamma=self.gamma, lambda_=lambda_))
+            standardize = self.advantage_normalization == "batch"
+            pipeline.append(
+                GeneralAdvantageEstimation(gamma=self.gamma, lambda_=lambda_, standardize=standardize)
+            )
         return pipeline
 
     def validation_problems(self) -> list[str]:
@@ -84,6 +96,8 @@ class PPOConfig(AlgorithmConfig):
         problems = [
             checks.check_number(self, "clip_param", 0, strict=True),
             checks.check_number(self, "vf_clip_param", 0, strict=True),
+            checks.check_number(self, "vf_clip_range", 0, strict=True, allow_none=True),
+            checks.check_optional_choice(self, "advantage_normalization", ("batch", "minibatch")),
             checks.check_number(self, "vf_loss_coeff", 0),
             checks.check_schedule(self, "entropy_coeff", 0),
             checks.check_bool(self, "use_kl_loss"),

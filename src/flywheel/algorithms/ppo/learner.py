@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Any
 
 import torch
@@ -10,16 +12,26 @@ from flywheel.algorithms.ppo.loss_stats import LossStats
 from flywheel.columns import Columns
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.core.learner.torch_learner import TorchLearner
+from flywheel.core.rl_module.apis import SelfSupervisedLossAPI, ValueFunctionAPI
 from flywheel.errors import LearnerError
 from flywheel.typing import ModuleID, StateDict
+
+logger = logging.getLogger(__name__)
 
 
 class PPOTorchLearner(TorchLearner):
     """PPO as in Schulman et al. (2017), on batches from the PPO learner pipeline.
 
     The pipeline (see `PPOConfig.build_learner_connector`) provides `ADVANTAGES` (GAE,
-    standardized once per module over the whole train batch, not per minibatch) and
-    `VALUE_TARGETS`. `entropy_coeff` may be a schedule over sampled env steps; with
+    standardized over the whole train batch by default; `advantage_normalization="minibatch"`
+    standardizes them here per minibatch instead), `VALUE_TARGETS` and `VF_PREDS`.
+
+    Value loss per row: `(V - target)^2`, with `vf_clip_range` the larger of that and
+    `(V_old + clamp(V - V_old, ±vf_clip_range) - target)^2` (PPO2/CleanRL), then clamped at
+    `vf_clip_param` (RLlib). The share of rows clamped is logged as `vf_loss_clipped_fraction`,
+    with a one-time warning when it exceeds half of an update's rows.
+
+    `entropy_coeff` may be a schedule over sampled env steps; with
     `use_kl_loss` the KL coefficient adapts after every update (×1.5 when the mean KL
     exceeds 2×`kl_target`, ×0.5 below 0.5×`kl_target`).
     """
@@ -27,6 +39,7 @@ class PPOTorchLearner(TorchLearner):
     reconfigurable_settings = TorchLearner.reconfigurable_settings | {
         "clip_param",
         "vf_clip_param",
+        "vf_clip_range",
         "vf_loss_coeff",
         "entropy_coeff",
         "kl_target",
@@ -40,6 +53,7 @@ class PPOTorchLearner(TorchLearner):
         self.entropy_coeff_schedulers: dict[ModuleID, Scheduler] = {}
         self.curr_entropy_coeffs: dict[ModuleID, float] = {}
         self.curr_kl_coeffs: dict[ModuleID, float] = {}
+        self._warned_vf_clipping: set[ModuleID] = set()
         for module_id in self.module:
             self._set_up_module(module_id)
 
@@ -61,10 +75,17 @@ class PPOTorchLearner(TorchLearner):
         for module_id in self.entropy_coeff_schedulers:
             self.entropy_coeff_schedulers[module_id] = Scheduler(config.entropy_coeff, name="entropy_coeff")
 
+    @classmethod
+    def rl_module_required_apis(cls) -> list[type]:
+        return [ValueFunctionAPI]
+
     def _set_up_module(self, module_id: ModuleID) -> None:
-        """Checks the module has a value function; starts its entropy schedule and KL coefficient."""
+        """Checks a module that trains has a value function; starts its entropy schedule and KL coefficient.
+        A module with its own loss (`SelfSupervisedLossAPI`) needs neither."""
         module = self.module[module_id]
-        if not hasattr(module, "compute_values"):
+        if isinstance(module, SelfSupervisedLossAPI):
+            return
+        if self.should_module_be_updated(module_id) and not hasattr(module, "compute_values"):
             raise LearnerError(
                 f"PPO needs a value function, but module {module_id!r} ({type(module).__name__}) has no "
                 "compute_values. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
@@ -84,12 +105,25 @@ class PPOTorchLearner(TorchLearner):
         dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         ratio = torch.exp(dist.logp(batch[Columns.ACTIONS]) - batch[Columns.ACTION_LOGP])
         advantages = batch[Columns.ADVANTAGES]
+        if config.advantage_normalization == "minibatch":
+            valid_advantages = advantages if mask is None else advantages[mask]
+            advantages = (advantages - valid_advantages.mean()) / (valid_advantages.std() + 1e-8)
         clipped_ratio = torch.clamp(ratio, 1 - config.clip_param, 1 + config.clip_param)
         policy_loss = -mean(torch.min(ratio * advantages, clipped_ratio * advantages))
 
         values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
-        vf_loss_unclipped = (values - batch[Columns.VALUE_TARGETS]) ** 2
-        vf_loss = mean(torch.clamp(vf_loss_unclipped, 0, config.vf_clip_param))
+        targets = batch[Columns.VALUE_TARGETS]
+        vf_loss_unclipped = (values - targets) ** 2
+        vf_losses = vf_loss_unclipped
+        if config.vf_clip_range is not None:
+            old_values = batch[Columns.VF_PREDS]
+            moved = torch.clamp(values - old_values, -config.vf_clip_range, config.vf_clip_range)
+            vf_losses = torch.max(vf_loss_unclipped, (old_values + moved - targets) ** 2)
+        clamped = None
+        if math.isfinite(config.vf_clip_param):
+            clamped = vf_losses.detach() > config.vf_clip_param
+            vf_losses = torch.clamp(vf_losses, 0, config.vf_clip_param)
+        vf_loss = mean(vf_losses)
         total_loss = policy_loss + config.vf_loss_coeff * vf_loss
 
         # Terms with a zero coefficient stay out of the autograd graph: for small networks the
@@ -110,6 +144,7 @@ class PPOTorchLearner(TorchLearner):
             policy_loss=policy_loss,
             vf_loss=vf_loss,
             mean_kl=mean_kl,
+            vf_clipped_fraction=None if clamped is None else mean(clamped.float()),
             vf_loss_unclipped=valid(vf_loss_unclipped),
             targets=valid(batch[Columns.VALUE_TARGETS]),
             values=valid(values),
@@ -131,11 +166,27 @@ class PPOTorchLearner(TorchLearner):
         stats = self._loss_stats.reduce(lambda mid: self.module[mid].get_train_action_dist_cls())
         for module_id, terms in stats.items():
             self.metrics.log_dict(terms, key=module_id)
+            if terms["vf_loss_clipped_fraction"] > 0.5 and module_id not in self._warned_vf_clipping:
+                self._warned_vf_clipping.add(module_id)
+                self._warn_vf_clipping(module_id, terms["vf_loss_clipped_fraction"])
+
+    def _warn_vf_clipping(self, module_id: ModuleID, fraction: float) -> None:
+        logger.warning(
+            "PPO: %.0f%% of the value losses of module %r in this update exceeded vf_clip_param=%s and were "
+            "clamped, which gives them no gradient: the value function stops learning at this return "
+            "scale. Fix: config.training(vf_clip_param=float('inf')) (or a value above the squared "
+            "value errors), and/or config.env_runners(normalize_rewards=True) to shrink the returns. "
+            "(Warned once; learners/%s/vf_loss_clipped_fraction tracks it.)",
+            100 * fraction,
+            module_id,
+            self.config.vf_clip_param,
+            module_id,
+        )
 
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Logs the loss terms, then adapts each trained module's KL coefficient to this update's mean KL."""
         self.log_loss_terms()
-        for module_id in self.module:
+        for module_id in self.curr_kl_coeffs:  # the modules PPO's loss trains
             if self.config.use_kl_loss and self.should_module_be_updated(module_id):
                 kl = self.metrics.peek((module_id, "mean_kl_loss"))
                 if kl > 2.0 * self.config.kl_target:

@@ -19,6 +19,7 @@ class _Minibatch(NamedTuple):
     policy_loss: torch.Tensor  # scalars
     vf_loss: torch.Tensor
     mean_kl: torch.Tensor
+    vf_clipped_fraction: torch.Tensor
     vf_loss_unclipped: torch.Tensor  # [rows] (masked rows only, for sequence batches)
     targets: torch.Tensor
     values: torch.Tensor
@@ -38,17 +39,20 @@ class LossStats:
         policy_loss: torch.Tensor,
         vf_loss: torch.Tensor,
         mean_kl: torch.Tensor | None,
+        vf_clipped_fraction: torch.Tensor | None,
         vf_loss_unclipped: torch.Tensor,
         targets: torch.Tensor,
         values: torch.Tensor,
         action_dist_inputs: torch.Tensor,
     ) -> None:
-        """Keeps one minibatch's terms (all rows already masked to the valid ones)."""
+        """Keeps one minibatch's terms (all rows already masked to the valid ones; None: 0)."""
+        zero = torch.zeros((), device=policy_loss.device)
         self._minibatches[module_id].append(
             _Minibatch(
                 policy_loss.detach(),
                 vf_loss.detach(),
-                torch.zeros((), device=policy_loss.device) if mean_kl is None else mean_kl.detach(),
+                zero if mean_kl is None else mean_kl.detach(),
+                zero if vf_clipped_fraction is None else vf_clipped_fraction.detach(),
                 vf_loss_unclipped.detach(),
                 targets.detach(),
                 values.detach(),
@@ -68,10 +72,11 @@ class LossStats:
 
 def _reduce(minibatches: list[_Minibatch], dist_cls: Any) -> dict[str, float]:
     columns = list(zip(*minibatches, strict=True))
-    policy_loss, vf_loss, mean_kl = torch.stack([torch.stack(c) for c in columns[:3]]).mean(1).tolist()
+    scalars = torch.stack([torch.stack(c) for c in columns[:4]]).mean(1).tolist()
+    policy_loss, vf_loss, mean_kl, vf_clipped_fraction = scalars
     per_minibatch = []  # [3, minibatches] per group of equal-size minibatches
     for group in _by_size(minibatches).values():
-        unclipped, targets, values, inputs = (torch.stack(c) for c in list(zip(*group, strict=True))[3:])
+        unclipped, targets, values, inputs = (torch.stack(c) for c in list(zip(*group, strict=True))[4:])
         entropy = dist_cls.from_logits(inputs).entropy()
         per_minibatch.append(
             torch.stack([unclipped.mean(-1), _explained_variance(targets, values), entropy.mean(-1)])
@@ -81,6 +86,7 @@ def _reduce(minibatches: list[_Minibatch], dist_cls: Any) -> dict[str, float]:
         "policy_loss": policy_loss,
         "vf_loss": vf_loss,
         "vf_loss_unclipped": unclipped,
+        "vf_loss_clipped_fraction": vf_clipped_fraction,
         "vf_explained_var": explained,
         "entropy": entropy,
         "mean_kl_loss": mean_kl,

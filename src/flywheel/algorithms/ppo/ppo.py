@@ -8,7 +8,10 @@ from flywheel.algorithms.algorithm import Algorithm
 class PPO(Algorithm):
     """On-policy: each step samples a fresh train batch, updates the learners on it, syncs weights."""
 
-    reconfigurable_settings = Algorithm.reconfigurable_settings | {"train_batch_size_per_learner"}
+    reconfigurable_settings = Algorithm.reconfigurable_settings | {
+        "train_batch_size",
+        "train_batch_size_per_learner",
+    }
 
     def training_step(self) -> None:
         episodes = self._sample(num_timesteps=self.config.total_train_batch_size)

@@ -3,10 +3,13 @@
 Layout (see `flywheel.core.models` for the parts)::
 
     obs ─ encoder ─┬─ pi  → ACTION_DIST_INPUTS
-                   └─ vf  → values              (vf_share_layers=True, or use_lstm)
-    obs ─ vf_encoder ── vf → values             (vf_share_layers=False, the default)
+                   └─ vf  → values              (vf_share_layers=True, the default, or use_lstm)
 
-Runners build it with `inference_only=True`: encoder and policy head only.
+    obs ─ encoder.actor_encoder ── pi → ACTION_DIST_INPUTS
+    obs ─ encoder.critic_encoder ─ vf → values  (vf_share_layers=False; RLlib's attribute names)
+
+Runners build it with `inference_only=True`: encoder and policy head only. Observations
+`{"observations": ..., "action_mask": ...}` mask the logits (`flywheel.core.models.action_mask`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from flywheel.core.models import (
     build_encoder,
     build_policy_head,
     build_value_head,
+    mask_logits,
+    masked_observation_space,
     resolve_model_config,
+    split_masked,
 )
 from flywheel.core.rl_module.apis import ValueFunctionAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
@@ -34,7 +40,8 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     With `use_lstm` the value head shares the LSTM: a separate value LSTM would need its own
     state, recorded by runners that never run it.
 
-    Outputs: `_forward` (acting) → `ACTION_DIST_INPUTS` (+ `STATE_OUT` if recurrent);
+    Outputs: `_forward` (acting) → `ACTION_DIST_INPUTS` (+ `STATE_OUT` if recurrent; a recurrent
+    module acts on `[B, 1, ...]` observations, as runners give them, and returns `[B, 1, ...]` inputs);
     `_forward_train` also → `EMBEDDINGS` (the value branch's input), which
     `compute_values(batch, embeddings)` reuses instead of encoding the batch again.
     """
@@ -44,40 +51,45 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     def setup(self) -> None:
         self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
         cfg = self.model_config
-        self.encoder = build_encoder(self.observation_space, cfg)
-        self.recurrent = isinstance(self.encoder, LSTMEncoder)
+        inner_space = masked_observation_space(self.observation_space, self.action_space)
+        self.masked = inner_space is not None
+        encoder_space = inner_space if self.masked else self.observation_space
+        encoder = build_encoder(encoder_space, cfg)
+        self.recurrent = isinstance(encoder, LSTMEncoder)
         self.shared_encoder = bool(cfg["vf_share_layers"]) or self.recurrent
+        self.encoder = encoder if self.shared_encoder else ActorCriticEncoder(encoder)
         self.pi = build_policy_head(
-            self.encoder.output_dim, self.action_space, self.get_train_action_dist_cls(), cfg
+            encoder.output_dim, self.action_space, self.get_train_action_dist_cls(), cfg
         )
         if self.inference_only:
             return
         if not self.shared_encoder:
-            self.vf_encoder = build_encoder(self.observation_space, cfg)
-        self.vf = build_value_head(self.encoder.output_dim, cfg)
+            self.encoder.critic_encoder = build_encoder(encoder_space, cfg)
+        self.vf = build_value_head(encoder.output_dim, cfg)
 
     def get_initial_state(self) -> dict:
         return self.encoder.get_initial_state() if self.recurrent else {}
 
     def get_non_inference_attributes(self) -> list[str]:
-        return ["vf_encoder", "vf"]
+        return ["encoder.critic_encoder", "vf"]
 
     def _forward(self, batch: dict, **kwargs) -> dict:
+        obs, allowed = self._observations(batch)
         if self.recurrent:
-            embeddings, state = self.encoder(batch[Columns.OBS], batch[Columns.STATE_IN], sequence=False)
-            return {Columns.ACTION_DIST_INPUTS: self.pi(embeddings), Columns.STATE_OUT: state}
-        return {Columns.ACTION_DIST_INPUTS: self.pi(self.encoder(batch[Columns.OBS]))}
+            embeddings, state = self.encoder(obs, batch[Columns.STATE_IN])
+            return {Columns.ACTION_DIST_INPUTS: self._logits(embeddings, allowed), Columns.STATE_OUT: state}
+        return {Columns.ACTION_DIST_INPUTS: self._logits(self.encoder(obs), allowed)}
 
     def _forward_train(self, batch: dict, **kwargs) -> dict:
-        obs = batch[Columns.OBS]
+        obs, allowed = self._observations(batch)
         out = {}
         if self.recurrent:
-            embeddings, out[Columns.STATE_OUT] = self.encoder(obs, self._state_in(batch), sequence=True)
+            embeddings, out[Columns.STATE_OUT] = self.encoder(obs, self._state_in(batch))
         else:
             embeddings = self.encoder(obs)
-        out[Columns.ACTION_DIST_INPUTS] = self.pi(embeddings)
+        out[Columns.ACTION_DIST_INPUTS] = self._logits(embeddings, allowed)
         if not self.inference_only:
-            out[Columns.EMBEDDINGS] = embeddings if self.shared_encoder else self.vf_encoder(obs)
+            out[Columns.EMBEDDINGS] = embeddings if self.shared_encoder else self.encoder.critic_encoder(obs)
         return out
 
     def compute_values(self, batch: dict, embeddings: torch.Tensor | None = None) -> torch.Tensor:
@@ -91,11 +103,19 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
             embeddings = self._value_embeddings(batch)
         return self.vf(embeddings).squeeze(-1)
 
+    def _observations(self, batch: dict) -> tuple:
+        """(what the encoders read, the allowed-actions mask or None)."""
+        return split_masked(batch[Columns.OBS]) if self.masked else (batch[Columns.OBS], None)
+
+    def _logits(self, embeddings: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        logits = self.pi(embeddings)
+        return logits if allowed is None else mask_logits(logits, allowed)
+
     def _value_embeddings(self, batch: dict) -> torch.Tensor:
-        obs = batch[Columns.OBS]
+        obs = self._observations(batch)[0]
         if self.recurrent:
-            return self.encoder(obs, self._state_in(batch), sequence=True)[0]
-        return self.encoder(obs) if self.shared_encoder else self.vf_encoder(obs)
+            return self.encoder(obs, self._state_in(batch))[0]
+        return self.encoder(obs) if self.shared_encoder else self.encoder.critic_encoder(obs)
 
     def _state_in(self, batch: dict) -> dict:
         if Columns.STATE_IN not in batch:
@@ -105,3 +125,17 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
                 f"has {sorted(batch)}. Fix: keep the default learner connectors, which add it."
             )
         return batch[Columns.STATE_IN]
+
+
+class ActorCriticEncoder(torch.nn.Module):
+    """Separate policy and value encoders under RLlib's names, `actor_encoder` and `critic_encoder`
+    (code such as a learner with one optimizer per branch reads them); calling it encodes for
+    acting. Inference-only modules have no `critic_encoder`."""
+
+    def __init__(self, actor_encoder: torch.nn.Module) -> None:
+        super().__init__()
+        self.actor_encoder = actor_encoder
+        self.output_dim = actor_encoder.output_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor_encoder(obs)

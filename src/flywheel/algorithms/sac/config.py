@@ -27,7 +27,7 @@ class SACConfig(OffPolicyConfig):
     SAC has three optimizers, so `lr` is not used: set `actor_lr`, `critic_lr` and `alpha_lr`.
     """
 
-    train_batch_size_per_learner: int = setting("training", 256)
+    train_batch_size: int = setting("training", 256)
     """Transitions replayed per gradient step."""
     replay_buffer_config: dict = setting(
         "training", factory=lambda: {"type": "EpisodeReplayBuffer", "capacity": 1_000_000}

@@ -83,7 +83,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             self.register_optimizer(
                 module_id=module_id,
                 optimizer_name=name,
-                optimizer=adam(params),
+                optimizer=adam(params, eps=config.adam_epsilon),
                 params=params,
                 lr_or_lr_schedule=lr,
             )

@@ -9,6 +9,8 @@ Layout (see `flywheel.core.models` for the parts)::
 
 Runners build it with `inference_only=True`: the policy only. Learners also hold frozen
 `target_*` copies of the critics, which the learner moves towards the critics (Polyak, tau).
+Discrete actions with observations `{"observations": ..., "action_mask": ...}` mask the policy's
+logits (`flywheel.core.models.action_mask`): forbidden actions get probability 0 in every expectation.
 """
 
 from __future__ import annotations
@@ -21,7 +23,16 @@ from torch import nn
 from flywheel.columns import Columns
 from flywheel.core.distributions import Categorical, Distribution, distribution_for_space
 from flywheel.core.learner.utils import make_target_network
-from flywheel.core.models import MLPEncoder, build_encoder, mlp, resolve_model_config
+from flywheel.core.models import (
+    GAUSSIAN_HEAD_KEYS,
+    build_encoder,
+    build_head,
+    build_mlp_encoder,
+    mask_logits,
+    masked_observation_space,
+    resolve_model_config,
+    split_masked,
+)
 from flywheel.core.rl_module.apis import TargetNetworkAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.errors import ModuleError
@@ -62,24 +73,26 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
 
     def setup(self) -> None:
         self._check_spaces()
-        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
+        self.model_config = resolve_model_config(
+            self.model_config,
+            check=self.uses_default_model_config,
+            unused=GAUSSIAN_HEAD_KEYS,
+            module="DefaultSACTorchRLModule",
+        )
         cfg = self.model_config
         self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._dist_cls, pi_outputs, q_outputs = self._output_layout()
-        self.pi_encoder = build_encoder(self.observation_space, cfg)
-        self.pi = mlp(
-            self.pi_encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], pi_outputs
-        )
+        inner_space = masked_observation_space(self.observation_space, self.action_space)
+        self.masked = inner_space is not None
+        self._encoder_space = inner_space if self.masked else self.observation_space
+        self.pi_encoder = build_encoder(self._encoder_space, cfg)
+        self.pi = build_head(self.pi_encoder.output_dim, pi_outputs, cfg, "pi")
         if self.inference_only:
             return
         for prefix in ("qf", "qf_twin") if cfg.get("twin_q", True) else ("qf",):
             encoder = self._critic_encoder(cfg)
             setattr(self, f"{prefix}_encoder", encoder)
-            setattr(
-                self,
-                prefix,
-                mlp(encoder.output_dim, cfg["head_fcnet_hiddens"], cfg["head_fcnet_activation"], q_outputs),
-            )
+            setattr(self, prefix, build_head(encoder.output_dim, q_outputs, cfg, "vf"))
         self.make_target_networks()
 
     def _output_layout(self) -> tuple[type[Distribution], int, int]:
@@ -93,9 +106,9 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
     def _critic_encoder(self, cfg: dict) -> nn.Module:
         """Discrete: an encoder of the observations; Box: an MLP over `[obs, action]`."""
         if self.discrete:
-            return build_encoder(self.observation_space, cfg)
+            return build_encoder(self._encoder_space, cfg)
         critic_input = int(self.observation_space.shape[0]) + int(self.action_space.shape[0])
-        return MLPEncoder(critic_input, cfg["fcnet_hiddens"], cfg["fcnet_activation"])
+        return build_mlp_encoder(critic_input, cfg)
 
     def _check_spaces(self) -> None:
         if not isinstance(self.action_space, gym.spaces.Discrete):
@@ -135,6 +148,9 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         return self._dist_cls
 
     def _forward(self, batch: dict, **kwargs) -> dict:
+        if self.masked:
+            obs, allowed = split_masked(batch[Columns.OBS])
+            return {Columns.ACTION_DIST_INPUTS: mask_logits(self.pi(self.pi_encoder(obs)), allowed)}
         inputs = self.pi(self.pi_encoder(batch[Columns.OBS]))
         if self.discrete:
             return {Columns.ACTION_DIST_INPUTS: inputs}
@@ -153,7 +169,7 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
 
     def _critics(self, batch: dict, prefix: str) -> dict:
         if self.discrete:
-            inputs = batch[Columns.OBS]
+            inputs = split_masked(batch[Columns.OBS])[0] if self.masked else batch[Columns.OBS]
         else:
             inputs = torch.cat([batch[Columns.OBS].float(), batch[Columns.ACTIONS].float()], dim=-1)
         out = {}

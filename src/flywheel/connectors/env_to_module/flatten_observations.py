@@ -36,6 +36,8 @@ class FlattenObservations(ConnectorV2):
     With `multi_agent=True` (on a `MultiAgentEnvRunner`) the input space is the Dict of every
     agent's space; each agent's observations are flattened by its own space, the output is the
     Dict of the agents' flat Boxes, and every agent that observed in the newest step is rewritten.
+    `agent_ids` (RLlib's keyword) limits that to those agents: the others keep their observations
+    and spaces (e.g. heuristic modules that read the raw Discrete observation).
     """
 
     def __init__(
@@ -44,9 +46,11 @@ class FlattenObservations(ConnectorV2):
         input_action_space: gym.Space | None = None,
         *,
         multi_agent: bool = False,
+        agent_ids: Any = None,
         **kwargs: Any,
     ):
         self.multi_agent = multi_agent
+        self.agent_ids = None if agent_ids is None else set(agent_ids)
         self._leaves: list[_Leaf] = []
         self._agent_leaves: dict[Any, list[_Leaf]] = {}
         super().__init__(input_observation_space, input_action_space, **kwargs)
@@ -62,10 +66,11 @@ class FlattenObservations(ConnectorV2):
                 f"FlattenObservations(multi_agent=True) expects a Dict of the agents' observation spaces, got "
                 f"{input_observation_space}. Fix: drop multi_agent=True on a single-agent runner."
             )
-        flat_spaces = {}
+        spaces = dict(input_observation_space.spaces)
         for agent_id, space in input_observation_space.spaces.items():
-            self._agent_leaves[agent_id], flat_spaces[agent_id] = _flat_plan(space)
-        return gym.spaces.Dict(flat_spaces)
+            if self.agent_ids is None or agent_id in self.agent_ids:
+                self._agent_leaves[agent_id], spaces[agent_id] = _flat_plan(space)
+        return gym.spaces.Dict(spaces)
 
     def __call__(
         self,
@@ -86,6 +91,8 @@ class FlattenObservations(ConnectorV2):
         per_agent: dict[Any, list[Any]] = {}
         for episode in episodes:
             for agent_id in episode.get_agents_that_stepped():
+                if agent_id not in self._agent_leaves:
+                    continue  # not in agent_ids
                 per_agent.setdefault(agent_id, []).append(episode.agent_episodes[agent_id])
         for agent_id, agent_episodes in per_agent.items():
             _rewrite_newest(agent_episodes, self._agent_leaves[agent_id])

@@ -20,15 +20,16 @@ class FrameStacking(ConnectorV2):
     A Box observation of shape `(..., C)` becomes `(..., num_frames * C)`: frame `f` occupies
     `[f * C, (f + 1) * C)` of the last axis. Before the episode start the first frame is repeated.
     Frames come from the episode (its lookback buffer included), so a chunk continuing an earlier one
-    stacks exactly only if it was cut with `len_lookback_buffer >= num_frames - 1` (runners:
-    `episode_lookback_horizon`); with less history the oldest stored frame is repeated.
+    stacks exactly only if it was cut with `len_lookback_buffer >= num_frames - 1`; runners do so
+    (`required_episode_lookback`). With less history the oldest stored frame is repeated.
 
     The episodes are not rewritten (they keep single frames, which is cheaper to store); the piece
     sets `batch[OBS]` itself, so the default observation piece skips. The learner therefore needs the
     same stacking: add `FrameStacking(num_frames=..., as_learner_connector=True)` to the learner
-    pipeline. In that mode it sets `batch[module_id][OBS]` to one row per step of each episode, the
-    stacked frames ending at observation `0 .. len(episode) - 1` of the chunk (the observations the
-    actions were taken at), episodes concatenated in order.
+    pipeline. In that mode it sets `batch[module_id][OBS]` to one row per step of each chunk (of
+    every agent's chunk, multi-agent), the stacked frames ending at observation `0 .. len(chunk) - 1`
+    (the observations the actions were taken at), plus the one ending at the chunk's last
+    observation when `AddOneTsToEpisodesAndTruncate` added a bootstrap row (PPO's pipeline).
     """
 
     def __init__(
@@ -59,6 +60,11 @@ class FrameStacking(ConnectorV2):
         high = np.concatenate([space.high] * self.num_frames, axis=-1)
         return gym.spaces.Box(low, high, low.shape, space.dtype)
 
+    @property
+    def required_episode_lookback(self) -> int:
+        """The `num_frames - 1` frames before a continuing chunk's first observation."""
+        return self.num_frames - 1
+
     def __call__(
         self,
         *,
@@ -71,7 +77,7 @@ class FrameStacking(ConnectorV2):
         **kwargs: Any,
     ) -> dict[str, Any]:
         if self.as_learner_connector:
-            set_learner_observations(batch, episodes, self._learner_rows)
+            set_learner_observations(batch, episodes, self._learner_rows, shared_data)
         elif episodes:
             k = self.num_frames
             frames = np.asarray(

@@ -12,19 +12,21 @@ from typing import Any
 import numpy as np
 
 from flywheel.columns import Columns
-from flywheel.typing import DEFAULT_MODULE_ID
+from flywheel.connectors.learner.module_episodes import chunk_rows, module_episodes
 
 
 def set_learner_observations(
-    batch: dict[str, Any], episodes: list[Any], rows_of: Callable[[Any, int], np.ndarray]
+    batch: dict[str, Any],
+    episodes: list[Any],
+    rows_of: Callable[[Any, int], np.ndarray],
+    shared_data: dict | None = None,
 ) -> None:
-    """Sets `batch[module_id][OBS]` to the rows `rows_of(episode, len(episode))` of each module's
-    episodes, concatenated in episode order (empty episodes have no rows and are skipped)."""
+    """Sets `batch[module_id][OBS]` to the rows `rows_of(episode, n)` of each module's episode chunks
+    (agents' chunks of multi-agent episodes included), concatenated in the learner pipeline's chunk
+    order. `n` is the chunk's row count: its steps, plus one when `AddOneTsToEpisodesAndTruncate`
+    added a bootstrap row (so the rows match the other columns, e.g. in PPO's pipeline)."""
     rows: dict[str, list[np.ndarray]] = {}
-    for episode in episodes:
-        n = len(episode)
-        if n == 0:
-            continue
-        rows.setdefault(episode.module_id or DEFAULT_MODULE_ID, []).append(rows_of(episode, n))
+    for module_id, episode in module_episodes(episodes):
+        rows.setdefault(module_id, []).append(rows_of(episode, chunk_rows(episode, shared_data)))
     for module_id, module_rows in rows.items():
         batch.setdefault(module_id, {})[Columns.OBS] = np.concatenate(module_rows)

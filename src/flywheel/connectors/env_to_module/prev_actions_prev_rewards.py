@@ -24,8 +24,9 @@ class PrevActionsPrevRewards(ConnectorV2):
 
     The episodes are not rewritten; the piece sets `batch[OBS]` itself, so the default observation
     piece skips. With `as_learner_connector=True` it sets `batch[module_id][OBS]` instead: one row per
-    step of each episode (observation `j` with the actions/rewards of steps `j - n .. j - 1`, for
-    `j = 0 .. len(episode) - 1`), episodes concatenated in order.
+    step of each chunk (observation `j` with the actions/rewards of steps `j - n .. j - 1`, for
+    `j = 0 .. len(chunk) - 1`, and `j = len(chunk)` too when `AddOneTsToEpisodesAndTruncate` added a
+    bootstrap row), every agent's chunks of multi-agent episodes included.
     """
 
     def __init__(
@@ -84,7 +85,7 @@ class PrevActionsPrevRewards(ConnectorV2):
         **kwargs: Any,
     ) -> dict[str, Any]:
         if self.as_learner_connector:
-            set_learner_observations(batch, episodes, self._learner_rows)
+            set_learner_observations(batch, episodes, self._learner_rows, shared_data)
             return batch
         if not episodes:
             return batch

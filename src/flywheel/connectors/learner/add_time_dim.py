@@ -94,6 +94,8 @@ def _split_per_chunk(items: Any, rows: list[int], module_id: str, column: str) -
 def _take(data: Any, index: Any) -> Any:
     if isinstance(data, dict):
         return {key: _take(value, index) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_take(value, index) for value in data)
     return data[index]
 
 
@@ -101,6 +103,8 @@ def _to_sequences(data: Any, max_seq_len: int) -> Any:
     """`[rows, ...]` → `[ceil(rows / max_seq_len), max_seq_len, ...]`, zero-padded at the end."""
     if isinstance(data, dict):
         return {key: _to_sequences(value, max_seq_len) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_to_sequences(value, max_seq_len) for value in data)
     data = np.asarray(data)
     num_seqs = -(-len(data) // max_seq_len)
     padded = np.zeros((num_seqs * max_seq_len,) + data.shape[1:], dtype=data.dtype)

@@ -12,10 +12,14 @@ from flywheel.errors import ConnectorError
 
 
 class GeneralAdvantageEstimation(ConnectorV2):
-    """Computes `ADVANTAGES` (standardized per module over the whole batch) and `VALUE_TARGETS`.
+    """Computes `ADVANTAGES` (standardized per module over the whole batch unless `standardize=False`),
+    `VALUE_TARGETS` and `VF_PREDS` (the values at sampling time, for PPO's value clipping).
 
-    Runs after the batching pieces and needs `AddOneTsToEpisodesAndTruncate` earlier in the
-    pipeline. One no-grad `compute_values` pass over each module's whole batch (including every
+    Runs after the batching pieces (on numpy arrays or, after `NumpyToTensor`, tensors, which it
+    keeps on their device) and needs `AddOneTsToEpisodesAndTruncate` earlier in the pipeline.
+    Rewards come from the batch, so a piece before it that changes `batch[module_id][REWARDS]`
+    (e.g. an intrinsic-reward bonus) changes the advantages. Modules without `compute_values`
+    (e.g. a curiosity model trained on the same rows) are left as they are. One no-grad `compute_values` pass over each module's whole batch (including every
     chunk's extra row) gives V(s_t) and the bootstrap V(s_T); then per chunk
     `delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)`,
     `A_t = delta_t + gamma * lambda_ * A_{t+1}`, so a terminated chunk bootstraps from 0 and a
@@ -33,11 +37,13 @@ class GeneralAdvantageEstimation(ConnectorV2):
         *,
         gamma: float = 0.99,
         lambda_: float = 0.95,
+        standardize: bool = True,
         **kwargs: Any,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.gamma = gamma
         self.lambda_ = lambda_
+        self.standardize = standardize
 
     def __call__(
         self,
@@ -57,17 +63,21 @@ class GeneralAdvantageEstimation(ConnectorV2):
                 "AddOneTsToEpisodesAndTruncate ran before it. Fix: pipeline.prepend(AddOneTsToEpisodesAndTruncate())."
             )
         for module_id, columns in batch.items():
-            values = _compute_values(rl_module[module_id], columns)
+            module = rl_module[module_id]
+            if not hasattr(module, "compute_values"):
+                continue  # as RLlib: no value function, no advantages (the PPO learner trains no such module)
+            values = _compute_values(module, columns)
             self._add_advantages(module_id, columns, values, np.asarray(chunk_lens[module_id]))
         return batch
 
     def _add_advantages(
         self, module_id: str, columns: dict, values: np.ndarray, chunk_lens: np.ndarray
     ) -> None:
+        like = columns[Columns.REWARDS]
         seq_lens = columns.get(Columns.SEQ_LENS)
-        valid = None if seq_lens is None else np.arange(values.shape[1])[None] < seq_lens[:, None]
-        flat = (lambda x: x) if valid is None else (lambda x: x[valid])
-        rewards, values = flat(columns[Columns.REWARDS]), flat(values)
+        valid = None if seq_lens is None else np.arange(values.shape[1])[None] < _numpy(seq_lens)[:, None]
+        flat = (lambda x: _numpy(x)) if valid is None else (lambda x: _numpy(x)[valid])
+        rewards, values = flat(like), flat(values)
         if len(rewards) != chunk_lens.sum():
             raise ConnectorError(
                 f"GeneralAdvantageEstimation: module {module_id!r} has {len(rewards)} rows, expected "
@@ -79,16 +89,19 @@ class GeneralAdvantageEstimation(ConnectorV2):
             rewards, values, flat(columns[Columns.TERMINATEDS]), is_bootstrap, self.gamma, self.lambda_
         )
         mask = flat(columns[Columns.LOSS_MASK]) if Columns.LOSS_MASK in columns else ~is_bootstrap
-        advantages = standardize(advantages, mask)
+        advantages = standardize(advantages, mask) if self.standardize else np.where(mask, advantages, 0.0)
+        vf_preds = values.astype(np.float32)
         if valid is not None:
-            columns[Columns.ADVANTAGES] = _unflatten(advantages, valid)
-            columns[Columns.VALUE_TARGETS] = _unflatten(targets, valid)
+            columns[Columns.ADVANTAGES] = _like(_unflatten(advantages, valid), like)
+            columns[Columns.VALUE_TARGETS] = _like(_unflatten(targets, valid), like)
+            columns[Columns.VF_PREDS] = _like(_unflatten(vf_preds, valid), like)
             return
         keep = ~is_bootstrap
         for column, data in columns.items():
             columns[column] = _take(data, keep)
-        columns[Columns.ADVANTAGES] = advantages[keep]
-        columns[Columns.VALUE_TARGETS] = targets[keep]
+        columns[Columns.ADVANTAGES] = _like(advantages[keep], like)
+        columns[Columns.VALUE_TARGETS] = _like(targets[keep], like)
+        columns[Columns.VF_PREDS] = _like(vf_preds[keep], like)
         if Columns.LOSS_MASK in columns and columns[Columns.LOSS_MASK].all():
             del columns[Columns.LOSS_MASK]
 
@@ -141,21 +154,38 @@ def standardize(advantages: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def _compute_values(module: Any, columns: dict) -> np.ndarray:
-    if not hasattr(module, "compute_values"):
-        raise ConnectorError(
-            f"GeneralAdvantageEstimation needs a module with compute_values (ValueFunctionAPI), got "
-            f"{type(module).__name__}. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
-        )
+    """V(s) for every row. As in RLlib, `compute_values` sees the module's batch itself: columns it
+    replaces or adds (RLlib's action-masking example moves the mask out of a Dict observation into its
+    own column there) stay in the batch the learner trains on, and columns it removes are removed."""
     param = next(iter(module.parameters()), None) if hasattr(module, "parameters") else None
     device = param.device if param is not None else torch.device("cpu")
+    tensors = _to_tensors(columns, device)
+    given = dict(tensors)
     with torch.no_grad():
-        values = module.compute_values(_to_tensors(columns, device))
+        values = module.compute_values(tensors)
+    for key in given.keys() - tensors.keys():
+        del columns[key]
+    for key, value in tensors.items():
+        if given.get(key) is not value:
+            columns[key] = _to_numpy(value)
     return values.detach().cpu().numpy().astype(np.float64)
+
+
+def _to_numpy(data: Any) -> Any:
+    if isinstance(data, torch.Tensor):
+        return data.detach().cpu().numpy()
+    if isinstance(data, dict):
+        return {key: _to_numpy(value) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_to_numpy(value) for value in data)
+    return data
 
 
 def _to_tensors(data: Any, device: torch.device) -> Any:
     if isinstance(data, dict):
         return {key: _to_tensors(value, device) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_to_tensors(value, device) for value in data)
     if isinstance(data, np.ndarray) and data.dtype != object:
         return torch.from_numpy(data).to(device)
     return data
@@ -164,7 +194,21 @@ def _to_tensors(data: Any, device: torch.device) -> Any:
 def _take(data: Any, index: np.ndarray) -> Any:
     if isinstance(data, dict):
         return {key: _take(value, index) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_take(value, index) for value in data)
+    if isinstance(data, torch.Tensor):
+        return data[torch.from_numpy(index).to(data.device)]
     return data[index]
+
+
+def _numpy(data: Any) -> np.ndarray:
+    """A column as numpy (tensors are copied to the CPU)."""
+    return data.detach().cpu().numpy() if isinstance(data, torch.Tensor) else np.asarray(data)
+
+
+def _like(array: np.ndarray, reference: Any) -> Any:
+    """`array` as a tensor on `reference`'s device when `reference` is a tensor, else as it is."""
+    return torch.from_numpy(array).to(reference.device) if isinstance(reference, torch.Tensor) else array
 
 
 def _unflatten(flat: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -92,6 +92,8 @@ def stack_leaves(items: list[Any]) -> Any:
         return items
     if isinstance(items[0], dict):
         return {key: stack_leaves([item[key] for item in items]) for key in items[0]}
+    if isinstance(items[0], tuple):  # Tuple action spaces
+        return tuple(stack_leaves([item[i] for item in items]) for i in range(len(items[0])))
     return np.stack([np.asarray(item) for item in items])
 
 
@@ -102,13 +104,15 @@ def concat_leaves(items: list[Any]) -> Any:
         return first if len(items) == 1 else np.concatenate(items)
     if isinstance(first, dict):
         return {key: concat_leaves([item[key] for item in items]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(concat_leaves([item[i] for item in items]) for i in range(len(first)))
     return np.concatenate([np.asarray(item) for item in items])
 
 
 def num_rows(data: Any) -> int:
-    """Leading dimension of an array or of the first leaf of a nested structure."""
-    while isinstance(data, dict):
-        data = next(iter(data.values()))
+    """Leading dimension of an array or of the first leaf of a nested structure (dicts, tuples)."""
+    while isinstance(data, dict | tuple):
+        data = next(iter(data.values())) if isinstance(data, dict) else data[0]
     return len(data)
 
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.module_to_env.get_actions import GetActions
 from flywheel.connectors.module_to_env.normalize_and_clip_actions import NormalizeAndClipActions
+from flywheel.connectors.module_to_env.remove_time_rank import RemoveSingleTsTimeRankFromBatch
 from flywheel.connectors.module_to_env.to_numpy import TensorToNumpy
 
-__all__ = ["GetActions", "NormalizeAndClipActions", "TensorToNumpy", "default_module_to_env_connectors"]
+__all__ = [
+    "GetActions",
+    "NormalizeAndClipActions",
+    "RemoveSingleTsTimeRankFromBatch",
+    "TensorToNumpy",
+    "default_module_to_env_connectors",
+]
 
 
 def default_module_to_env_connectors(
@@ -17,5 +24,6 @@ def default_module_to_env_connectors(
     return [
         GetActions(),
         TensorToNumpy(),
+        RemoveSingleTsTimeRankFromBatch(),
         NormalizeAndClipActions(normalize_actions=normalize_actions, clip_actions=clip_actions),
     ]

@@ -15,7 +15,7 @@ class GetActions(ConnectorV2):
 
     Exploring: the module's exploration distribution, `sample()`, plus `ACTION_LOGP` (the learner
     needs it for importance ratios). Not exploring: the inference distribution's
-    `deterministic_sample()` (e.g. argmax, Gaussian mean), no log-probs. For `MultiAgentEpisode`s
+    `to_deterministic().sample()` (e.g. argmax, Gaussian mean), no log-probs. For `MultiAgentEpisode`s
     each module's outputs (`batch[module_id]`) get actions from that module's distributions.
 
     A module output it cannot act on (not a dict, or neither of the two columns) fails with a
@@ -52,7 +52,7 @@ def _add_actions(rl_module: Any, columns: Any, explore: bool | None) -> None:
         columns[Columns.ACTION_LOGP] = dist.logp(actions)
     else:
         dist = rl_module.get_inference_action_dist_cls().from_logits(columns[Columns.ACTION_DIST_INPUTS])
-        actions = dist.deterministic_sample()
+        actions = dist.to_deterministic().sample()
     columns[Columns.ACTIONS] = actions
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import functools
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
@@ -33,6 +34,7 @@ from flywheel.core.learner.minibatches import iter_minibatches, num_steps
 from flywheel.core.learner.module_changes import ModuleChanges
 from flywheel.core.learner.optimizers import DEFAULT_OPTIMIZER, OptimizerRegistry
 from flywheel.core.learner.schedules import Scheduler
+from flywheel.core.rl_module.apis import SelfSupervisedLossAPI
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
@@ -120,7 +122,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         if DEFAULT_MODULE_ID in self.module:
             default = self.module[DEFAULT_MODULE_ID]
             spaces = (default.observation_space, default.action_space)
-        return self.config.build_learner_connector(*spaces)
+        return self.config.build_learner_connector(*spaces, device=self.device)
 
     def reset_config(self, config: Any) -> None:
         """Makes `config` the learner's config, keeping module, optimizers and state: optimizers whose
@@ -169,9 +171,23 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         return self._learner_connector
 
     @property
+    def device(self) -> Any:
+        """Where the module trains and the learner pipeline puts the batch (framework learners set it)."""
+        return None
+
+    @property
     def distributed(self) -> bool:
         """Whether this learner is one of several data-parallel learners."""
         return self.config.num_learners > 1
+
+    @classmethod
+    def rl_module_required_apis(cls) -> list[type]:
+        """The APIs (e.g. `ValueFunctionAPI`) a module must implement for this learner's loss."""
+        return []
+
+    def rl_module_is_compatible(self, module: RLModule) -> bool:
+        """Whether `module` implements every API of `rl_module_required_apis()`."""
+        return all(isinstance(module, api) for api in self.rl_module_required_apis())
 
     def should_module_be_updated(self, module_id: ModuleID, multi_agent_batch: Any = None) -> bool:
         """Whether `module_id` trains (`config.policies_to_train`: None = all, ids, or a callable
@@ -188,14 +204,19 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
     def compute_losses(
         self, *, fwd_out: dict[ModuleID, dict], batch: dict[ModuleID, dict]
     ) -> dict[ModuleID, Any]:
-        """`{module_id: compute_loss_for_module(...)}` for every module in `fwd_out`; override for losses
-        that span modules."""
-        return {
-            module_id: self.compute_loss_for_module(
+        """`{module_id: loss}` for every module in `fwd_out`: `compute_loss_for_module`, or the module's own
+        `compute_self_supervised_loss` for a `SelfSupervisedLossAPI` module; override for losses that
+        span modules."""
+        losses = {}
+        for module_id, module_out in fwd_out.items():
+            module = self.module[module_id]
+            loss_fn = self.compute_loss_for_module
+            if isinstance(module, SelfSupervisedLossAPI):
+                loss_fn = functools.partial(module.compute_self_supervised_loss, learner=self)
+            losses[module_id] = loss_fn(
                 module_id=module_id, config=self.config, batch=batch[module_id], fwd_out=module_out
             )
-            for module_id, module_out in fwd_out.items()
-        }
+        return losses
 
     @abc.abstractmethod
     def compute_loss_for_module(self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict) -> Any:

@@ -135,10 +135,11 @@ class LearnerGroup(Checkpointable):
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
         shuffle_batch_per_epoch: bool | None = None,
-    ) -> dict:
+    ) -> list[dict]:
         """One `Learner.update` per learner, each on its shard of `episodes` (or of `batch`'s rows);
-        returns the results (plain numbers per module), merged over learners by `merge_results`.
-        All-or-nothing (see `atomic`)."""
+        returns RLlib's shape: a list with each learner's results (`MetricsLogger.reduce()` output,
+        plain numbers per module), which `algo.metrics.aggregate(results, key="learners")` merges
+        exactly and `merge_results` into one dict. All-or-nothing (see `atomic`)."""
         kwargs = {
             "timesteps": timesteps,
             "num_epochs": num_epochs,
@@ -147,12 +148,12 @@ class LearnerGroup(Checkpointable):
         }
         with self.atomic():
             if self._local is not None:
-                return self._local.update(batch=batch, episodes=episodes, **kwargs)
+                return [self._local.update(batch=batch, episodes=episodes, **kwargs)]
             if episodes is not None:
                 shards = [{"episodes": shard} for shard in shard_episodes(episodes, len(self))]
             else:
                 shards = [{"batch": shard} for shard in shard_batch(batch, len(self))]
-            return merge_results(self._remote.update(shards, kwargs))
+            return list(self._remote.update(shards, kwargs))
 
     def add_module(
         self, *, module_id: ModuleID, module_spec: RLModuleSpec, **kwargs: Any

@@ -50,8 +50,8 @@ def iter_minibatches(
 def num_rows(columns: dict) -> int:
     """Leading dimension of the first column (of its first leaf, for nested columns)."""
     data = next(iter(columns.values()))
-    while isinstance(data, dict):
-        data = next(iter(data.values()))
+    while isinstance(data, dict | tuple):
+        data = next(iter(data.values())) if isinstance(data, dict) else data[0]
     return len(data)
 
 
@@ -73,6 +73,8 @@ def _slice(data: Any, start: int, stop: int) -> Any:
     """Rows `start:stop` of every column (leaf-wise for nested columns)."""
     if isinstance(data, dict):
         return {key: _slice(value, start, stop) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_slice(value, start, stop) for value in data)
     return data[start:stop]
 
 

@@ -50,12 +50,21 @@ class TorchLearner(Learner):
         return super()._build_module().to(self._device)
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
-        """One Adam optimizer over the module's trainable parameters, with `config.lr` (or its schedule)."""
+        """One Adam optimizer over the module's trainable parameters, with `config.lr` (or its schedule)
+        and `config.adam_epsilon`."""
         params = [p for p in self.get_parameters(self.module[module_id]) if p.requires_grad]
-        lr = (self.config if config is None else config).lr
+        config = self.config if config is None else config
         self.register_optimizer(
-            module_id=module_id, optimizer=adam(params), params=params, lr_or_lr_schedule=lr
+            module_id=module_id,
+            optimizer=adam(params, eps=config.adam_epsilon),
+            params=params,
+            lr_or_lr_schedule=config.lr,
         )
+
+    def rl_module_is_compatible(self, module: Any) -> bool:
+        """Whether this learner can train `module`: any torch module (as RLlib's TorchLearner; the
+        algorithm checks the APIs its loss needs itself)."""
+        return isinstance(module, torch.nn.Module)
 
     def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
         return list(module.parameters())
@@ -101,7 +110,8 @@ class TorchLearner(Learner):
                 continue
             norm = global_norm(grads)
             self._step_norms.append((slot, norm))
-            self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
+            if config.log_gradients:
+                self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
             if config.grad_clip is not None:
                 clip_(grads, config.grad_clip, config.grad_clip_by, norm)
         return module_gradients_dict
@@ -209,6 +219,8 @@ def _device_for(config: Any) -> torch.device:
 def _to_tensor(data: Any, device: torch.device) -> Any:
     if isinstance(data, dict):
         return {key: _to_tensor(value, device) for key, value in data.items()}
+    if isinstance(data, tuple):  # Tuple action spaces
+        return tuple(_to_tensor(value, device) for value in data)
     if isinstance(data, np.ndarray):
         if data.dtype == object:
             return data
@@ -222,6 +234,8 @@ def _to_tensor(data: Any, device: torch.device) -> Any:
 def _take(data: Any, index: torch.Tensor) -> Any:
     if isinstance(data, dict):
         return {key: _take(value, index) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_take(value, index) for value in data)
     if isinstance(data, torch.Tensor):
         return data[index]
     return data[index.cpu().numpy()]
@@ -247,9 +261,9 @@ def _from_plain(data: Any) -> Any:
     return data
 
 
-def adam(params: list[torch.Tensor]) -> torch.optim.Adam:
-    """Adam over `params`, fused into one kernel per step where torch has one for them (CPU and
-    CUDA floating-point tensors): for the small networks of RL, the per-tensor Python loop of
-    the default implementation costs more than the arithmetic (3.5x slower per step on CPU)."""
+def adam(params: list[torch.Tensor], eps: float = 1e-8) -> torch.optim.Adam:
+    """Adam over `params` with epsilon `eps`, fused into one kernel per step where torch has one for
+    them (CPU and CUDA floating-point tensors): for the small networks of RL, the per-tensor Python
+    loop of the default implementation costs more than the arithmetic (3.5x slower per step on CPU)."""
     fused = bool(params) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
-    return torch.optim.Adam(params, fused=fused or None)
+    return torch.optim.Adam(params, eps=eps, fused=fused or None)

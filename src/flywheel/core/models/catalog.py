@@ -6,6 +6,9 @@ always gets the same encoder and one `model_config` key means the same thing eve
 
 from __future__ import annotations
 
+import functools
+import math
+
 import gymnasium as gym
 import torch
 from torch import nn
@@ -13,9 +16,13 @@ from torch import nn
 from flywheel.core.distributions import DiagGaussian, Distribution
 from flywheel.core.models.cnn import CNNEncoder
 from flywheel.core.models.config import default_conv_filters
+from flywheel.core.models.initializers import LayerInit
 from flywheel.core.models.lstm import LSTMEncoder
 from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp
 from flywheel.errors import ModuleError
+
+ENCODER_OUT = "encoder_out"
+"""The key under which RLlib's encoders return their output (modules that share an encoder use it)."""
 
 # Output-layer scales: a near-uniform initial policy, a unit-scale initial value estimate.
 POLICY_OUTPUT_STD = 0.01
@@ -31,17 +38,24 @@ def build_encoder(observation_space: gym.Space, model_config: dict) -> nn.Module
     return base
 
 
+def build_mlp_encoder(input_dim: int, model_config: dict) -> MLPEncoder:
+    """An `MLPEncoder` over `fcnet_hiddens` with `fcnet_activation` and the `fcnet_*_initializer`s."""
+    init = LayerInit.from_model_config(model_config, "fcnet")
+    return MLPEncoder(input_dim, model_config["fcnet_hiddens"], model_config["fcnet_activation"], init)
+
+
 def _stateless_encoder(space: gym.Space, cfg: dict) -> nn.Module:
     hiddens, act = cfg["fcnet_hiddens"], cfg["fcnet_activation"]
+    init = LayerInit.from_model_config(cfg, "fcnet")
     if isinstance(space, gym.spaces.Box | gym.spaces.MultiBinary) and len(space.shape) == 1:
-        return MLPEncoder(space.shape[0], hiddens, act)
+        return build_mlp_encoder(space.shape[0], cfg)
     if isinstance(space, gym.spaces.Box) and len(space.shape) == 3:
         filters = cfg["conv_filters"] or default_conv_filters(space.shape)
         return CNNEncoder(space.shape, filters, cfg["conv_activation"])
     if isinstance(space, gym.spaces.Discrete):
-        return OneHotMLPEncoder([int(space.n)], hiddens, act, scalar=True)
+        return OneHotMLPEncoder([int(space.n)], hiddens, act, scalar=True, init=init)
     if isinstance(space, gym.spaces.MultiDiscrete) and space.nvec.ndim == 1:
-        return OneHotMLPEncoder([int(n) for n in space.nvec], hiddens, act, scalar=False)
+        return OneHotMLPEncoder([int(n) for n in space.nvec], hiddens, act, scalar=False, init=init)
     if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple | gym.spaces.Box):
         raise ModuleError(
             f"The default models do not encode observations of space {space} (nested, or a Box "
@@ -57,36 +71,102 @@ def _stateless_encoder(space: gym.Space, cfg: dict) -> nn.Module:
 
 
 class FreeLogStdHead(nn.Module):
-    """Means from `mean_head`, concatenated with one learned log-std per action dimension."""
+    """Means from `mean_head`, concatenated with one learned log-std per action dimension (starting
+    at `log_std_init`, clipped to ±`log_std_clip` in the forward pass)."""
 
-    def __init__(self, mean_head: nn.Module, action_size: int):
+    def __init__(
+        self,
+        mean_head: nn.Module,
+        action_size: int,
+        log_std_init: float = 0.0,
+        log_std_clip: float = math.inf,
+    ):
         super().__init__()
         self.mean_head = mean_head
-        self.log_std = nn.Parameter(torch.zeros(action_size))
+        self.log_std = nn.Parameter(torch.full((action_size,), float(log_std_init)))
+        self.log_std_clip = float(log_std_clip)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         mean = self.mean_head(x)
-        return torch.cat([mean, self.log_std.expand_as(mean)], dim=-1)
+        log_std = self.log_std
+        if self.log_std_clip != math.inf:
+            log_std = log_std.clamp(-self.log_std_clip, self.log_std_clip)
+        return torch.cat([mean, log_std.expand_as(mean)], dim=-1)
+
+
+class GaussianOutput(nn.Linear):
+    """The output layer of a state-dependent Gaussian head: `[means, log_stds]`, the log-stds clipped
+    to ±`log_std_clip` (one clamp with per-column bounds; a Linear itself, so the head's parameter
+    names are those of a plain output layer)."""
+
+    def __init__(self, in_features: int, out_features: int, log_std_clip: float):
+        super().__init__(in_features, out_features)
+        half = out_features // 2
+        bound = torch.cat([torch.full((half,), math.inf), torch.full((half,), float(log_std_clip))])
+        self.register_buffer("upper", bound, persistent=False)
+        self.register_buffer("lower", -bound, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(super().forward(x), self.lower, self.upper)
+
+
+def build_head(
+    input_dim: int,
+    output_dim: int,
+    model_config: dict,
+    output: str,
+    output_std: float | None = None,
+    **kwargs,
+) -> nn.Module:
+    """A head: `head_fcnet_hiddens` with `head_fcnet_activation`, then `output_dim` outputs; its layers
+    use the `head_fcnet_*_initializer`s, the output layer with `<output>_output_kernel_initializer_kwargs`
+    ("pi" or "vf") when set, or normc with `output_std` when no kernel initializer is set."""
+    hiddens, act = model_config["head_fcnet_hiddens"], model_config["head_fcnet_activation"]
+    init = LayerInit.from_model_config(model_config, "head_fcnet")
+    key = f"{output}_output_kernel_initializer_kwargs"
+    output_init = init.with_kernel_kwargs(model_config.get(key), key)
+    return mlp(input_dim, hiddens, act, output_dim, output_std, init=init, output_init=output_init, **kwargs)
 
 
 def build_policy_head(
     input_dim: int, action_space: gym.Space, dist_cls: type[Distribution], model_config: dict
 ) -> nn.Module:
-    """Embeddings → `ACTION_DIST_INPUTS` of size `dist_cls.required_input_dim(action_space)`."""
+    """Embeddings → `ACTION_DIST_INPUTS` of size `dist_cls.required_input_dim(action_space)`.
+
+    Gaussian heads (Box actions) start with log-stds of `log_std_init` and clip them to
+    ±`log_std_clip_param`; with `free_log_std` the log-stds are parameters, not outputs.
+    """
     out_dim = dist_cls.required_input_dim(action_space)
-    hiddens, act = model_config["head_fcnet_hiddens"], model_config["head_fcnet_activation"]
-    if not model_config["free_log_std"]:
-        return mlp(input_dim, hiddens, act, out_dim, output_std=POLICY_OUTPUT_STD)
-    if not issubclass(dist_cls, DiagGaussian):
+    gaussian = issubclass(dist_cls, DiagGaussian)
+    if not gaussian:
+        _check_not_gaussian_settings(dist_cls, action_space, model_config)
+        return build_head(input_dim, out_dim, model_config, "pi", POLICY_OUTPUT_STD)
+    log_std_init, clip = float(model_config["log_std_init"]), float(model_config["log_std_clip_param"])
+    if model_config["free_log_std"]:
+        mean_head = build_head(input_dim, out_dim // 2, model_config, "pi", POLICY_OUTPUT_STD)
+        return FreeLogStdHead(mean_head, out_dim // 2, log_std_init, clip)
+    output_cls = nn.Linear if clip == math.inf else functools.partial(GaussianOutput, log_std_clip=clip)
+    head = build_head(input_dim, out_dim, model_config, "pi", POLICY_OUTPUT_STD, output_cls=output_cls)
+    output_layer = head[-1] if isinstance(head, nn.Sequential) else head
+    with torch.no_grad():
+        output_layer.bias[out_dim // 2 :] = log_std_init
+    return head
+
+
+def _check_not_gaussian_settings(dist_cls: type[Distribution], action_space: gym.Space, cfg: dict) -> None:
+    """free_log_std and log_std_init need a Gaussian; set anyway, they raise instead of being ignored."""
+    wrong = [
+        f"{key}={cfg[key]!r}"
+        for key, default in (("free_log_std", False), ("log_std_init", 0.0))
+        if cfg[key] != default
+    ]
+    if wrong:
         raise ModuleError(
-            f"free_log_std=True needs a Gaussian action distribution (Box actions), got "
-            f"{dist_cls.__name__} for action space {action_space}. Fix: set free_log_std=False."
+            f"{' and '.join(wrong)} {'needs' if len(wrong) == 1 else 'need'} a Gaussian action distribution (Box actions), got "
+            f"{dist_cls.__name__} for action space {action_space}. Fix: remove them from model_config."
         )
-    mean_head = mlp(input_dim, hiddens, act, out_dim // 2, output_std=POLICY_OUTPUT_STD)
-    return FreeLogStdHead(mean_head, out_dim // 2)
 
 
 def build_value_head(input_dim: int, model_config: dict) -> nn.Module:
     """Embeddings → one value per row (`[..., 1]`)."""
-    hiddens, act = model_config["head_fcnet_hiddens"], model_config["head_fcnet_activation"]
-    return mlp(input_dim, hiddens, act, 1, output_std=VALUE_OUTPUT_STD)
+    return build_head(input_dim, 1, model_config, "vf", VALUE_OUTPUT_STD)

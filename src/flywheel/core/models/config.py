@@ -31,7 +31,7 @@ DEFAULT_MODEL_CONFIG = MappingProxyType(
         # Length of the training sequences the learner cuts episodes into (recurrent modules).
         "max_seq_len": 20,
         # CNN layers for image (H, W, C) observations: [[out_channels, kernel, stride], ...];
-        # None picks a default for 84x84, 64x64, 42x42 and 10x10 images.
+        # None picks RLlib's default for 96x96, 84x84, 64x64, 42x42 and 10x10 images.
         "conv_filters": None,
         "conv_activation": "relu",
         # Hidden layers of the policy and value heads (after the encoder).
@@ -39,6 +39,26 @@ DEFAULT_MODEL_CONFIG = MappingProxyType(
         "head_fcnet_activation": "relu",
         # Box actions: a learned, state-independent log-std instead of one computed per state.
         "free_log_std": False,
+        # Box actions: the initial log-std (the free parameter, or the bias of the log-std outputs).
+        "log_std_init": 0.0,
+        # Box actions: log-stds are clipped to [-log_std_clip_param, log_std_clip_param].
+        "log_std_clip_param": 20.0,
+        # Weight and bias initializers of the encoder's layers and of the heads' layers: None keeps
+        # the default (torch's for hidden layers; normc with std 0.01 for policy outputs and 1.0 for
+        # value outputs in PPO), else a torch.nn.init in-place name ("orthogonal_") or a callable,
+        # called as init(tensor, **kwargs).
+        "fcnet_kernel_initializer": None,
+        "fcnet_kernel_initializer_kwargs": None,
+        "fcnet_bias_initializer": None,
+        "fcnet_bias_initializer_kwargs": None,
+        "head_fcnet_kernel_initializer": None,
+        "head_fcnet_kernel_initializer_kwargs": None,
+        "head_fcnet_bias_initializer": None,
+        "head_fcnet_bias_initializer_kwargs": None,
+        # The kwargs of head_fcnet_kernel_initializer for the output layer of policy heads and of
+        # value heads (e.g. {"gain": 0.01} and {"gain": 1.0}); None: head_fcnet_kernel_initializer_kwargs.
+        "pi_output_kernel_initializer_kwargs": None,
+        "vf_output_kernel_initializer_kwargs": None,
     }
 )
 
@@ -52,6 +72,7 @@ _ACTIVATIONS: dict[str, type[nn.Module] | None] = {
 }
 
 _DEFAULT_CONV_FILTERS = {
+    (96, 96): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 2]],
     (84, 84): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],
     (64, 64): [[16, [4, 4], 2], [32, [4, 4], 2], [64, [4, 4], 2], [128, [4, 4], 2]],
     (42, 42): [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],
@@ -59,11 +80,24 @@ _DEFAULT_CONV_FILTERS = {
 }
 
 
-def resolve_model_config(model_config: dict | None, *, check: bool = True) -> dict:
+GAUSSIAN_HEAD_KEYS = ("free_log_std", "log_std_init", "log_std_clip_param")
+"""The keys only PPO's Gaussian policy head reads (SAC's squashed head clips its log-stds itself)."""
+
+
+def resolve_model_config(
+    model_config: dict | None, *, check: bool = True, unused: tuple[str, ...] = (), module: str = ""
+) -> dict:
     """A new dict: the defaults, overridden by `model_config`'s entries. With `check`, a ModuleError
     lists every key or value the default models cannot use (a subclass of a default module that reads
-    keys of its own sets `uses_default_model_config = False`, which passes `check=False`)."""
+    keys of its own sets `uses_default_model_config = False`, which passes `check=False`), and every
+    key of `unused` (keys the calling `module` does not read) set to other than its default."""
     problems = model_config_problems(model_config or {}, "model_config", _closest) if check else []
+    given = as_model_config_dict(model_config) or {}
+    problems += [
+        f"model_config[{key!r}]={given[key]!r}: {module or 'this module'} does not use {key}. Fix: remove it."
+        for key in unused
+        if check and key in given and given[key] != DEFAULT_MODEL_CONFIG[key]
+    ]
     if problems:
         raise ModuleError(
             f"Invalid model_config for a default module ({len(problems)} problem(s)):\n- "
@@ -81,13 +115,20 @@ def _closest(word: str, words: tuple[str, ...]) -> str | None:
 
 def activation_layer(name: str | None) -> nn.Module | None:
     """A new activation module for `name` (None for "linear"/None)."""
+    cls = get_activation_fn(name)
+    return cls() if cls is not None else None
+
+
+def get_activation_fn(name: str | None = None, framework: str = "torch") -> type[nn.Module] | None:
+    """RLlib's helper: the torch activation class for `name` (None for "linear"/None)."""
+    if framework != "torch":
+        raise ModuleError(
+            f"get_activation_fn(framework={framework!r}): flywheel is torch-only. Fix: pass 'torch'."
+        )
     key = "linear" if name is None else str(name).lower()
     if key not in _ACTIVATIONS:
-        raise ModuleError(
-            f"Unknown activation {name!r} in model_config. Expected one of {sorted(_ACTIVATIONS)}."
-        )
-    cls = _ACTIVATIONS[key]
-    return cls() if cls is not None else None
+        raise ModuleError(f"Unknown activation {name!r}. Expected one of {sorted(_ACTIVATIONS)}.")
+    return _ACTIVATIONS[key]
 
 
 def default_conv_filters(image_shape: tuple[int, ...]) -> list:

@@ -10,10 +10,10 @@ from torch import nn
 class LSTMEncoder(nn.Module):
     """Runs `base` (MLP or CNN) on each step, then an LSTM; the state is `{"h", "c"}`.
 
-    Acting (`sequence=False`): observations `[B, ...]`, state `[B, cell]` → `[B, cell]`.
-    Training (`sequence=True`): observations `[B, T, ...]` (batch first), state `[B, cell]` at
-    each sequence start → `[B, T, cell]`. Zero padding sits at the end of sequences, so it
-    never reaches a real step's output and needs no masking here.
+    Observations `[B, T, ...]` (batch first; `T` = 1 when acting, as runners add that time axis for
+    recurrent modules), state `[B, cell]` at each sequence start → outputs `[B, T, cell]` and the
+    state after the last step. Zero padding sits at the end of training sequences, so it never
+    reaches a real step's output and needs no masking here.
     """
 
     def __init__(self, base: nn.Module, cell_size: int):
@@ -31,12 +31,7 @@ class LSTMEncoder(nn.Module):
         }
 
     def forward(
-        self, obs: torch.Tensor, state: dict[str, torch.Tensor], *, sequence: bool
+        self, obs: torch.Tensor, state: dict[str, torch.Tensor]
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        x = self.base(obs)
-        if not sequence:
-            x = x.unsqueeze(1)
-        out, (h, c) = self.lstm(x, (state["h"].unsqueeze(0), state["c"].unsqueeze(0)))
-        if not sequence:
-            out = out.squeeze(1)
+        out, (h, c) = self.lstm(self.base(obs), (state["h"].unsqueeze(0), state["c"].unsqueeze(0)))
         return out, {"h": h.squeeze(0), "c": c.squeeze(0)}

@@ -2,34 +2,49 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from flywheel.core.models.config import activation_layer
+from flywheel.core.models.initializers import LayerInit
+
+
+def normc_initializer(std: float = 1.0) -> Callable[[torch.Tensor], None]:
+    """RLlib's initializer: `normc_initializer(0.01)(layer.weight)` fills the weight in place with
+    Gaussian values scaled so each output unit's weight vector (row) has norm `std`."""
+
+    def initialize(weight: torch.Tensor) -> None:
+        with torch.no_grad():
+            weight.normal_(0.0, 1.0)
+            weight.mul_(std / weight.norm(dim=1, keepdim=True))
+
+    return initialize
 
 
 def normc_init_(layer: nn.Linear, std: float) -> nn.Linear:
-    """Gaussian weights scaled so each output unit's weight vector has norm `std`; zero bias.
+    """`normc_initializer(std)` on the layer's weight, and a zero bias.
 
     A policy output layer with std 0.01 starts PPO from a near-uniform policy, which keeps
     the first updates from collapsing exploration; value outputs use std 1.0.
     """
+    normc_initializer(std)(layer.weight)
     with torch.no_grad():
-        weight = torch.randn_like(layer.weight)
-        layer.weight.copy_(weight * (std / weight.norm(dim=1, keepdim=True)))
         layer.bias.zero_()
     return layer
 
 
-def linear_layers(input_dim: int, hiddens: Sequence[int], activation: str | None) -> list[nn.Module]:
-    """Linear layers through `hiddens`, each followed by the activation (if not "linear")."""
+def linear_layers(
+    input_dim: int, hiddens: Sequence[int], activation: str | None, init: LayerInit | None = None
+) -> list[nn.Module]:
+    """Linear layers through `hiddens` (initialized by `init`), each followed by the activation (if not "linear")."""
     layers: list[nn.Module] = []
     size = input_dim
     for hidden in hiddens:
-        layers.append(nn.Linear(size, int(hidden)))
+        layer = nn.Linear(size, int(hidden))
+        layers.append(layer if init is None else init(layer))
         act = activation_layer(activation)
         if act is not None:
             layers.append(act)
@@ -43,16 +58,23 @@ def mlp(
     activation: str | None,
     output_dim: int | None = None,
     output_std: float | None = None,
+    *,
+    init: LayerInit | None = None,
+    output_init: LayerInit | None = None,
+    output_cls: Callable[[int, int], nn.Linear] = nn.Linear,
 ) -> nn.Module:
-    """`linear_layers`, then an optional linear output (normc-initialised when `output_std`).
+    """`linear_layers` (initialized by `init`), then an optional linear output of class `output_cls`,
+    initialized by `output_init`, or normc with `output_std` where `output_init` sets no kernel.
 
     A single layer is returned bare (not inside `nn.Sequential`) to save a call per forward.
     """
-    layers = linear_layers(input_dim, hiddens, activation)
+    layers = linear_layers(input_dim, hiddens, activation, init)
     if output_dim is not None:
         size = int(hiddens[-1]) if hiddens else input_dim
-        out = nn.Linear(size, output_dim)
-        layers.append(out if output_std is None else normc_init_(out, output_std))
+        out = output_cls(size, output_dim)
+        if output_std is not None and (output_init is None or output_init.kernel is None):
+            normc_init_(out, output_std)
+        layers.append(out if output_init is None else output_init(out))
     if not layers:
         return nn.Identity()
     return layers[0] if len(layers) == 1 else nn.Sequential(*layers)
@@ -65,8 +87,10 @@ class MLPEncoder(nn.Sequential):
     extra module call costs about a microsecond.
     """
 
-    def __init__(self, input_dim: int, hiddens: Sequence[int], activation: str | None):
-        super().__init__(*linear_layers(input_dim, hiddens, activation))
+    def __init__(
+        self, input_dim: int, hiddens: Sequence[int], activation: str | None, init: LayerInit | None = None
+    ):
+        super().__init__(*linear_layers(input_dim, hiddens, activation, init))
         self.output_dim = int(hiddens[-1]) if hiddens else int(input_dim)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -81,9 +105,17 @@ class OneHotMLPEncoder(MLPEncoder):
     """Discrete (`[...]` ints) or MultiDiscrete (`[..., k]` ints) observations, one-hot
     encoded (multi-hot for MultiDiscrete: one block per component) before the MLP."""
 
-    def __init__(self, nvec: Sequence[int], hiddens: Sequence[int], activation: str | None, *, scalar: bool):
+    def __init__(
+        self,
+        nvec: Sequence[int],
+        hiddens: Sequence[int],
+        activation: str | None,
+        *,
+        scalar: bool,
+        init: LayerInit | None = None,
+    ):
         depth = int(sum(nvec))
-        super().__init__(depth, hiddens, activation)
+        super().__init__(depth, hiddens, activation, init)
         self.depth = depth
         self.scalar = scalar
         offsets = torch.tensor([0, *list(nvec)[:-1]], dtype=torch.long).cumsum(0)

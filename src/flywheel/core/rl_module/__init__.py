@@ -9,10 +9,12 @@ from typing import Any
 
 _EXPORTS = {
     "DefaultModelConfig": "flywheel.core.rl_module.default_model_config",
+    "InferenceOnlyAPI": "flywheel.core.rl_module.apis",
     "MultiRLModule": "flywheel.core.rl_module.multi_rl_module",
     "MultiRLModuleSpec": "flywheel.core.rl_module.spec",
     "RLModule": "flywheel.core.rl_module.rl_module",
     "RLModuleSpec": "flywheel.core.rl_module.spec",
+    "SelfSupervisedLossAPI": "flywheel.core.rl_module.apis",
     "TargetNetworkAPI": "flywheel.core.rl_module.apis",
     "TorchRLModule": "flywheel.core.rl_module.torch_rl_module",
     "ValueFunctionAPI": "flywheel.core.rl_module.apis",

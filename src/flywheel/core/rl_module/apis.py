@@ -7,6 +7,7 @@ clear error if its loss needs values the module cannot give, instead of failing 
 from __future__ import annotations
 
 import abc
+from typing import Any
 
 import torch
 
@@ -25,6 +26,24 @@ class ValueFunctionAPI(abc.ABC):
         """
 
 
+TARGET_NETWORK_ACTION_DIST_INPUTS = "target_network_action_dist_inputs"
+"""Output key of `forward_target` for the target networks' action distribution inputs (APPO)."""
+
+
+class InferenceOnlyAPI(abc.ABC):
+    """A module whose `get_non_inference_attributes()` names the parts runners do not need.
+
+    As in RLlib, a `TorchRLModule` with this API built with `inference_only=True` deletes those
+    attributes after `setup()` (dotted names reach sub-attributes), and `get_state(inference_only=True)`
+    leaves their weights out. (Every flywheel module may name such parts; only modules with this
+    API have them deleted.)
+    """
+
+    @abc.abstractmethod
+    def get_non_inference_attributes(self) -> list[str]:
+        """Attribute names (or `"a.b"` paths) of the parts not used to compute actions."""
+
+
 class TargetNetworkAPI(abc.ABC):
     """A module with slowly updated copies of some of its networks (DQN, SAC)."""
 
@@ -39,3 +58,18 @@ class TargetNetworkAPI(abc.ABC):
     @abc.abstractmethod
     def forward_target(self, batch: dict) -> dict:
         """The forward pass through the target networks (no gradients needed)."""
+
+
+class SelfSupervisedLossAPI(abc.ABC):
+    """A module that brings its own loss (e.g. a curiosity model trained next to a policy).
+
+    The learner calls `compute_self_supervised_loss` for such a module instead of its own
+    `compute_loss_for_module`, and algorithms do not require their own APIs of it (a PPO learner
+    trains it without `compute_values`).
+    """
+
+    @abc.abstractmethod
+    def compute_self_supervised_loss(
+        self, *, learner: Any, module_id: str, config: Any, batch: dict, fwd_out: dict, **kwargs: Any
+    ) -> torch.Tensor:
+        """The module's scalar loss on one minibatch (`learner.metrics` logs its terms)."""

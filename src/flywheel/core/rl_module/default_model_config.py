@@ -8,16 +8,22 @@ RLlib means the same here; as in RLlib, a dataclass counts as all of its fields 
 `vf_share_layers` is then True, its default), while a dict sets only the keys it holds (the
 model's own defaults, `flywheel.core.models.DEFAULT_MODEL_CONFIG`, fill the rest).
 
+Flywheel adds three fields RLlib does not have (at the end of the dataclass): `log_std_init` and
+the output-layer initializer kwargs `pi_output_kernel_initializer_kwargs` /
+`vf_output_kernel_initializer_kwargs` (CleanRL's and SB3's gains of 0.01 and 1.0 for the policy
+and value outputs, next to sqrt(2) for the hidden layers).
+
 `model_config_problems` checks a model_config meant for flywheel's default modules (PPO's, DQN's,
 SAC's): every key must be one of these fields, with a value of the right type. Fields flywheel's
-models do not implement (initializers, layer norm, the LSTM's previous-action inputs, fusion nets)
-are accepted only at RLlib's default, so nothing is silently ignored. Custom modules read any keys
-and are not checked. This module imports no torch: configs validate without it.
+models do not implement (the CNN's and LSTM's initializers, layer norm, the LSTM's previous-action
+inputs, fusion nets) are accepted only at RLlib's default, so nothing is silently ignored. Custom
+modules read any keys and are not checked. This module imports no torch: configs validate without it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,6 +31,23 @@ from typing import Any
 from flywheel.checkpoints.registry import checkpoint_class
 
 ACTIVATIONS = ("tanh", "relu", "linear", "swish", "silu", "elu")
+INITIALIZERS = (
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "eye_",
+    "dirac_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "orthogonal_",
+    "sparse_",
+)
+"""The in-place initializers of `torch.nn.init` an initializer key may name (RLlib's convention)."""
 
 
 @checkpoint_class
@@ -70,6 +93,10 @@ class DefaultModelConfig:
     fusionnet_kernel_initializer_kwargs: dict | None = None
     fusionnet_bias_initializer: str | Callable | None = None
     fusionnet_bias_initializer_kwargs: dict | None = None
+    # Flywheel's own fields (RLlib 2.60 has none of these names).
+    log_std_init: float = 0.0
+    pi_output_kernel_initializer_kwargs: dict | None = None
+    vf_output_kernel_initializer_kwargs: dict | None = None
 
 
 def as_model_config_dict(model_config: Any) -> Any:
@@ -91,6 +118,26 @@ def _activation(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.lower() in ACTIVATIONS)
 
 
+def _initializer(value: Any) -> bool:
+    return value is None or callable(value) or (isinstance(value, str) and value in INITIALIZERS)
+
+
+def _kwargs(value: Any) -> bool:
+    return value is None or (isinstance(value, Mapping) and all(isinstance(k, str) for k in value))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+_INITIALIZER = (
+    _initializer,
+    f"None (the default), a callable init_(tensor, **kwargs), or the name of one of torch.nn.init's "
+    f"in-place initializers: {list(INITIALIZERS)}",
+)
+_KWARGS = (_kwargs, "None or a dict of keyword arguments for the initializer, e.g. {'gain': 1.41}")
+
+
 def _conv_filters(value: Any) -> bool:
     def layer(spec: Any) -> bool:
         if not (isinstance(spec, list | tuple) and len(spec) == 3):
@@ -110,7 +157,19 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "conv_activation": (_activation, f"one of {list(ACTIVATIONS)}"),
     "head_fcnet_hiddens": (_int_list, "a list of layer widths (ints >= 1), e.g. [] or [256]"),
     "head_fcnet_activation": (_activation, f"one of {list(ACTIVATIONS)}"),
+    "fcnet_kernel_initializer": _INITIALIZER,
+    "fcnet_kernel_initializer_kwargs": _KWARGS,
+    "fcnet_bias_initializer": _INITIALIZER,
+    "fcnet_bias_initializer_kwargs": _KWARGS,
+    "head_fcnet_kernel_initializer": _INITIALIZER,
+    "head_fcnet_kernel_initializer_kwargs": _KWARGS,
+    "head_fcnet_bias_initializer": _INITIALIZER,
+    "head_fcnet_bias_initializer_kwargs": _KWARGS,
+    "pi_output_kernel_initializer_kwargs": _KWARGS,
+    "vf_output_kernel_initializer_kwargs": _KWARGS,
     "free_log_std": (lambda v: isinstance(v, bool), "True or False"),
+    "log_std_init": (lambda v: _number(v) and math.isfinite(v), "a finite number, e.g. 0.0 or -0.5"),
+    "log_std_clip_param": (lambda v: _number(v) and v > 0, "a number > 0 (float('inf'): no clipping)"),
     "vf_share_layers": (lambda v: isinstance(v, bool), "True or False"),
     "use_lstm": (lambda v: isinstance(v, bool), "True or False"),
     "max_seq_len": (_positive_int, "an int >= 1"),
@@ -160,4 +219,16 @@ def model_config_problems(
                 + " Fix: use the keys of DefaultModelConfig for flywheel's default modules; a custom module "
                 "(RLModuleSpec(module_class=...)) reads any keys."
             )
-    return problems
+    return problems + _output_kwargs_problems(model_config, where)
+
+
+def _output_kwargs_problems(model_config: Mapping, where: str) -> list[str]:
+    """The output layers' kwargs are for `head_fcnet_kernel_initializer`; without one they mean nothing."""
+    if model_config.get("head_fcnet_kernel_initializer") is not None:
+        return []
+    return [
+        f"{where}[{key!r}]={model_config[key]!r} gives kwargs to head_fcnet_kernel_initializer, which is not set. "
+        "Fix: set model_config['head_fcnet_kernel_initializer'] (e.g. 'orthogonal_'), or remove the kwargs."
+        for key in ("pi_output_kernel_initializer_kwargs", "vf_output_kernel_initializer_kwargs")
+        if model_config.get(key) is not None
+    ]

@@ -21,71 +21,89 @@ if TYPE_CHECKING:
 class MultiRLModule(nn.Module, Checkpointable):
     """Maps module ids to RLModules (a learner's `module`; one entry per policy).
 
-    It is an `nn.Module` holding a `ModuleDict`, so `.parameters()` spans every sub-module
-    and one optimizer or DDP wrapper can cover them all. It also reads like a dict:
-    `multi["p0"]`, `"p0" in multi`, `keys()`, `items()`, `values()`, `len(multi)`.
+    It is an `nn.Module` holding its torch modules in a `ModuleDict`, so `.parameters()` spans every
+    sub-module and one optimizer or DDP wrapper can cover them all; modules that are plain `RLModule`s
+    (no weights, e.g. heuristic policies) are held beside them. It also reads like a dict:
+    `multi["p0"]`, `"p0" in multi`, `keys()`, `items()`, `values()`, `len(multi)` (in insertion order).
 
     Forward passes take and return `{module_id: ...}`: each sub-batch goes to its module.
+
+    Subclasses (RLlib's pattern, e.g. modules sharing an encoder) override `setup()`, which runs
+    once the sub-modules are in `self._rl_modules`, and `_forward_inference` /
+    `_forward_exploration` / `_forward_train`, which the public passes call (by default each
+    sub-module's public pass on its sub-batch). `MultiRLModuleSpec(multi_rl_module_class=...)`
+    builds such a container on runners and learners.
     """
 
     def __init__(self, rl_modules: dict[ModuleID, RLModule] | None = None):
         super().__init__()
-        self._rl_modules = nn.ModuleDict()
+        self._rl_modules = nn.ModuleDict()  # the torch modules (their parameters, state_dict names)
+        self._by_id: dict[ModuleID, RLModule] = {}  # every module, torch or not
         for module_id, module in (rl_modules or {}).items():
             self.add_module(module_id, module)
+        self.setup()
+
+    def setup(self) -> None:  # noqa: B027 (optional hook)
+        """Runs after the sub-modules are added (subclasses keep references to them here)."""
 
     # Dict behaviour.
 
     def __getitem__(self, module_id: ModuleID) -> RLModule:
         try:
-            return self._rl_modules._modules[module_id]  # (what ModuleDict's __getitem__ reads)
+            return self._by_id[module_id]
         except KeyError:
             raise KeyError(
                 f"No module with id {module_id!r} in this MultiRLModule; it has {list(self.keys())}."
             ) from None
 
     def __contains__(self, module_id: object) -> bool:
-        return module_id in self._rl_modules
+        return module_id in self._by_id
 
     def __len__(self) -> int:
-        return len(self._rl_modules)
+        return len(self._by_id)
 
     def __iter__(self) -> Iterator[ModuleID]:
-        return iter(self._rl_modules)
+        return iter(self._by_id)
 
     def keys(self):
-        return self._rl_modules.keys()
+        return self._by_id.keys()
 
     def items(self):
-        return self._rl_modules.items()
+        return self._by_id.items()
 
     def values(self):
-        return self._rl_modules.values()
+        return self._by_id.values()
 
     def add_module(self, module_id: ModuleID, module: RLModule, *, override: bool = False) -> None:
         """Adds `module` under `module_id` (ModuleError if taken, unless `override`)."""
-        if not isinstance(module, RLModule) or not isinstance(module, nn.Module):
+        if not isinstance(module, RLModule):
             raise ModuleError(
-                f"MultiRLModule holds torch RLModules, got {type(module).__name__} for {module_id!r}. "
-                "Fix: pass a TorchRLModule (e.g. RLModuleSpec(...).build())."
+                f"MultiRLModule holds RLModules, got {type(module).__name__} for {module_id!r}. "
+                "Fix: pass an RLModule (e.g. RLModuleSpec(...).build())."
             )
-        if module_id in self._rl_modules and not override:
+        if module_id in self._by_id and not override:
             raise ModuleError(
                 f"Module id {module_id!r} is already in this MultiRLModule. "
                 "Fix: pass override=True to replace it, or choose another id."
             )
-        try:
-            self._rl_modules[module_id] = module
-        except KeyError as e:
-            raise ModuleError(
-                f"{module_id!r} cannot be a module id: {e}. Fix: use a plain name such as 'p0' "
-                "(no dots, not an attribute name of torch.nn.Module)."
-            ) from e
+        if isinstance(module, nn.Module):
+            try:
+                self._rl_modules[module_id] = module
+            except KeyError as e:
+                raise ModuleError(
+                    f"{module_id!r} cannot be a module id: {e}. Fix: use a plain name such as 'p0' "
+                    "(no dots, not an attribute name of torch.nn.Module)."
+                ) from e
+        elif module_id in self._rl_modules:  # a torch module replaced by a weightless one
+            del self._rl_modules[module_id]
+        self._by_id[module_id] = module
 
     def remove_module(self, module_id: ModuleID, *, raise_err_if_not_found: bool = True) -> None:
         """Removes `module_id` (KeyError if missing, unless `raise_err_if_not_found=False`)."""
-        if module_id in self._rl_modules:
-            del self._rl_modules[module_id]
+        if module_id in self._by_id:
+            del self._by_id[module_id]
+            if module_id in self._rl_modules:
+                del self._rl_modules[module_id]
         elif raise_err_if_not_found:
             raise KeyError(
                 f"No module with id {module_id!r} to remove; this MultiRLModule has {list(self.keys())}. "
@@ -94,27 +112,34 @@ class MultiRLModule(nn.Module, Checkpointable):
 
     def foreach_module(self, func: Callable[[RLModule], Any]) -> list:
         """`[func(module) for each module]`, in insertion order."""
-        return [func(module) for module in self._rl_modules.values()]
+        return [func(module) for module in self._by_id.values()]
 
     # Forward passes.
 
     def forward_inference(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
-        """Each module's `forward_inference`, with autograd switched off once for all of them."""
-        return without_grad(self._forward_each, "forward_inference", batch, kwargs)
+        """`_forward_inference` (each module's `forward_inference`), with autograd off once for all."""
+        return without_grad(self._forward_inference, batch, **kwargs)
 
     def forward_exploration(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
-        """Each module's `forward_exploration`, with autograd switched off once for all of them."""
-        return without_grad(self._forward_each, "forward_exploration", batch, kwargs)
+        """`_forward_exploration` (each module's `forward_exploration`), with autograd off once for all."""
+        return without_grad(self._forward_exploration, batch, **kwargs)
 
     def forward_train(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
-        return {mid: self[mid].forward_train(sub, **kwargs) for mid, sub in batch.items()}
+        """`_forward_train` (each module's `forward_train`)."""
+        return self._forward_train(batch, **kwargs)
 
     def forward(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
         """torch's entry point (used by wrappers such as DDP): the training pass."""
-        return {mid: self[mid].forward(sub, **kwargs) for mid, sub in batch.items()}
+        return self._forward_train(batch, **kwargs)
 
-    def _forward_each(self, phase: str, batch: dict[ModuleID, dict], kwargs: dict) -> dict[ModuleID, dict]:
-        return {mid: getattr(self[mid], phase)(sub, **kwargs) for mid, sub in batch.items()}
+    def _forward_inference(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_inference(sub, **kwargs) for mid, sub in batch.items()}
+
+    def _forward_exploration(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_exploration(sub, **kwargs) for mid, sub in batch.items()}
+
+    def _forward_train(self, batch: dict[ModuleID, dict], **kwargs) -> dict[ModuleID, dict]:
+        return {mid: self[mid].forward_train(sub, **kwargs) for mid, sub in batch.items()}
 
     # State.
 
@@ -130,7 +155,7 @@ class MultiRLModule(nn.Module, Checkpointable):
         drop = [not_components] if isinstance(not_components, str) else (not_components or [])
         return {
             mid: module.get_state(inference_only=inference_only)
-            for mid, module in self._rl_modules.items()
+            for mid, module in self._by_id.items()
             if (keep is None or mid in keep) and mid not in drop
         }
 
@@ -142,15 +167,15 @@ class MultiRLModule(nn.Module, Checkpointable):
     # Checkpoints: one sub-directory per module id.
 
     def get_checkpointable_components(self) -> list[tuple[str, RLModule]]:
-        return list(self._rl_modules.items())
+        return list(self._by_id.items())
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         return (), {}
 
     @classmethod
     def _from_metadata(cls, node: Node, allowed: Allowed) -> Self:
-        """The container with every module rebuilt from its sub-directory (weights come after)."""
-        multi = super()._from_metadata(node, allowed)
-        for module_id, child in node.children.items():
-            multi.add_module(module_id, RLModule._construct_from(child, allowed))
-        return multi
+        """The container built with every module rebuilt from its sub-directory (weights come after)."""
+        modules = {
+            module_id: RLModule._construct_from(child, allowed) for module_id, child in node.children.items()
+        }
+        return cls(rl_modules=modules)

@@ -31,22 +31,41 @@ class RLModule(Checkpointable):
         observation_space: Space of the observations the module receives (the output space of
             the env-to-module pipeline).
         action_space: Space of the actions the module's distributions produce.
-        inference_only: Build only what runners need to act (e.g. no value branch).
+        inference_only: Build only what runners need to act (e.g. no value branch); None counts as False.
         model_config: Free-form settings for `setup()` (default `{}`); a `DefaultModelConfig` counts as
             the dict of its fields.
+        learner_only: Whether the module lives on learners only (RLlib's keyword; kept as an attribute).
+        catalog_class: RLlib's model catalog; flywheel has none, so only None is accepted.
+
+    Attributes `setup()` may set: `action_dist_cls`, the distribution class of all three phases
+    (default None: the action space's default, see `get_inference_action_dist_cls`).
     """
 
     def __init__(
         self,
         observation_space: gym.Space | None = None,
         action_space: gym.Space | None = None,
-        inference_only: bool = False,
+        inference_only: bool | None = False,
         model_config: dict | None = None,
+        *,
+        learner_only: bool = False,
+        catalog_class: Any = None,
+        **kwargs: Any,
     ):
+        if catalog_class is not None or kwargs:
+            given = ["catalog_class"] * (catalog_class is not None) + sorted(kwargs)
+            raise ModuleError(
+                f"{type(self).__name__}() got {given}, which flywheel's RLModule does not take (it has no "
+                "model catalog). Fix: build the layers in setup() from self.observation_space, "
+                "self.action_space and self.model_config, and leave catalog_class unset."
+            )
         self.observation_space = observation_space
         self.action_space = action_space
-        self.inference_only = inference_only
+        self.inference_only = bool(inference_only)
+        self.learner_only = learner_only
         self.model_config = dict(as_model_config_dict(model_config)) if model_config else {}
+        self.catalog = None  # RLlib's catalog attribute: flywheel modules build their layers in setup()
+        self.action_dist_cls: type[Distribution] | None = None
         self._default_dist_cls: type[Distribution] | None = None
         self._is_stateful: bool | None = None
         self.setup()
@@ -101,19 +120,26 @@ class RLModule(Checkpointable):
             self._is_stateful = bool(self.get_initial_state())
         return self._is_stateful
 
+    def unwrapped(self) -> RLModule:
+        """The module itself (RLlib's name: there, for a module wrapped for distributed training)."""
+        return self
+
     # Action distributions.
 
     def get_inference_action_dist_cls(self) -> type[Distribution]:
-        """Distribution class for `forward_inference` outputs (default: from the action space)."""
+        """Distribution class for `forward_inference` outputs: `self.action_dist_cls` when `setup()` set
+        one, else the action space's default (`distribution_for_space`)."""
+        if self.action_dist_cls is not None:
+            return self.action_dist_cls
         return self._default_action_dist_cls()
 
     def get_exploration_action_dist_cls(self) -> type[Distribution]:
-        """Distribution class for `forward_exploration` outputs (default: from the action space)."""
-        return self._default_action_dist_cls()
+        """Distribution class for `forward_exploration` outputs (default: the inference one, as in RLlib)."""
+        return self.get_inference_action_dist_cls()
 
     def get_train_action_dist_cls(self) -> type[Distribution]:
-        """Distribution class for `forward_train` outputs (default: from the action space)."""
-        return self._default_action_dist_cls()
+        """Distribution class for `forward_train` outputs (default: the inference one, as in RLlib)."""
+        return self.get_inference_action_dist_cls()
 
     def _default_action_dist_cls(self) -> type[Distribution]:
         if self._default_dist_cls is None:
@@ -139,12 +165,13 @@ class RLModule(Checkpointable):
         *,
         inference_only: bool = False,
     ) -> dict[str, Any]:
-        """The module's weights by name (see `TorchRLModule.get_state`)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement get_state().")
+        """The module's weights by name (see `TorchRLModule.get_state`); `{}` for a module without
+        weights (e.g. a heuristic `RLModule` that is not a `TorchRLModule`), as in RLlib."""
+        return {}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Loads weights produced by `get_state` (see `TorchRLModule.set_state`)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement set_state().")
+        """Loads weights produced by `get_state` (see `TorchRLModule.set_state`); a module without
+        weights has nothing to load."""
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         """The constructor arguments (`RLModule.from_checkpoint` rebuilds the module with them)."""

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from flywheel.core.rl_module.apis import InferenceOnlyAPI
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.errors import ModuleError
 
@@ -31,11 +32,15 @@ class TorchRLModule(nn.Module, RLModule):
         self,
         observation_space: gym.Space | None = None,
         action_space: gym.Space | None = None,
-        inference_only: bool = False,
+        inference_only: bool | None = False,
         model_config: dict | None = None,
+        **kwargs: Any,
     ):
         nn.Module.__init__(self)
-        RLModule.__init__(self, observation_space, action_space, inference_only, model_config)
+        RLModule.__init__(self, observation_space, action_space, inference_only, model_config, **kwargs)
+        if self.inference_only and isinstance(self, InferenceOnlyAPI):
+            for path in self.get_non_inference_attributes():
+                _delete_attribute(self, path)
 
     def forward_inference(self, batch: dict, **kwargs) -> dict:
         if self.training:
@@ -119,6 +124,17 @@ class TorchRLModule(nn.Module, RLModule):
                         "from a module built with the same spaces and model_config."
                     )
                 target.copy_(_as_tensor(value))
+
+
+def _delete_attribute(owner: Any, path: str) -> None:
+    """Deletes the attribute at dotted `path` below `owner`; a path that does not exist is skipped."""
+    *parents, name = path.split(".")
+    for part in parents:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return
+    if hasattr(owner, name):
+        delattr(owner, name)
 
 
 def without_grad(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

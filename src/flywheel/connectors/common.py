@@ -1,0 +1,59 @@
+"""RLlib's shared connector pieces (`ray.rllib.connectors.common`), for code written against them.
+
+RLlib has one class for each of these pieces and tells the pipelines apart with
+`as_learner_connector`; flywheel has one class per pipeline (`flywheel.connectors.env_to_module.X`
+and `flywheel.connectors.learner.X`). The names here stand for both:
+
+- constructing one gives the env-to-module piece, or the learner piece with
+  `as_learner_connector=True`;
+- `isinstance(piece, X)` holds for both, so `pipeline.insert_after(X, new_piece)` finds the piece in
+  either pipeline (RLlib's learners insert their own pieces next to `NumpyToTensor` this way).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flywheel.connectors import env_to_module, learner
+from flywheel.connectors.connector import ConnectorV2
+
+__all__ = ["AddObservationsFromEpisodesToBatch", "BatchIndividualItems", "NumpyToTensor"]
+
+
+class _SharedPiece(ConnectorV2):
+    """A name for a pipeline's own class; `__new__` returns an instance of that class."""
+
+    _env_to_module: type[ConnectorV2]
+    _learner: type[ConnectorV2]
+
+    def __new__(cls, *args: Any, as_learner_connector: bool = False, **kwargs: Any) -> ConnectorV2:
+        piece_class = cls._learner if as_learner_connector else cls._env_to_module
+        return piece_class(*args, **kwargs)
+
+    @classmethod
+    def _stand_for(cls, env_to_module_class: type, learner_class: type) -> None:
+        cls._env_to_module, cls._learner = env_to_module_class, learner_class
+        cls.register(env_to_module_class)
+        cls.register(learner_class)
+
+
+class AddObservationsFromEpisodesToBatch(_SharedPiece):
+    """`flywheel.connectors.env_to_module.AddObservationsFromEpisodesToBatch` or, with
+    `as_learner_connector=True`, `flywheel.connectors.learner.AddObservationsFromEpisodesToBatch`."""
+
+
+class BatchIndividualItems(_SharedPiece):
+    """`flywheel.connectors.env_to_module.BatchIndividualItems` or, with `as_learner_connector=True`,
+    `flywheel.connectors.learner.BatchIndividualItems`."""
+
+
+class NumpyToTensor(_SharedPiece):
+    """`flywheel.connectors.env_to_module.NumpyToTensor` or, with `as_learner_connector=True`,
+    `flywheel.connectors.learner.NumpyToTensor` (both take `device=`)."""
+
+
+AddObservationsFromEpisodesToBatch._stand_for(
+    env_to_module.AddObservationsFromEpisodesToBatch, learner.AddObservationsFromEpisodesToBatch
+)
+BatchIndividualItems._stand_for(env_to_module.BatchIndividualItems, learner.BatchIndividualItems)
+NumpyToTensor._stand_for(env_to_module.NumpyToTensor, learner.NumpyToTensor)
