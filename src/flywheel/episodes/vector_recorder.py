@@ -225,7 +225,7 @@ class VectorRecorder:
         recorder (nothing has read or rewritten them since their steps were recorded); else None.
         The batch is the caller's own (a copy of the env's), so changing it leaves the episodes be."""
         if episodes is self.episodes:
-            return None if self._eager else map_leaves(np.copy, self._obs[-1])
+            return None if self._eager else map_leaves(np.ndarray.copy, self._obs[-1])
         rows = []
         for episode in episodes:
             pending = episode._pending
@@ -329,9 +329,7 @@ class _Stacked:
             infos = [{} if rows is None else rows[i] for rows in self.infos[pending.obs_start : stop + 1]]
         if pending.final is not None:
             final_obs, infos[-1] = pending.final
-            obs = map_leaves(
-                lambda a, f: np.concatenate([a[:-1], np.asarray(f, a.dtype)[None]]), obs, final_obs
-            )
+            obs = map_leaves(_with_last_row, obs, final_obs)
         _append_rows(own["observations"], obs)
         own["infos"].data.extend(infos)
         _append_rows(own["actions"], _rows(self.actions, i, start, stop))
@@ -367,6 +365,13 @@ def _sub_env_first(batches: list | tuple) -> np.ndarray:
     # one more copy makes each sub-env's rows contiguous.
     stacked = np.asarray(batches)
     return stacked if stacked.ndim == 1 else np.ascontiguousarray(stacked.swapaxes(0, 1))
+
+
+def _with_last_row(rows: np.ndarray, last: Any) -> np.ndarray:
+    """A copy of `rows` whose last row is `last` (the view's own last row belongs to the next episode)."""
+    rows = rows.copy()
+    rows[-1] = last
+    return rows
 
 
 def _rows(stacked: Any, index: int, start: int, stop: int) -> Any:

@@ -67,7 +67,10 @@ def place_episode_items(batch: dict[str, Any], episodes: list[Any], shared_data:
     """Moves the episode-keyed columns custom pieces added (`ConnectorV2.add_batch_item` with an
     episode) into this layout: `batch[column]` with one row per episode, or for `MultiAgentEpisode`s
     `batch[module_id][column]` with one row per agent to act."""
-    if not any(is_keyed(value) for value in batch.values()):
+    for value in batch.values():  # (a loop, not any(): this runs twice per forward pass)
+        if is_keyed(value):
+            break
+    else:
         return
     if is_multi_agent(episodes):
         rows = agent_rows(episodes, shared_data)
