@@ -102,6 +102,23 @@ def test_forwards_every_keyword_to_every_piece():
     assert seen == [("m", ["e"], True, shared, "log", {"extra": 1})] * 2
 
 
+class NoopFor(Tag):
+    """A piece that says it does nothing for the module "skip-me"."""
+
+    def is_noop_for(self, rl_module):
+        return rl_module == "skip-me"
+
+
+def test_skips_pieces_that_are_no_ops_for_the_module_and_rechecks_when_module_or_pieces_change():
+    pipeline = ConnectorPipelineV2(connectors=[A(), NoopFor(), B()])
+    assert pipeline(rl_module="skip-me", batch={}, episodes=[]) == {"order": ["A", "B"]}
+    assert pipeline(rl_module="other", batch={}, episodes=[]) == {"order": ["A", "NoopFor", "B"]}
+    pipeline.connectors.append(C())  # the public list, changed in place
+    assert pipeline(rl_module="other", batch={}, episodes=[]) == {"order": ["A", "NoopFor", "B", "C"]}
+    pipeline.connectors[0] = D()
+    assert pipeline(rl_module="skip-me", batch={}, episodes=[]) == {"order": ["D", "B", "C"]}
+
+
 def test_piece_returning_none_raises_naming_the_piece():
     pipeline = ConnectorPipelineV2(connectors=[A(), ReturnsNone(), B()])
     with pytest.raises(

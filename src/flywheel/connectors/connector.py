@@ -139,6 +139,12 @@ class ConnectorV2(Checkpointable, abc.ABC):
         `episode_lookback_horizon` says, so a continuing chunk reads what it needs; 0 by default."""
         return 0
 
+    def is_noop_for(self, rl_module: Any) -> bool:
+        """Whether this piece leaves every batch, episode and `shared_data` as they are when called
+        with `rl_module` (e.g. the recurrent-state pieces with a stateless module); a pipeline then
+        skips it. False by default, so a piece is called unless it says otherwise."""
+        return False
+
     # Batch helpers (RLlib's; see `flywheel.connectors.batch_items` for how items reach the batch).
 
     add_batch_item = staticmethod(batch_items.add_batch_item)

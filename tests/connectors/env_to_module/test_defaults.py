@@ -50,3 +50,19 @@ def test_default_pipeline_adds_states_for_stateful_modules(obs_rows):
     batch = pipeline(rl_module=module, batch={}, episodes=[episode_from(obs_rows)] * 2)
     assert batch[Columns.STATE_IN]["h"].shape == (2, 4)
     assert isinstance(batch[Columns.STATE_IN]["h"], torch.Tensor)
+
+
+def test_state_and_time_axis_pieces_are_no_ops_only_for_one_stateless_module():
+    from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+
+    spaces = (gym.spaces.Box(-1.0, 1.0, (2,), np.float32), gym.spaces.Discrete(2))
+    stateless = DefaultPPOTorchRLModule(*spaces, inference_only=True, model_config={"fcnet_hiddens": [4]})
+    recurrent = DefaultPPOTorchRLModule(
+        *spaces, inference_only=True, model_config={"use_lstm": True, "lstm_cell_size": 4}
+    )
+    pieces = default_env_to_module_connectors()
+    assert [piece.is_noop_for(stateless) for piece in pieces] == [False, True, False, True, False]
+    assert [piece.is_noop_for(recurrent) for piece in pieces] == [False] * 5
+    assert [piece.is_noop_for(MultiRLModule({"m": stateless})) for piece in pieces] == [False] * 5
+    assert [piece.is_noop_for(None) for piece in pieces] == [False] * 5

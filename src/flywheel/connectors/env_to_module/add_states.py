@@ -9,7 +9,7 @@ import tree
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent
+from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent, is_stateless
 from flywheel.utils.numpy import convert_to_numpy
 
 
@@ -42,6 +42,9 @@ class AddStatesFromEpisodesToBatch(ConnectorV2):
         elif Columns.STATE_IN not in batch and rl_module.is_stateful():
             batch[Columns.STATE_IN] = _states(rl_module, episodes)
         return batch
+
+    def is_noop_for(self, rl_module: Any) -> bool:
+        return is_stateless(rl_module)
 
 
 def _states(rl_module: Any, episodes: list[Any]) -> list[Any]:

@@ -9,7 +9,7 @@ import tree
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
+from flywheel.connectors.env_to_module.agent_rows import is_multi_agent, is_stateless
 
 ADDED_SINGLE_TS_TIME_RANK = "_added_single_ts_time_rank"
 """`shared_data` key: set when this piece added the time axis, so `RemoveSingleTsTimeRankFromBatch`
@@ -54,6 +54,9 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
         if added and shared_data is not None:
             shared_data[ADDED_SINGLE_TS_TIME_RANK] = True
         return batch
+
+    def is_noop_for(self, rl_module: Any) -> bool:
+        return is_stateless(rl_module)
 
 
 def _add_time_axis(columns: dict[str, Any]) -> None:

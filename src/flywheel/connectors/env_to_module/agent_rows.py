@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, take_rows
+from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.episodes import MultiAgentEpisode
 from flywheel.typing import AgentID, ModuleID
 
@@ -33,6 +34,12 @@ class ModuleRows(NamedTuple):
 def is_multi_agent(episodes: list[Any]) -> bool:
     """Whether `episodes` are `MultiAgentEpisode`s (checked on the first one: pipelines get one kind)."""
     return bool(episodes) and isinstance(episodes[0], MultiAgentEpisode)
+
+
+def is_stateless(rl_module: Any) -> bool:
+    """Whether `rl_module` is one `RLModule` without recurrent state (never a `MultiRLModule`, whose
+    modules may change between calls)."""
+    return isinstance(rl_module, RLModule) and not rl_module.is_stateful()
 
 
 def column_dicts(batch: dict[str, Any], episodes: list[Any]) -> Iterable[dict[str, Any]]:
