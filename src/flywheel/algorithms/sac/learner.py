@@ -13,12 +13,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from flywheel.algorithms.dqn.learner import OffPolicyTorchLearner
+from flywheel.algorithms.off_policy.learner import OffPolicyTorchLearner
 from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS
 from flywheel.columns import Columns
 from flywheel.core.distributions import Categorical, DiagGaussian, SquashedGaussian
 from flywheel.core.learner.torch_learner import adam
 from flywheel.errors import ConfigError, LearnerError
+from flywheel.metrics.keys import TD_ERROR_KEY
 from flywheel.typing import ModuleID, StateDict
 
 _LOG_2 = math.log(2.0)
@@ -36,7 +37,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
     """Soft actor-critic (Haarnoja et al., 2018) on replayed n-step transitions.
 
     Box actions (squashed-Gaussian policy), with `a' ~ pi(s')`, `alpha = exp(log_alpha)` and the
-    buffer's discounted reward sum `R`::
+    discounted n-step reward sum `R` (`REWARDS` of the replayed transitions)::
 
         y           = R + gamma**n * (1 - terminated) * (min_i Q_target_i(s', a') - alpha * log pi(a'|s'))
         critic_loss = sum_i mean(weights * (Q_i(s, a) - y)**2)
@@ -56,8 +57,8 @@ class SACTorchLearner(OffPolicyTorchLearner):
     on one backward pass over the sum: the actor's Q-values reach it without gradient to the
     critics (frozen weights for Box, detached for Discrete) and the alpha loss sees detached
     log-probs, so each loss reaches only its own parameters. Box log-probabilities are computed
-    from the pre-tanh sample (exact even where tanh saturates). The critics' TD errors (mean over
-    twins) go to `td_errors` for prioritized replay.
+    from the pre-tanh sample (exact even where tanh saturates). The critics' absolute TD errors
+    (mean over twins) are logged per row (`TD_ERROR_KEY`) for prioritized replay.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -137,7 +138,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         alpha_loss = -torch.mean(log_alpha * (logp + self.target_entropies[module_id]))
 
         td_error = torch.stack(td_errors).abs().mean(0).detach()
-        self.td_errors[module_id] = td_error.cpu().numpy()
+        self.metrics.log_value((module_id, TD_ERROR_KEY), td_error, reduce="item_series")
         self.metrics.log_dict(
             {
                 "qf_loss": critic_loss.detach(),

@@ -6,16 +6,19 @@ The learner pipeline runs once per update on the sampled episodes::
 
 Custom pieces (`config.learners(learner_connector=...)`) run first, then
 `default_learner_connectors()`; PPO adds `AddOneTsToEpisodesAndTruncate` at the front and
-`GeneralAdvantageEstimation` at the end.
+`GeneralAdvantageEstimation` at the end; DQN and SAC add `AddNextObservationsFromEpisodesToTrainBatch`
+after `AddObservationsFromEpisodesToBatch` and `NumpyToTensor` at the end.
 """
 
 from flywheel.connectors.learner.add_columns import AddColumnsFromEpisodesToTrainBatch
+from flywheel.connectors.learner.add_next_observations import AddNextObservationsFromEpisodesToTrainBatch
 from flywheel.connectors.learner.add_observations import AddObservationsFromEpisodesToBatch
 from flywheel.connectors.learner.add_one_ts_and_truncate import AddOneTsToEpisodesAndTruncate
 from flywheel.connectors.learner.add_time_dim import AddTimeDimToBatchAndZeroPad
 from flywheel.connectors.learner.batch import BatchIndividualItems
 from flywheel.connectors.learner.gae import GeneralAdvantageEstimation
 from flywheel.connectors.learner.module_episodes import module_episodes
+from flywheel.connectors.learner.to_tensor import NumpyToTensor
 
 
 def default_learner_connectors() -> list:
@@ -30,11 +33,13 @@ def default_learner_connectors() -> list:
 
 __all__ = [
     "AddColumnsFromEpisodesToTrainBatch",
+    "AddNextObservationsFromEpisodesToTrainBatch",
     "AddObservationsFromEpisodesToBatch",
     "AddOneTsToEpisodesAndTruncate",
     "AddTimeDimToBatchAndZeroPad",
     "BatchIndividualItems",
     "GeneralAdvantageEstimation",
+    "NumpyToTensor",
     "default_learner_connectors",
     "module_episodes",
 ]

@@ -10,6 +10,7 @@ from flywheel.connectors.learner.module_episodes import (
     module_episodes,
     modules_with_column,
     place_episode_items,
+    transition_blocks,
 )
 
 
@@ -22,7 +23,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     (`add_batch_item` with an episode) are moved into the module-keyed layout first. Modules whose
     `OBS` a custom piece already set
     (e.g. frame stacking in learner mode) are skipped; such a piece must produce
-    the same number of rows per chunk.
+    the same number of rows per chunk. Replayed transitions give their `o_t` column.
     """
 
     def __call__(
@@ -38,6 +39,12 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     ) -> dict[str, Any]:
         place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
         preset = modules_with_column(batch, Columns.OBS)
+        blocks = transition_blocks(episodes)
+        if blocks is not None:
+            for module_id, block in blocks:
+                if module_id not in preset:
+                    add_module_item(batch, module_id, Columns.OBS, block.columns[Columns.OBS])
+            return batch
         for module_id, episode in module_episodes(episodes):
             if module_id in preset:
                 continue

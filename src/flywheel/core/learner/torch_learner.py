@@ -209,6 +209,8 @@ def _device_for(config: Any) -> torch.device:
 def _to_tensor(data: Any, device: torch.device) -> Any:
     if isinstance(data, dict):
         return {key: _to_tensor(value, device) for key, value in data.items()}
+    if isinstance(data, torch.Tensor):  # the pipeline's NumpyToTensor made it
+        return data.to(device)
     if isinstance(data, np.ndarray):
         if data.dtype == object:
             return data

@@ -1,0 +1,51 @@
+"""`AddNextObservationsFromEpisodesToTrainBatch`: the observation after each step (`NEXT_OBS`)."""
+
+from typing import Any
+
+from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.learner.module_episodes import (
+    BOOTSTRAP_CHUNK_LENS,
+    add_module_item,
+    append_last,
+    module_episodes,
+    modules_with_column,
+    transition_blocks,
+)
+
+
+class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
+    """Adds `NEXT_OBS`: for each step of each chunk, the observation that followed it (a chunk of
+    `len` steps gives its observations `1..len`), row for row with `AddObservationsFromEpisodesToBatch`'s
+    `OBS`. For replayed n-step transitions that is `o_{t+n}`, the observation to bootstrap from.
+
+    Off-policy algorithms (DQN, SAC) put it right after `AddObservationsFromEpisodesToBatch`. With
+    `AddOneTsToEpisodesAndTruncate` earlier in the pipeline, the extra bootstrap row repeats the
+    last observation. Modules whose `NEXT_OBS` an earlier piece set are skipped.
+    """
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        metrics: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        preset = modules_with_column(batch, Columns.NEXT_OBS)
+        blocks = transition_blocks(episodes)
+        if blocks is not None:
+            for module_id, block in blocks:
+                if module_id not in preset:
+                    add_module_item(batch, module_id, Columns.NEXT_OBS, block.columns[Columns.NEXT_OBS])
+            return batch
+        extend = shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data
+        for module_id, episode in module_episodes(episodes):
+            if module_id in preset:
+                continue
+            next_obs = episode.get_observations(slice(1, len(episode) + 1))
+            add_module_item(batch, module_id, Columns.NEXT_OBS, append_last(next_obs) if extend else next_obs)
+        return batch
