@@ -16,6 +16,7 @@ from flywheel.core.learner.utils import update_target_network
 from flywheel.errors import LearnerError
 from flywheel.metrics.keys import TD_ERROR_KEY
 from flywheel.replay import INDICES
+
 from ..replayed import update as replayed_update
 
 OBS = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)

@@ -16,6 +16,7 @@ from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS, DefaultSA
 from flywheel.core.distributions import DiagGaussian, distribution_for_space
 from flywheel.errors import ConfigError, LearnerError
 from flywheel.metrics.keys import TD_ERROR_KEY
+
 from ..replayed import update
 
 OBS = gym.spaces.Box(-10.0, 10.0, (1,), np.float32)
