@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from flywheel import Algorithm, Columns, DQNConfig
-from flywheel.algorithms.dqn import DQN
+from flywheel import Algorithm, Columns, ConnectorV2, DQNConfig
+from flywheel.algorithms.dqn import DQN, DQNTorchLearner
 from flywheel.errors import ModuleError
 from flywheel.inference import load_policy
 from flywheel.metrics.keys import TD_ERROR_KEY
@@ -116,6 +116,46 @@ def test_prioritized_replay_gets_the_td_errors_back(monkeypatch):
         (td_errors,), (learner_indices,) = results[TD_ERROR_KEY], results[INDICES]  # the update's results
         np.testing.assert_array_equal(learner_indices, indices)
         np.testing.assert_allclose(priorities, np.abs(td_errors) + 1e-6)
+
+
+class AddFirstObservation(ConnectorV2):
+    """A learner piece that adds a column per replayed transition: its first observation's first entry."""
+
+    def __call__(self, *, episodes, batch, **kwargs):
+        for episode in episodes:
+            self.add_batch_item(batch, "obs0", episode.get_observations(0)[0], single_agent_episode=episode)
+        return batch
+
+
+class LossThatReadsTheColumn(DQNTorchLearner):
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        mismatch = (batch["obs0"] - batch[Columns.OBS][:, 0]).abs().max()
+        self.metrics.log_value((module_id, "obs0_mismatch"), float(mismatch), reduce="max")
+        self.metrics.log_value((module_id, "obs0_rows"), len(batch["obs0"]), reduce="max")
+        return super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+
+
+def test_a_custom_learner_connector_adds_a_column_the_loss_sees():
+    config = small_config().learners(
+        learner_connector=lambda obs_space, act_space: AddFirstObservation(),
+        learner_class=LossThatReadsTheColumn,
+    )
+    algo = config.reporting(min_sample_timesteps_per_iteration=40).build_algo()
+    try:
+        learner = algo.learner_group.foreach_learner(lambda learner: learner)[0]
+        assert [piece.name for piece in learner.learner_connector.connectors][:3] == [
+            "AddFirstObservation",
+            "AddObservationsFromEpisodesToBatch",
+            "AddNextObservationsFromEpisodesToTrainBatch",
+        ]
+        result = algo.train()
+    finally:
+        algo.stop()
+    module = result["learners"]["default_policy"]
+    assert (module["obs0_rows"], module["obs0_mismatch"]) == (32, 0.0)  # every row, row for row
+    assert algo.learner_group.weights_seq_no == 18
 
 
 def test_greedy_evaluation():

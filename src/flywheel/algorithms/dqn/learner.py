@@ -46,11 +46,13 @@ class DQNTorchLearner(OffPolicyTorchLearner):
         self._set_epsilon(self.epsilon_scheduler.value(self._timestep))  # what runners start with
 
     def before_gradient_based_update(self, *, timesteps: dict | None) -> None:
-        """Learning rates and the modules' epsilon at the current timestep."""
+        """Learning rates and the modules' epsilon at the current timestep (every module explores with
+        it; the trained ones report it)."""
         super().before_gradient_based_update(timesteps=timesteps)
         epsilon = self.epsilon_scheduler.value(self._timestep)
         for module_id in self._set_epsilon(epsilon):
-            self.metrics.log_value((module_id, "curr_epsilon"), epsilon, reduce="mean")
+            if self.should_module_be_updated(module_id):
+                self.metrics.log_value((module_id, "curr_epsilon"), epsilon, reduce="mean")
 
     def _set_epsilon(self, epsilon: float) -> list[ModuleID]:
         """Sets the `epsilon` buffer of every module that has one; returns their ids."""

@@ -1,13 +1,11 @@
 """`OffPolicyConfig`: what DQN and SAC share (replay, update ratio, n-step, target networks).
 
-config = (
-    DQNConfig()                   # or SACConfig(): both are OffPolicyConfigs
-    .environment("CartPole-v1")
-    .training(
-        replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 50_000},
-        n_step=3,
-        training_intensity=16,   # replayed env steps per sampled env step
-    )
+Both `DQNConfig` and `SACConfig` take these settings, e.g. prioritized 3-step replay for SAC:
+
+config = SACConfig().environment("Pendulum-v1").training(
+    replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "alpha": 0.6, "beta": 0.4},
+    n_step=3,
+    training_intensity=256,   # replayed env steps per sampled env step
 )
 """
 

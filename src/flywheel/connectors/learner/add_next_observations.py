@@ -7,6 +7,7 @@ from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
     BOOTSTRAP_CHUNK_LENS,
     add_module_item,
+    add_transition_column,
     append_last,
     module_episodes,
     modules_with_column,
@@ -38,9 +39,7 @@ class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
         preset = modules_with_column(batch, Columns.NEXT_OBS)
         blocks = transition_blocks(episodes)
         if blocks is not None:
-            for module_id, block in blocks:
-                if module_id not in preset:
-                    add_module_item(batch, module_id, Columns.NEXT_OBS, block.columns[Columns.NEXT_OBS])
+            add_transition_column(batch, blocks, Columns.NEXT_OBS, preset)
             return batch
         extend = shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data
         for module_id, episode in module_episodes(episodes):

@@ -6,6 +6,7 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
     add_module_item,
+    add_transition_column,
     chunk_rows,
     module_episodes,
     modules_with_column,
@@ -41,9 +42,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         preset = modules_with_column(batch, Columns.OBS)
         blocks = transition_blocks(episodes)
         if blocks is not None:
-            for module_id, block in blocks:
-                if module_id not in preset:
-                    add_module_item(batch, module_id, Columns.OBS, block.columns[Columns.OBS])
+            add_transition_column(batch, blocks, Columns.OBS, preset)
             return batch
         for module_id, episode in module_episodes(episodes):
             if module_id in preset:

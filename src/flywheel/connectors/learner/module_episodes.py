@@ -51,6 +51,15 @@ def transition_blocks(episodes: Any) -> list[tuple[ModuleID, TransitionBlock]] |
     return [(block.module_id or DEFAULT_MODULE_ID, block) for block in episodes.blocks]
 
 
+def add_transition_column(
+    batch: dict, blocks: list[tuple[ModuleID, TransitionBlock]], column: str, preset: set[ModuleID]
+) -> None:
+    """Adds `column` of every block (`transition_blocks`) whose module is not in `preset`."""
+    for module_id, block in blocks:
+        if module_id not in preset:
+            add_module_item(batch, module_id, column, block.columns[column])
+
+
 def chunk_rows(episode: Any, shared_data: dict | None) -> int:
     """Rows a chunk contributes: its steps, plus one when bootstrap timesteps were added."""
     extra = 1 if shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data else 0
@@ -135,6 +144,7 @@ def terminated_column(rows: int, last_real: int, flag: bool) -> np.ndarray:
 __all__ = [
     "BOOTSTRAP_CHUNK_LENS",
     "add_module_item",
+    "add_transition_column",
     "append_last",
     "chunk_rows",
     "concat_leaves",
