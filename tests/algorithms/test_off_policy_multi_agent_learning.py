@@ -29,6 +29,7 @@ def train_until(algo, threshold, budget):
         algo.stop()
 
 
+@pytest.mark.timeout(1800)  # about 60,000 env steps with an update every 4: minutes on a loaded machine
 def test_two_cartpoles_each_dqn_module_reaches_400_within_200k_env_steps():
     config = (
         DQNConfig()

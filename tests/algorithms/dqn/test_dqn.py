@@ -7,7 +7,7 @@ import torch
 
 from flywheel import Algorithm, Columns, ConnectorV2, DQNConfig
 from flywheel.algorithms.dqn import DQN, DQNTorchLearner
-from flywheel.errors import ModuleError
+from flywheel.errors import LearnerError, ModuleError
 from flywheel.inference import load_policy
 from flywheel.metrics.keys import TD_ERROR_KEY
 from flywheel.replay import INDICES, PrioritizedEpisodeReplayBuffer
@@ -156,6 +156,36 @@ def test_a_custom_learner_connector_adds_a_column_the_loss_sees():
     module = result["learners"]["default_policy"]
     assert (module["obs0_rows"], module["obs0_mismatch"]) == (32, 0.0)  # every row, row for row
     assert algo.learner_group.weights_seq_no == 18
+
+
+class DropIndices(ConnectorV2):
+    def __call__(self, *, batch, **kwargs):
+        for columns in batch.values():
+            columns.pop(INDICES)
+        return batch
+
+
+class LearnerThatLosesTheRows(DQNTorchLearner):
+    def build(self):
+        super().build()
+        self.learner_connector.append(DropIndices())
+
+
+def test_priorities_need_the_replay_indices_row_for_row():
+    buffer = {"type": "PrioritizedEpisodeReplayBuffer", "capacity": 1000}
+    algo = (
+        small_config(replay_buffer_config=buffer).learners(learner_class=LearnerThatLosesTheRows).build_algo()
+    )
+    try:
+        algo.training_step()
+        with pytest.raises(
+            LearnerError,
+            match=r"Module 'default_policy' returned 32 TD errors for 0 replayed rows \('replay_indices'\), expected "
+            r"one per row. Fix: keep the 'replay_indices' column row for row",
+        ):
+            algo.training_step()
+    finally:
+        algo.stop()
 
 
 def test_greedy_evaluation():

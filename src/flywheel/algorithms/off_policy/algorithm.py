@@ -95,26 +95,25 @@ class OffPolicyAlgorithm(Algorithm):
         if not self._prioritized:
             return
         for module_id, module_results in results.items():
-            td_errors = module_results.get(TD_ERROR_KEY) if isinstance(module_results, dict) else None
-            if td_errors is None or not self._replays(module_id):
+            buffer = self._module_buffer(module_id)
+            if buffer is None or TD_ERROR_KEY not in module_results:
                 continue
+            td_errors = np.concatenate(module_results[TD_ERROR_KEY])
             indices = np.concatenate(module_results.get(INDICES, [np.zeros(0, np.int64)]))
-            td_errors = np.concatenate(td_errors)
             if td_errors.shape != indices.shape:
                 raise LearnerError(
                     f"Module {module_id!r} returned {td_errors.shape[0]} TD errors for {indices.shape[0]} "
                     f"replayed rows ({INDICES!r}), expected one per row. Fix: keep the {INDICES!r} column "
                     "row for row with the batch in custom learner pieces, and log TD errors per row."
                 )
-            buffer = self.replay_buffer
-            buffer = buffer[module_id] if isinstance(buffer, MultiAgentEpisodeReplayBuffer) else buffer
             buffer.update_priorities(np.abs(td_errors) + PRIORITY_EPSILON, indices)
 
-    def _replays(self, module_id: ModuleID) -> bool:
-        """Whether the replay buffer holds `module_id`'s transitions."""
-        if isinstance(self.replay_buffer, MultiAgentEpisodeReplayBuffer):
-            return module_id in self.replay_buffer
-        return module_id == DEFAULT_MODULE_ID
+    def _module_buffer(self, module_id: ModuleID) -> PrioritizedEpisodeReplayBuffer | None:
+        """The buffer holding `module_id`'s transitions (None for `__all_modules__` and modules without one)."""
+        buffer = self.replay_buffer
+        if isinstance(buffer, MultiAgentEpisodeReplayBuffer):
+            return buffer[module_id] if module_id in buffer else None
+        return buffer if module_id == DEFAULT_MODULE_ID else None
 
     # Checkpoints.
 
