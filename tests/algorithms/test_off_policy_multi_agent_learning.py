@@ -51,6 +51,7 @@ def test_two_cartpoles_each_dqn_module_reaches_400_within_200k_env_steps():
     assert min(returns.values()) >= 400, f"module returns {returns} after {steps} env steps"
 
 
+@pytest.mark.timeout(1800)  # about 10,000 updates of two SAC modules: minutes on a loaded machine
 def test_two_pendulums_each_sac_module_improves():
     config = (
         SACConfig()

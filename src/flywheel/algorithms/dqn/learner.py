@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from flywheel.algorithms.dqn.rl_module import QF_PREDS
-from flywheel.algorithms.off_policy.learner import OffPolicyTorchLearner
+from flywheel.algorithms.off_policy.learner import OffPolicyTorchLearner, n_step_targets
 from flywheel.columns import Columns
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.errors import LearnerError
@@ -74,10 +74,7 @@ class DQNTorchLearner(OffPolicyTorchLearner):
             q_target_next = module.forward_target(next_batch)[QF_PREDS]
             chooser = module.compute_q_values(next_batch) if config.double_q else q_target_next
             best = torch.argmax(chooser, dim=-1, keepdim=True)
-            q_next = q_target_next.gather(-1, best).squeeze(-1)
-            not_done = 1.0 - batch[Columns.TERMINATEDS].float()
-            discount = config.gamma ** batch[Columns.N_STEP].float()
-            targets = batch[Columns.REWARDS].float() + discount * not_done * q_next
+            targets = n_step_targets(batch, config.gamma, q_target_next.gather(-1, best).squeeze(-1))
         td_error = q_taken - targets
         if config.td_error_loss_fn == "huber":
             per_row = F.huber_loss(q_taken, targets, reduction="none", delta=1.0)

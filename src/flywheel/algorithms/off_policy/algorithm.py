@@ -112,7 +112,7 @@ class OffPolicyAlgorithm(Algorithm):
         """The buffer holding `module_id`'s transitions (None for `__all_modules__` and modules without one)."""
         buffer = self.replay_buffer
         if isinstance(buffer, MultiAgentEpisodeReplayBuffer):
-            return buffer[module_id] if module_id in buffer else None
+            return buffer[module_id] if module_id in buffer else None  # noqa: SIM401 (no .get on the buffer)
         return buffer if module_id == DEFAULT_MODULE_ID else None
 
     # Checkpoints.

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
+from flywheel.checkpoints.checkpointable import select
+from flywheel.columns import Columns
 from flywheel.core.learner.torch_learner import TorchLearner
 from flywheel.core.learner.utils import update_target_network
 from flywheel.core.rl_module.apis import TargetNetworkAPI
@@ -93,19 +97,17 @@ class OffPolicyTorchLearner(TorchLearner):
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
     ) -> StateDict:
         state = super().get_state(components, not_components)
-        if self._selected("last_target_update_ts", components, not_components):
+        if select("last_target_update_ts", components, not_components)[0]:
             state["last_target_update_ts"] = self._last_target_update_ts
         return state
-
-    @staticmethod
-    def _selected(
-        key: str, components: str | list[str] | None, not_components: str | list[str] | None
-    ) -> bool:
-        """Whether `get_state(components, not_components)` includes the top-level `key`."""
-        keep = [components] if isinstance(components, str) else components
-        drop = [not_components] if isinstance(not_components, str) else (not_components or [])
-        return (keep is None or key in keep) and key not in drop
 
     def set_state(self, state: StateDict) -> None:
         super().set_state(state)
         self._last_target_update_ts = state.get("last_target_update_ts", self._last_target_update_ts)
+
+
+def n_step_targets(batch: dict, gamma: float, next_value: torch.Tensor) -> torch.Tensor:
+    """The TD targets of replayed n-step rows: `R + gamma**n * (1 - terminated) * next_value`."""
+    not_done = 1.0 - batch[Columns.TERMINATEDS].float()
+    discount = gamma ** batch[Columns.N_STEP].float()
+    return batch[Columns.REWARDS].float() + discount * not_done * next_value

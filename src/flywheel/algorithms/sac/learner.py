@@ -13,8 +13,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from flywheel.algorithms.off_policy.learner import OffPolicyTorchLearner
+from flywheel.algorithms.off_policy.learner import OffPolicyTorchLearner, n_step_targets
 from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS
+from flywheel.checkpoints.checkpointable import select
 from flywheel.columns import Columns
 from flywheel.core.distributions import Categorical, DiagGaussian, SquashedGaussian
 from flywheel.core.learner.torch_learner import adam
@@ -164,7 +165,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             next_inputs = module.forward_train({Columns.OBS: next_obs})[Columns.ACTION_DIST_INPUTS]
             next_actions, next_logp = sample_with_logp(dist_cls.from_logits(next_inputs))
             target_q = _min_q(module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_actions}))
-            targets = _targets(batch, config, target_q - alpha * next_logp)
+            targets = n_step_targets(batch, config.gamma, target_q - alpha * next_logp)
 
         q = module.compute_q_values(batch)
         actions, logp = sample_with_logp(dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]))
@@ -187,7 +188,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             next_logp = dist_cls.from_logits(next_inputs).log_probs
             target_q = _min_q(module.forward_target(next_batch))
             next_value = (next_logp.exp() * (target_q - alpha * next_logp)).sum(-1)
-            targets = _targets(batch, config, next_value)
+            targets = n_step_targets(batch, config.gamma, next_value)
 
         q = module.compute_q_values(batch)
         taken = batch[Columns.ACTIONS].long().unsqueeze(-1)
@@ -201,7 +202,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
     ) -> StateDict:
         state = super().get_state(components, not_components)
-        if self._selected("log_alphas", components, not_components):
+        if select("log_alphas", components, not_components)[0]:
             state["log_alphas"] = {mid: float(p.detach()) for mid, p in self.log_alphas.items()}
         return state
 
@@ -225,13 +226,6 @@ def sample_with_logp(dist: SquashedGaussian) -> tuple[torch.Tensor, torch.Tensor
     action = low + (torch.tanh(u) + 1.0) * half_range
     log_det = (2.0 * (_LOG_2 - u - F.softplus(-2.0 * u)) + half_range.log()).sum(-1)
     return action, DiagGaussian.logp(dist, u) - log_det
-
-
-def _targets(batch: dict, config: Any, next_value: torch.Tensor) -> torch.Tensor:
-    """`y = R + gamma**n * (1 - terminated) * next_value`."""
-    not_done = 1.0 - batch[Columns.TERMINATEDS].float()
-    discount = config.gamma ** batch[Columns.N_STEP].float()
-    return batch[Columns.REWARDS].float() + discount * not_done * next_value
 
 
 def _min_q(q: dict) -> torch.Tensor:
