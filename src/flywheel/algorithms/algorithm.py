@@ -22,7 +22,7 @@ import contextlib
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Self
 
 import cloudpickle
@@ -37,6 +37,7 @@ from flywheel.checkpoints.tree import read_tree
 from flywheel.core.learner.learner_group import LearnerGroup, merge_results
 from flywheel.core.rl_module.spec import RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
+from flywheel.episodes.transition_episodes import num_env_steps
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 from flywheel.seeding import seed_process
@@ -171,19 +172,23 @@ class Algorithm(Checkpointable):
             self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
         return episodes
 
-    def _update(self, episodes: list) -> dict[str, Any]:
-        """One learner-group update on `episodes`; logs its results under `learners`."""
+    def _update(self, episodes: Sequence[Any]) -> dict[str, Any]:
+        """One learner-group update on `episodes` (every algorithm's update goes through here); logs its
+        results under `learners` and returns them."""
         timesteps = {keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()}
         with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
             results = merge_results(self.learner_group.update(episodes=episodes, timesteps=timesteps))
         self._log_learner_results(results)
-        num_trained = sum(len(e) for e in episodes)
+        num_trained = num_env_steps(episodes)
         self.metrics.log_value(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum")
         return results
 
     def _log_learner_results(self, results: dict[str, Any]) -> None:
         """Logs one update's results under `learners`: module metrics average over the iteration's
-        updates, the `__all_modules__` counters add up (`weights_seq_no`: the newest)."""
+        updates, the `__all_modules__` counters add up (`weights_seq_no`: the newest). Lists (what
+        learners log with `reduce="item_series"`, e.g. DQN's per-row TD errors) are as long as the
+        batch: they stay in the update's results for the algorithm and are not logged."""
+        results = _without_lists(results)
         counters = results.pop(ALL_MODULES, {})
         self.metrics.log_dict(results, key=LEARNER_RESULTS)
         for name, value in counters.items():
@@ -445,6 +450,14 @@ def _runner_class(config: Any) -> type:
     from flywheel.env_runners.single_agent import SingleAgentEnvRunner
 
     return SingleAgentEnvRunner
+
+
+def _without_lists(results: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: _without_lists(value) if isinstance(value, dict) else value
+        for key, value in results.items()
+        if not isinstance(value, list)
+    }
 
 
 def _differs(a: Any, b: Any) -> bool:

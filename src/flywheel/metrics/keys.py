@@ -47,6 +47,9 @@ NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
 NUM_ENV_STEPS_TRAINED_LIFETIME = "num_env_steps_trained_lifetime"  # at the result's top level
 NUM_MODULE_STEPS_TRAINED = "num_module_steps_trained"  # per module
 NUM_TARGET_UPDATES = "num_target_updates"  # DQN / SAC
+TD_ERROR_KEY = (
+    "td_error"  # DQN / SAC: per-row TD errors (lists) in the learners' update results, not in train()
+)
 LAST_TARGET_UPDATE_TS = "last_target_update_ts"  # DQN / SAC learner state
 
 # result[REPLAY_BUFFER_RESULTS][...].

@@ -6,7 +6,8 @@ The learner pipeline runs once per update on the sampled episodes::
 
 Custom pieces (`config.learners(learner_connector=...)`) run first, then
 `default_learner_connectors()`; PPO adds `AddOneTsToEpisodesAndTruncate` at the front and
-`GeneralAdvantageEstimation` at the end.
+`GeneralAdvantageEstimation` at the end; DQN and SAC add `AddNextObservationsFromEpisodesToTrainBatch`
+after `AddObservationsFromEpisodesToBatch`.
 """
 
 from typing import Any

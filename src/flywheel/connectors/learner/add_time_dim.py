@@ -12,6 +12,7 @@ from flywheel.connectors.learner.module_episodes import (
     module_episodes,
     num_rows,
     stack_leaves,
+    transition_blocks,
 )
 from flywheel.errors import ConnectorError
 from flywheel.utils.numpy import convert_to_numpy
@@ -48,6 +49,9 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        blocks = transition_blocks(episodes)
+        if blocks is not None and not any(_stateful(rl_module, module_id) for module_id, _ in blocks):
+            return batch  # replayed transitions of stateless modules: nothing to do, episodes untouched
         chunks: dict[str, list] = {}
         for module_id, episode in module_episodes(episodes):
             chunks.setdefault(module_id, []).append(episode)
@@ -69,6 +73,10 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
                 for episode, n in zip(module_chunks, rows)
             ]
         return batch
+
+
+def _stateful(rl_module: Any, module_id: str) -> bool:
+    return module_id in rl_module and rl_module[module_id].is_stateful()
 
 
 def _split_per_chunk(items: Any, rows: list[int], module_id: str, column: str) -> list:

@@ -221,6 +221,8 @@ def _to_tensor(data: Any, device: torch.device) -> Any:
         return {key: _to_tensor(value, device) for key, value in data.items()}
     if isinstance(data, tuple):  # Tuple action spaces
         return tuple(_to_tensor(value, device) for value in data)
+    if isinstance(data, torch.Tensor):  # the pipeline's NumpyToTensor made it
+        return data.to(device)
     if isinstance(data, np.ndarray):
         if data.dtype == object:
             return data
