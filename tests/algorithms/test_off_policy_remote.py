@@ -21,6 +21,7 @@ def dqn():
         )
         .training(
             num_steps_sampled_before_learning_starts=8,
+            train_batch_size_per_learner=32,
             training_intensity=32,  # 32 * 4 sampled / 64 per update (2 learners x 32) = 2 updates per step
             replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 1000},
         )

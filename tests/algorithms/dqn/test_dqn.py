@@ -98,7 +98,8 @@ def test_prioritized_replay_gets_the_td_errors_back(monkeypatch):
     def spy_update(**kwargs):
         updates.append(kwargs["episodes"])
         results = update(**kwargs)
-        updates.append(results["default_policy"])
+        (one_learner,) = results  # RLlib's shape: a list with each learner's results
+        updates.append(one_learner["default_policy"])
         return results
 
     monkeypatch.setattr(buffer, "update_priorities", spy_priorities)

@@ -137,10 +137,9 @@ def test_atari_ids_are_refused_since_replayed_frames_are_not_stacked(config_clas
     name = config_class.__name__
     assert problems_of(config_class().environment("ale_py:ALE/Pong-v5")) == (
         f"Invalid {name} (1 problem):\n- env 'ale_py:ALE/Pong-v5' is an Atari id, whose frames flywheel stacks "
-        f"(4 per observation) in the connector pipelines, but {name} trains on single frames replayed from its "
-        "buffer, without a learner pipeline to stack them. Fix: use PPOConfig for Atari ids, or register a creator "
-        "that stacks frames inside the env: register_env('pong', lambda cfg: MyFrameStack("
-        "gymnasium.make('ALE/Pong-v5', **cfg)))."
+        f"(4 per observation) in the connector pipelines, but {name} replays single frames from its buffer. "
+        "Fix: use PPOConfig for Atari ids, or register a creator that stacks frames inside the env: "
+        "register_env('pong', lambda cfg: MyFrameStack(gymnasium.make('ALE/Pong-v5', **cfg)))."
     )
 
 
