@@ -6,13 +6,15 @@ The learner pipeline runs once per update on the sampled episodes::
 
 Custom pieces (`config.learners(learner_connector=...)`) run first, then
 `default_learner_connectors()`; PPO adds `AddOneTsToEpisodesAndTruncate` at the front and
-`GeneralAdvantageEstimation` at the end.
+`GeneralAdvantageEstimation` at the end; IMPALA and APPO add `AddOneTsToEpisodesAndTruncate` at the
+front and `AddTimeDimToBatchAndBootstrap` (in place of `AddTimeDimToBatchAndZeroPad`) at the end.
 """
 
 from flywheel.connectors.learner.add_columns import AddColumnsFromEpisodesToTrainBatch
 from flywheel.connectors.learner.add_observations import AddObservationsFromEpisodesToBatch
 from flywheel.connectors.learner.add_one_ts_and_truncate import AddOneTsToEpisodesAndTruncate
 from flywheel.connectors.learner.add_time_dim import AddTimeDimToBatchAndZeroPad
+from flywheel.connectors.learner.add_time_dim_and_bootstrap import AddTimeDimToBatchAndBootstrap
 from flywheel.connectors.learner.batch import BatchIndividualItems
 from flywheel.connectors.learner.gae import GeneralAdvantageEstimation
 from flywheel.connectors.learner.module_episodes import module_episodes
@@ -32,6 +34,7 @@ __all__ = [
     "AddColumnsFromEpisodesToTrainBatch",
     "AddObservationsFromEpisodesToBatch",
     "AddOneTsToEpisodesAndTruncate",
+    "AddTimeDimToBatchAndBootstrap",
     "AddTimeDimToBatchAndZeroPad",
     "BatchIndividualItems",
     "GeneralAdvantageEstimation",

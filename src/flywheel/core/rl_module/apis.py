@@ -7,8 +7,14 @@ clear error if its loss needs values the module cannot give, instead of failing 
 from __future__ import annotations
 
 import abc
+from typing import Any
 
 import torch
+
+from flywheel.errors import LearnerError
+
+TARGET_NETWORK_ACTION_DIST_INPUTS = "target_network_action_dist_inputs"
+"""Output key of `TargetNetworkAPI.forward_target` for policy networks (APPO's old policy), as in RLlib."""
 
 
 class ValueFunctionAPI(abc.ABC):
@@ -39,3 +45,13 @@ class TargetNetworkAPI(abc.ABC):
     @abc.abstractmethod
     def forward_target(self, batch: dict) -> dict:
         """The forward pass through the target networks (no gradients needed)."""
+
+
+def require_value_function(module: Any, module_id: str, algorithm: str) -> None:
+    """Raises `LearnerError` unless `module[module_id]` computes values (learners call it when built)."""
+    sub = module[module_id]
+    if not hasattr(sub, "compute_values"):
+        raise LearnerError(
+            f"{algorithm} needs a value function, but module {module_id!r} ({type(sub).__name__}) has no "
+            "compute_values. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
+        )
