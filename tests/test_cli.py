@@ -405,3 +405,17 @@ def test_api_md_section_11_commands_parse():
     evaluate_args = parser.parse_args(shlex.split("evaluate runs/cartpole/checkpoint --episodes 10"))
     assert (evaluate_args.handler, evaluate_args.path) == (cli.evaluate, "runs/cartpole/checkpoint")
     assert (evaluate_args.episodes, evaluate_args.explore) == (10, False)
+
+
+@pytest.mark.parametrize("algo", ["APPO", "IMPALA"])
+def test_asynchronous_algorithms_train_by_name(algo, tmp_path, capsys, fake_save):
+    argv = ["train", "--algo", algo.lower(), "--env", "CartPole-v1", "--stop-iters", "2", "--no-progress",
+            "--checkpoint-dir", str(tmp_path / "run"), "--seed", "0",
+            "--set", "num_env_runners=0", "min_time_s_per_iteration=0", "train_batch_size_per_learner=100"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == f"Training {algo} on CartPole-v1; run dir: {tmp_path / 'run'}"
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["learners"]["__all_modules__"]["weights_seq_no"] for r in results] == (
+        [2, 4] if algo == "APPO" else [1, 2]  # APPO trains on each sampled batch twice
+    )

@@ -1,0 +1,36 @@
+"""IMPALA learns CartPole-v1 with two remote runners sampling asynchronously: a mean return (last 100
+episodes) of 400 within 500k env steps."""
+
+import pytest
+
+from flywheel import IMPALAConfig
+
+pytestmark = [pytest.mark.learning, pytest.mark.ray]
+
+BUDGET = 500_000
+
+
+def test_impala_with_two_remote_runners_reaches_400_within_500k_env_steps(ray_session):
+    # RLlib's tuned APPO CartPole settings (shared value layers, vf_loss_coeff 0.05, no entropy bonus),
+    # a smaller network, lr 1e-3 and minibatches of 100 env steps (2 rows of 50).
+    config = (
+        IMPALAConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
+        .training(lr=1e-3, entropy_coeff=0.0, vf_loss_coeff=0.05, minibatch_size=100)
+        .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": True})
+        .reporting(min_time_s_per_iteration=1)
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        while True:
+            result = algo.train()
+            steps = result["env_runners"]["num_env_steps_sampled_lifetime"]
+            ret = result["env_runners"]["episode_return_mean"]
+            if ret >= 400 or steps >= BUDGET:
+                break
+    finally:
+        algo.stop()
+    assert ret >= 400, f"mean return {ret:.1f} after {steps} env steps"
+    assert steps <= BUDGET  # runs cross 400 at ~180k env steps here (asynchronous: not repeatable)
