@@ -356,6 +356,8 @@ def machine_section() -> list[str]:
 
 
 def main() -> None:
+    from report_appo import appo_section  # imports this module's helpers
+
     lines = [
         "# flywheel benchmark results",
         "",
@@ -375,6 +377,8 @@ def main() -> None:
         *train_remote_section(),
         "",
         *offpolicy_section(),
+        "",
+        *appo_section(),
         "",
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))

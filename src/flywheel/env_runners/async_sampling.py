@@ -46,19 +46,20 @@ class AsyncSampler:
         self._runners = runners
         self._kwargs = dict(sample_kwargs or {})
         self._in_flight: dict[int, _InFlight] = {}
-        self._posted: dict[str, tuple[int, Any]] = {}  # part -> (version, object ref of its state)
+        # part -> [version, state, its object ref once a runner needed it]
+        self._posted: dict[str, list] = {}
         self._delivered: dict[int, dict[str, int]] = {}  # worker index -> part -> version it has
         self.num_dropped = 0
         """In-flight samples lost to runner failures and timeouts (lifetime)."""
 
     def post(self, part: str, state: dict) -> None:
         """Makes `state` (a runner state, e.g. `{"rl_module": ..., "weights_seq_no": n}`) the latest
-        version of `part`; each runner sets it before its next `sample()`, restarted ones when they start."""
-        import ray
-
+        version of `part`; each runner sets it before its next `sample()`, restarted ones when they
+        start. It goes into Ray's object store once, when the first runner needs it (a learner that
+        posts after every update would otherwise copy weights no runner ever reads)."""
         self._runners.remember(state)
-        version = self._posted.get(part, (0, None))[0] + 1
-        self._posted[part] = (version, ray.put(state))
+        version = self._posted[part][0] + 1 if part in self._posted else 1
+        self._posted[part] = [version, state, None]
 
     def collect(self, *, block: bool) -> list[tuple[int, Any]]:
         """`(worker_index, sample result)` of every sample that finished since the last call (call
@@ -85,10 +86,19 @@ class AsyncSampler:
             if index in self._in_flight:
                 continue
             delivered = self._delivered.get(index, {})
-            stale = [ref for part, (version, ref) in self._posted.items() if delivered.get(part) != version]
+            stale = [self._state_ref(part) for part, posted in self._posted.items() if delivered.get(part) != posted[0]]
             ref, before = runners.submit(index, "sample", self._kwargs, *stale)
             self._in_flight[index] = _InFlight(ref, before, runners.actor(index), time.monotonic())
-            self._delivered[index] = {part: version for part, (version, _) in self._posted.items()}
+            self._delivered[index] = {part: posted[0] for part, posted in self._posted.items()}
+
+    def _state_ref(self, part: str) -> Any:
+        """The object ref of `part`'s latest state (put into the object store on first use)."""
+        import ray
+
+        posted = self._posted[part]
+        if posted[2] is None:
+            posted[2] = ray.put(posted[1])
+        return posted[2]
 
     def _take_finished(self, wait: bool) -> list[tuple[int, Any]]:
         """The finished samples' results (waiting for one, at most until the oldest call's
