@@ -72,7 +72,7 @@ def _projection(rows: list[dict[str, Any]]) -> list[str]:
     cells = [f"{n} runners: {fmt(min(n * 1e6 / runner, cap))} steps/s" for n in (16, 64)]
     return [
         f"On paper, from the 1-runner sample() cost ({runner:.1f} µs per env step, measured while sharing",
-        f"two cores, so an upper bound of the cost on a core of its own) and the driver's CPU per step at 2",
+        "two cores, so an upper bound of the cost on a core of its own) and the driver's CPU per step at 2",
         f"runners ({driver:.1f} µs: collecting samples, learning, posting weights): N runners sample",
         f"N × {fmt(1e6 / runner)} steps/s until the single driver caps at {fmt(cap)} steps/s: "
         + "; ".join(cells)
@@ -103,7 +103,9 @@ def _to450_lines() -> list[str]:
             reached = [s for s in secs if s is not None]
             med = median(reached) if len(reached) == len(secs) and secs else None
             per = ", ".join(
-                f"{r['to_450']['train_seconds']:.0f} s @ {r['to_450']['env_steps']:,}" if r.get("to_450") else "—"
+                f"{r['to_450']['train_seconds']:.0f} s @ {r['to_450']['env_steps']:,}"
+                if r.get("to_450")
+                else "—"
                 for r in runs
             )
             lines.append(f"| {NAMES[fw]} | {setting} | {fmt(med)} | {per or '—'} |")

@@ -151,8 +151,12 @@ def main() -> None:
     parser.add_argument("--settings", choices=["rllib", "flywheel"], default="rllib")
     parser.add_argument("--num-env-runners", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--min-seconds", type=float, default=20.0, help="throughput without turns: time this long")
-    parser.add_argument("--max-seconds", type=float, default=600.0, help="to450: wall-clock cap from process start")
+    parser.add_argument(
+        "--min-seconds", type=float, default=20.0, help="throughput without turns: time this long"
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=600.0, help="to450: wall-clock cap from process start"
+    )
     parser.add_argument("--turns-dir")
     parser.add_argument("--turn-order")
     parser.add_argument("--turn-as")

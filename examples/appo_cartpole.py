@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     config = build_config(args.num_env_runners)
     if args.smoke:
-        config.training(train_batch_size_per_learner=100, minibatch_size=None).reporting(min_time_s_per_iteration=0)
+        config.training(train_batch_size_per_learner=100, minibatch_size=None).reporting(
+            min_time_s_per_iteration=0
+        )
         config.env_runners(num_cpus_per_env_runner=0, rollout_fragment_length=25)
         args.stop_timesteps = 1
     algo = config.build_algo()

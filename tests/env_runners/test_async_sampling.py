@@ -26,7 +26,13 @@ FRAGMENT = 10  # env steps per sample() call: one sub-env, rollout_fragment_leng
 
 def group_of(env=CountingEnv, env_config=None, **fault_tolerance):
     config = (
-        counting_config(env=env, episode_len=4, num_env_runners=2, num_cpus_per_env_runner=0, rollout_fragment_length=FRAGMENT)
+        counting_config(
+            env=env,
+            episode_len=4,
+            num_env_runners=2,
+            num_cpus_per_env_runner=0,
+            rollout_fragment_length=FRAGMENT,
+        )
         .environment(env, env_config={"episode_len": 4, **(env_config or {})}, disable_env_checking=True)
         .fault_tolerance(delay_between_env_runner_restarts_s=0, **fault_tolerance)
     )
@@ -49,7 +55,12 @@ def steps_of(samples):
 
 
 def seq_nos(samples):
-    return {int(s) for episodes in samples for e in episodes for s in e.get_extra_model_outputs(Columns.WEIGHTS_SEQ_NO)}
+    return {
+        int(s)
+        for episodes in samples
+        for e in episodes
+        for s in e.get_extra_model_outputs(Columns.WEIGHTS_SEQ_NO)
+    }
 
 
 def test_runners_keep_sampling_between_calls_that_do_not_wait(ray_session):
@@ -85,7 +96,10 @@ def test_weights_go_with_each_runners_next_sample_only_the_newest(ray_session):
         assert seq_nos(first) == {0} and 5 not in seq_nos(later) and 6 in seq_nos(later)
         # Once a runner took new weights, its samples never go back to older ones.
         assert seq_nos(collect(group, 4)) == {6}
-        assert group.foreach_env_runner(lambda runner: runner.weights_seq_no, local_env_runner=False) == [6, 6]
+        assert group.foreach_env_runner(lambda runner: runner.weights_seq_no, local_env_runner=False) == [
+            6,
+            6,
+        ]
     finally:
         group.stop()
 
@@ -141,9 +155,7 @@ def test_a_runner_failing_mid_sample_is_restarted_and_its_sample_dropped_once(co
 
 
 def test_without_restarts_the_failure_reaches_the_caller(counter):
-    group = group_of(
-        FailsAtStep, {"counter": counter, "fail_at": {1: 5}}, restart_failed_env_runners=False
-    )
+    group = group_of(FailsAtStep, {"counter": counter, "fail_at": {1: 5}}, restart_failed_env_runners=False)
     try:
         with pytest.raises(RuntimeError, match="^scripted failure of worker 1$"):
             collect(group, 10)

@@ -86,7 +86,11 @@ class AsyncSampler:
             if index in self._in_flight:
                 continue
             delivered = self._delivered.get(index, {})
-            stale = [self._state_ref(part) for part, posted in self._posted.items() if delivered.get(part) != posted[0]]
+            stale = [
+                self._state_ref(part)
+                for part, posted in self._posted.items()
+                if delivered.get(part) != posted[0]
+            ]
             ref, before = runners.submit(index, "sample", self._kwargs, *stale)
             self._in_flight[index] = _InFlight(ref, before, runners.actor(index), time.monotonic())
             self._delivered[index] = {part: posted[0] for part, posted in self._posted.items()}

@@ -38,7 +38,8 @@ def deterministic(result):
 def test_appo_trains_each_sampled_batch_k_times_and_reports_its_lag():
     algo = sync_config(circular_buffer_iterations_per_batch=3).build_algo()
     try:
-        first, second = algo.train(), algo.train()
+        algo.train()
+        second = algo.train()
     finally:
         algo.stop()
     assert second["num_env_steps_sampled_lifetime"] == 80
@@ -50,9 +51,13 @@ def test_appo_trains_each_sampled_batch_k_times_and_reports_its_lag():
     # The batch stays in the buffer for its first two updates: 1, 1, 0 batches waiting after each.
     assert learners["learner_queue_size"] == pytest.approx(2 / 3)
     assert learners["num_env_steps_dropped_lifetime"] == 0
-    assert second["env_runners"]["weights_seq_no"] == 3  # the runner sampled with the first iteration's last weights
+    assert (
+        second["env_runners"]["weights_seq_no"] == 3
+    )  # the runner sampled with the first iteration's last weights
     module = second["learners"]["default_policy"]
-    assert {"policy_loss", "vf_loss", "entropy", "mean_IS", "var_IS", "curr_kl_coeff", "total_loss"} <= set(module)
+    assert {"policy_loss", "vf_loss", "entropy", "mean_IS", "var_IS", "curr_kl_coeff", "total_loss"} <= set(
+        module
+    )
     assert {"num_env_steps_trained_lifetime_throughput", "num_env_steps_sampled_lifetime"} <= set(second)
 
 
@@ -65,7 +70,12 @@ def test_impala_trains_each_batch_once_on_fresh_weights():
     assert result["num_env_steps_sampled_lifetime"] == result["num_env_steps_trained_lifetime"] == 40
     learners = result["learners"]["__all_modules__"]
     assert (learners["weights_lag_mean"], learners["weights_lag_max"]) == (0.0, 0)
-    assert set(result["learners"]["default_policy"]) >= {"policy_loss", "vf_loss", "entropy", "curr_entropy_coeff"}
+    assert set(result["learners"]["default_policy"]) >= {
+        "policy_loss",
+        "vf_loss",
+        "entropy",
+        "curr_entropy_coeff",
+    }
 
 
 def test_first_update_is_on_policy_for_the_target_network():
@@ -77,7 +87,9 @@ def test_first_update_is_on_policy_for_the_target_network():
         module = algo.train()["learners"]["default_policy"]
     finally:
         algo.stop()
-    assert module["mean_IS"] == pytest.approx(1.0, abs=1e-5) and module["var_IS"] == pytest.approx(0.0, abs=1e-9)
+    assert module["mean_IS"] == pytest.approx(1.0, abs=1e-5) and module["var_IS"] == pytest.approx(
+        0.0, abs=1e-9
+    )
     assert module["mean_kl_loss"] == pytest.approx(0.0, abs=1e-7)
     assert module["curr_kl_coeff"] == pytest.approx(0.2)
 
@@ -167,7 +179,9 @@ def test_default_module_keeps_target_copies_out_of_the_runners():
     algo = sync_config().build_algo()
     try:
         runner_weights = algo.env_runner.module.get_state()
-        learner_module = algo.learner_group.foreach_learner(lambda learner: learner.module["default_policy"])[0]
+        learner_module = algo.learner_group.foreach_learner(lambda learner: learner.module["default_policy"])[
+            0
+        ]
     finally:
         algo.stop()
     assert isinstance(learner_module, DefaultAPPOTorchRLModule)

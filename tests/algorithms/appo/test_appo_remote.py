@@ -23,7 +23,10 @@ def remote_config(env=CountingEnv, env_config=None, **learners):
         APPOConfig()
         .environment(env, env_config={"episode_len": 8, **(env_config or {})}, disable_env_checking=True)
         .env_runners(
-            num_env_runners=2, num_envs_per_env_runner=2, rollout_fragment_length=10, num_cpus_per_env_runner=0.5
+            num_env_runners=2,
+            num_envs_per_env_runner=2,
+            rollout_fragment_length=10,
+            num_cpus_per_env_runner=0.5,
         )
         .learners(num_cpus_per_learner=0.5, **learners)
         .training(train_batch_size_per_learner=40)
@@ -60,7 +63,9 @@ def test_two_learners_hold_identical_weights_after_every_update(ray_session):
     try:
         for _ in range(3):
             result = algo.train()
-            first, second = algo.learner_group.foreach_learner(lambda learner: learner.get_weights(inference_only=False))
+            first, second = algo.learner_group.foreach_learner(
+                lambda learner: learner.get_weights(inference_only=False)
+            )
             for name, value in first["default_policy"].items():
                 np.testing.assert_array_equal(second["default_policy"][name], value, err_msg=name)
             assert any(name.startswith("_old_pi.") for name in first["default_policy"])
@@ -70,9 +75,8 @@ def test_two_learners_hold_identical_weights_after_every_update(ray_session):
 
 
 def test_multi_agent_modules_each_train(ray_session):
-    config = (
-        remote_config(MultiCartPole, {"num_agents": 2})
-        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p" + agent_id[-1])
+    config = remote_config(MultiCartPole, {"num_agents": 2}).multi_agent(
+        policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p" + agent_id[-1]
     )
     algo = config.build_algo()
     try:

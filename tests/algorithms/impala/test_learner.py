@@ -80,7 +80,9 @@ def test_vtrace_on_policy_gives_each_run_its_bootstrapped_n_step_returns():
     batch = rows(impala, EPISODES)
     tm = TimeMajor(batch)
     values = tm(batch[Columns.OBS][..., 0])
-    vs, advantages = impala.vtrace(batch, tm, target_logp=torch.full_like(values, math.log(0.5)), values=values)
+    vs, advantages = impala.vtrace(
+        batch, tm, target_logp=torch.full_like(values, math.log(0.5)), values=values
+    )
     assert vs.shape == (3, 3) and tm.steps.shape == (3, 3)
     steps = tm.steps.T.tolist()
     assert steps == [[True, True, True], [True, True, False], [True, True, True]]
@@ -144,5 +146,7 @@ def test_a_module_without_values_is_refused():
             return {Columns.ACTION_DIST_INPUTS: self.pi(batch[Columns.OBS])}
 
     config = IMPALAConfig().rl_module(rl_module_spec=RLModuleSpec(module_class=PolicyOnly))
-    with pytest.raises(LearnerError, match=r"IMPALA needs a value function, but module 'default_policy' \(PolicyOnly\)"):
+    with pytest.raises(
+        LearnerError, match=r"IMPALA needs a value function, but module 'default_policy' \(PolicyOnly\)"
+    ):
         config.build_learner(env=CountingEnv())

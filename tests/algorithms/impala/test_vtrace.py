@@ -85,7 +85,9 @@ def test_rho_thresholds_clip_vs_and_advantages_separately():
         vs, pg = call_vtrace(target[:, None], behaviour[:, None], discounts[:, None], rewards[:, None],
                              values[:, None], [0.7], clip_rho_threshold=rho_bar,
                              clip_pg_rho_threshold=pg_rho_bar)  # fmt: skip
-        ref_vs, ref_pg = reference_vtrace(target, behaviour, discounts, rewards, values, 0.7, rho_bar, pg_rho_bar)
+        ref_vs, ref_pg = reference_vtrace(
+            target, behaviour, discounts, rewards, values, 0.7, rho_bar, pg_rho_bar
+        )
         np.testing.assert_allclose(vs[:, 0], ref_vs, rtol=1e-10)
         np.testing.assert_allclose(pg[:, 0], ref_pg, rtol=1e-10)
     # None: no clipping at all (the reference with infinite thresholds).
@@ -106,7 +108,10 @@ def test_on_policy_vs_are_bootstrapped_n_step_returns():
     logp = np.log(np.array([0.2, 0.7, 0.5, 0.9]))
     vs, pg = call_vtrace(logp[:, None], logp[:, None], np.full((T, 1), gamma), rewards[:, None],
                          values[:, None], [bootstrap])  # fmt: skip
-    expected = [sum(gamma ** (t - s) * rewards[t] for t in range(s, T)) + gamma ** (T - s) * bootstrap for s in range(T)]
+    expected = [
+        sum(gamma ** (t - s) * rewards[t] for t in range(s, T)) + gamma ** (T - s) * bootstrap
+        for s in range(T)
+    ]
     np.testing.assert_allclose(vs[:, 0], expected, rtol=1e-12)
     assert vs[0, 0] == pytest.approx(1 + 0.9 * 2 + 0.81 * 3 + 0.729 * 4 + 0.6561 * 8)
     # Advantages are the one-step TD errors against vs: r_s + g vs_{s+1} - V(x_s).
@@ -133,7 +138,14 @@ def test_batch_columns_are_independent_trajectories():
     vs, pg = call_vtrace(target, behaviour, discounts, rewards, values, bootstrap)
     for b in range(B):
         ref_vs, ref_pg = reference_vtrace(
-            target[:, b], behaviour[:, b], discounts[:, b], rewards[:, b], values[:, b], bootstrap[b], 1.0, 1.0
+            target[:, b],
+            behaviour[:, b],
+            discounts[:, b],
+            rewards[:, b],
+            values[:, b],
+            bootstrap[b],
+            1.0,
+            1.0,
         )
         np.testing.assert_allclose(vs[:, b], ref_vs, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(pg[:, b], ref_pg, rtol=1e-10, atol=1e-12)

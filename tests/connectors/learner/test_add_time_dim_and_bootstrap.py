@@ -110,7 +110,9 @@ def test_a_custom_loss_mask_stays_false():
 
 
 def test_without_bootstrap_rows_the_piece_explains_what_is_missing():
-    pipeline = ConnectorPipelineV2(connectors=[*default_learner_connectors(), AddTimeDimToBatchAndBootstrap()])
+    pipeline = ConnectorPipelineV2(
+        connectors=[*default_learner_connectors(), AddTimeDimToBatchAndBootstrap()]
+    )
     with pytest.raises(ConnectorError, match=r"no AddOneTsToEpisodesAndTruncate ran before it"):
         pipeline(rl_module={"default_policy": Module()}, batch={}, episodes=[chunk(0, 2)], shared_data={})
 

@@ -53,7 +53,9 @@ class AddTimeDimToBatchAndBootstrap(ConnectorV2):
             `rollout_fragment_length`); default 50. Stateful modules use their `max_seq_len`.
     """
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *, sequence_length=None, **kwargs):
+    def __init__(
+        self, input_observation_space=None, input_action_space=None, *, sequence_length=None, **kwargs
+    ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.sequence_length = sequence_length
 

@@ -90,7 +90,9 @@ class AdaptiveKLCoeffs:
                     self.curr_kl_coeffs[module_id] *= 1.5
                 elif kl < 0.5 * self.config.kl_target:
                     self.curr_kl_coeffs[module_id] *= 0.5
-            self.metrics.log_value((module_id, "curr_kl_coeff"), self.curr_kl_coeffs[module_id], reduce="mean")
+            self.metrics.log_value(
+                (module_id, "curr_kl_coeff"), self.curr_kl_coeffs[module_id], reduce="mean"
+            )
 
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
