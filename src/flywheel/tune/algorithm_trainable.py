@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import cloudpickle
 from ray import tune
 from ray.tune.search.repeater import TRIAL_INDEX
 
@@ -36,8 +37,10 @@ class AlgorithmTrainable(tune.Trainable):
 
     algo_class: ClassVar[type[Algorithm]]
     config_class: ClassVar[type[AlgorithmConfig]]
-    env_registry: ClassVar[dict[str, Any]]
-    """The `register_env` names and creators of the process that made the class."""
+    env_registry: ClassVar[dict[str, bytes]]
+    """The `register_env` names of the process that made the class, each with its creator pickled on its
+    own: a trial unpickles only the creators its config names, so an env registered by code the trial
+    process cannot import (another script, a test module) does not break unrelated trials."""
 
     @classmethod
     def algorithm_config(cls, settings: Mapping[str, Any]) -> AlgorithmConfig:
@@ -58,9 +61,11 @@ class AlgorithmTrainable(tune.Trainable):
         )
 
     def setup(self, config: dict[str, Any]) -> None:
-        for name, creator in self.env_registry.items():
-            register_env(name, creator)
-        self.algo = self.algorithm_config(config).build_algo()
+        algo_config = self.algorithm_config(config)
+        evaluation_env = (algo_config.evaluation_config or {}).get("env")
+        for name in {algo_config.env, evaluation_env} & self.env_registry.keys():
+            register_env(name, cloudpickle.loads(self.env_registry[name]))
+        self.algo = algo_config.build_algo()
         self._next_config: AlgorithmConfig | None = None
 
     def step(self) -> dict[str, Any]:
@@ -96,12 +101,24 @@ def make_trainable(name: str, algo_class: type, config_class: type) -> type[Algo
     attributes = {
         "algo_class": algo_class,
         "config_class": config_class,
-        "env_registry": registered_envs(),
+        "env_registry": _pickled_envs(),
         "__module__": __name__,
         "__qualname__": name,
         "__doc__": f"Ray Tune trainable of flywheel's {algo_class.__name__} ({config_class.__name__}).",
     }
     return type(name, (AlgorithmTrainable,), attributes)
+
+
+def _pickled_envs() -> dict[str, bytes]:
+    """`registered_envs()` with each creator pickled on its own (a creator that cannot be pickled stays
+    unregistered in trials, which then name its env as unknown)."""
+    pickled = {}
+    for name, creator in registered_envs().items():
+        try:
+            pickled[name] = cloudpickle.dumps(creator)
+        except Exception:  # any pickling failure: a closure over a lock, a socket, ...
+            continue
+    return pickled
 
 
 def resource_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
