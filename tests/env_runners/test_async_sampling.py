@@ -4,7 +4,6 @@ restarted with its sample dropped, counted and never returned."""
 
 import sys
 import time
-import uuid
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from flywheel.columns import Columns
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger
-from flywheel.testing import CountingEnv
+from flywheel.testing import CountingEnv, FailingEnv
 
 from .conftest import counting_config
 
@@ -104,40 +103,11 @@ def test_weights_go_with_each_runners_next_sample_only_the_newest(ray_session):
         group.stop()
 
 
-class StepCounter:
-    def __init__(self):
-        self.counts = {}
-
-    def incr(self, worker):
-        self.counts[worker] = self.counts.get(worker, 0) + 1
-        return self.counts[worker]
-
-
-class FailsAtStep(CountingEnv):
-    """Raises in its worker's `config["fail_at"]`-th env step, counted across runner restarts."""
-
-    def __init__(self, config):
-        super().__init__(config)
-        self.worker = config.worker_index
-        self.counter = ray.get_actor(config["counter"])
-
-    def step(self, action):
-        if ray.get(self.counter.incr.remote(self.worker)) == self.config["fail_at"].get(self.worker):
-            raise RuntimeError(f"scripted failure of worker {self.worker}")
-        return super().step(action)
-
-
-@pytest.fixture
-def counter(ray_session):
-    name = f"async_step_counter_{uuid.uuid4().hex[:8]}"
-    actor = ray.remote(num_cpus=0)(StepCounter).options(name=name, lifetime="detached").remote()
-    yield name
-    ray.kill(actor)
-
-
-def test_a_runner_failing_mid_sample_is_restarted_and_its_sample_dropped_once(counter):
-    # Worker 1 fails in its 25th step: 4 steps into its third sample (steps 21-30).
-    group = group_of(FailsAtStep, {"counter": counter, "fail_at": {1: 25}})
+def test_a_runner_failing_mid_sample_is_restarted_and_its_sample_dropped_once(ray_session, tmp_path):
+    # Worker 1's env fails in its 26th step, 6 steps into its third sample (steps 21-30), once: the
+    # restarted runner's env finds the marker file and runs on.
+    fail = {"fail_after": 25, "fail_on_worker_indices": [1], "fail_once_marker": str(tmp_path / "failed")}
+    group = group_of(FailingEnv, fail)
     try:
         samples, deadline = collect(group, 12), time.monotonic() + 60
         while group.num_healthy_env_runners < 2 and time.monotonic() < deadline:
@@ -149,15 +119,17 @@ def test_a_runner_failing_mid_sample_is_restarted_and_its_sample_dropped_once(co
         group.stop()
     assert counts["num_env_runner_failures"] == 1 and counts["num_env_runner_restarts"] == 1
     assert counts["num_env_runner_samples_dropped"] == 1 and counts["num_healthy_env_runners"] == 2
-    # Only whole samples came back, each counted once: the 4 steps of the failed one are nowhere.
+    # Only whole samples came back, each counted once: the 5 steps of the failed one are nowhere.
     assert set(steps_of(samples)) == {FRAGMENT}
     assert logger.peek("num_env_steps_sampled") == sum(steps_of(samples)) == FRAGMENT * len(samples)
 
 
-def test_without_restarts_the_failure_reaches_the_caller(counter):
-    group = group_of(FailsAtStep, {"counter": counter, "fail_at": {1: 5}}, restart_failed_env_runners=False)
+def test_without_restarts_the_failure_reaches_the_caller(ray_session):
+    group = group_of(
+        FailingEnv, {"fail_after": 2, "fail_on_worker_indices": [1]}, restart_failed_env_runners=False
+    )
     try:
-        with pytest.raises(RuntimeError, match="^scripted failure of worker 1$"):
+        with pytest.raises(RuntimeError, match=r"^FailingEnv.step\(\) failed on purpose after 2 steps"):
             collect(group, 10)
     finally:
         group.stop()

@@ -2,13 +2,12 @@
 learners after every update, multi-agent modules, and a runner failing mid-sample."""
 
 import sys
-import uuid
 
 import numpy as np
 import pytest
 
 from flywheel import APPOConfig
-from flywheel.testing import CountingEnv
+from flywheel.testing import CountingEnv, FailingEnv
 from flywheel.testing.multi_agent_envs import MultiCartPole
 
 ray = pytest.importorskip("ray")
@@ -89,39 +88,16 @@ def test_multi_agent_modules_each_train(ray_session):
     assert result["learners"]["__all_modules__"]["weights_lag_max"] >= 0
 
 
-class StepCounter:
-    def __init__(self):
-        self.counts = {}
-
-    def incr(self, worker):
-        self.counts[worker] = self.counts.get(worker, 0) + 1
-        return self.counts[worker]
-
-
-class FailsAtStep(CountingEnv):
-    """Raises in its worker's `config["fail_at"]`-th env step, counted across runner restarts."""
-
-    def __init__(self, config):
-        super().__init__(config)
-        self.worker = config.worker_index
-        self.counter = ray.get_actor(config["counter"])
-
-    def step(self, action):
-        if ray.get(self.counter.incr.remote(self.worker)) == self.config["fail_at"].get(self.worker):
-            raise RuntimeError(f"scripted failure of worker {self.worker}")
-        return super().step(action)
-
-
-def test_a_runner_failing_mid_sample_drops_that_sample_once(ray_session):
-    name = f"appo_step_counter_{uuid.uuid4().hex[:8]}"
-    counter = ray.remote(num_cpus=0)(StepCounter).options(name=name, lifetime="detached").remote()
-    # Worker 1's 45th step call fails: 5 env-step calls into its third sample (2 sub-envs x 10 steps).
-    algo = remote_config(FailsAtStep, {"counter": name, "fail_at": {1: 45}}).build_algo()
+def test_a_runner_failing_mid_sample_drops_that_sample_once(ray_session, tmp_path):
+    # Worker 1's first sub-env fails in its 26th step, 6 steps into the runner's third sample (10 steps
+    # per sub-env each), once: the restarted runner's envs find the marker file and run on.
+    fail = {"fail_after": 25, "fail_on_worker_indices": [1], "fail_on_vector_indices": [0],
+            "fail_once_marker": str(tmp_path / "failed")}  # fmt: skip
+    algo = remote_config(FailingEnv, fail).build_algo()
     try:
         results = [algo.train() for _ in range(6)]
     finally:
         algo.stop()
-        ray.kill(counter)
     last = results[-1]
     assert last["fault_tolerance"]["num_env_runner_failures"] == 1
     assert last["fault_tolerance"]["num_env_runner_restarts"] == 1
