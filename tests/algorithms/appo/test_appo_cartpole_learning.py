@@ -8,6 +8,8 @@ from flywheel import APPOConfig
 pytestmark = pytest.mark.learning
 
 BUDGET = 300_000
+# Each remote runner imports torch as it starts: on a loaded machine that outlasts the default 60 s.
+STARTUP_S = 600
 
 
 def cartpole_config(seed: int, num_env_runners: int) -> APPOConfig:
@@ -21,6 +23,7 @@ def cartpole_config(seed: int, num_env_runners: int) -> APPOConfig:
             num_env_runners=num_env_runners,
             num_envs_per_env_runner=4 if num_env_runners else 8,
             num_cpus_per_env_runner=0.5,
+            sample_timeout_s=STARTUP_S,
         )
         .training(
             lr=1e-3,

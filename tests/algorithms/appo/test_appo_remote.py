@@ -26,6 +26,7 @@ def remote_config(env=CountingEnv, env_config=None, **learners):
             num_envs_per_env_runner=2,
             rollout_fragment_length=10,
             num_cpus_per_env_runner=0.5,
+            sample_timeout_s=600,  # runners import torch as they start: slow on a loaded machine
         )
         .learners(num_cpus_per_learner=0.5, **learners)
         .training(train_batch_size_per_learner=40)

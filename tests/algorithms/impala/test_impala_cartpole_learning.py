@@ -8,6 +8,8 @@ from flywheel import IMPALAConfig
 pytestmark = [pytest.mark.learning, pytest.mark.ray]
 
 BUDGET = 500_000
+# Each remote runner imports torch as it starts: on a loaded machine that outlasts the default 60 s.
+STARTUP_S = 600
 
 
 def test_impala_with_two_remote_runners_reaches_400_within_500k_env_steps(ray_session):
@@ -16,7 +18,12 @@ def test_impala_with_two_remote_runners_reaches_400_within_500k_env_steps(ray_se
     config = (
         IMPALAConfig()
         .environment("CartPole-v1")
-        .env_runners(num_env_runners=2, num_envs_per_env_runner=4, num_cpus_per_env_runner=0.5)
+        .env_runners(
+            num_env_runners=2,
+            num_envs_per_env_runner=4,
+            num_cpus_per_env_runner=0.5,
+            sample_timeout_s=STARTUP_S,
+        )
         .training(lr=1e-3, entropy_coeff=0.0, vf_loss_coeff=0.05, minibatch_size=100)
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": True})
         .reporting(min_time_s_per_iteration=1)
