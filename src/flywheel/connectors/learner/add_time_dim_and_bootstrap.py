@@ -28,7 +28,7 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.add_time_dim import states_at_sequence_starts
 from flywheel.connectors.learner.module_episodes import (
-    BOOTSTRAP_CHUNK_LENS,
+    bootstrap_chunk_lens,
     concat_leaves,
     module_episodes,
     num_rows,
@@ -70,12 +70,7 @@ class AddTimeDimToBatchAndBootstrap(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        chunk_lens = (shared_data or {}).get(BOOTSTRAP_CHUNK_LENS)
-        if chunk_lens is None:
-            raise ConnectorError(
-                "AddTimeDimToBatchAndBootstrap needs the bootstrap row of each chunk, but no "
-                "AddOneTsToEpisodesAndTruncate ran before it. Fix: pipeline.prepend(AddOneTsToEpisodesAndTruncate())."
-            )
+        chunk_lens = bootstrap_chunk_lens(shared_data, "AddTimeDimToBatchAndBootstrap")
         chunks: dict[str, list] = {}
         for module_id, episode in module_episodes(episodes):
             chunks.setdefault(module_id, []).append(episode)

@@ -13,6 +13,7 @@ import numpy as np
 import tree
 
 from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, stack_rows, take_rows
+from flywheel.errors import ConnectorError
 from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
 
 # `shared_data` key under which `AddOneTsToEpisodesAndTruncate` records, per module, the number
@@ -36,6 +37,17 @@ def module_episodes(episodes: list[Any]) -> Iterator[tuple[ModuleID, Any]]:
         for agent_id, agent_episode in agent_episodes.items():
             if len(agent_episode) > 0:
                 yield agent_episode.module_id or episode.module_for(agent_id), agent_episode
+
+
+def bootstrap_chunk_lens(shared_data: dict | None, piece: str) -> dict:
+    """The chunk lengths `AddOneTsToEpisodesAndTruncate` recorded, which `piece` (its name) needs."""
+    chunk_lens = (shared_data or {}).get(BOOTSTRAP_CHUNK_LENS)
+    if chunk_lens is None:
+        raise ConnectorError(
+            f"{piece} needs the bootstrap timestep of each chunk, but no AddOneTsToEpisodesAndTruncate ran "
+            "before it. Fix: pipeline.prepend(AddOneTsToEpisodesAndTruncate())."
+        )
+    return chunk_lens
 
 
 def chunk_rows(episode: Any, shared_data: dict | None) -> int:
@@ -122,6 +134,7 @@ def terminated_column(rows: int, last_real: int, flag: bool) -> np.ndarray:
 __all__ = [
     "BOOTSTRAP_CHUNK_LENS",
     "add_module_item",
+    "bootstrap_chunk_lens",
     "append_last",
     "chunk_rows",
     "concat_leaves",
