@@ -5,6 +5,8 @@ import pytest
 
 from flywheel import APPOConfig
 
+from ..conftest import train_until
+
 pytestmark = pytest.mark.learning
 
 BUDGET = 300_000
@@ -38,26 +40,14 @@ def cartpole_config(seed: int, num_env_runners: int) -> APPOConfig:
     )
 
 
-def train_until(algo, threshold: float) -> tuple[float, int]:
-    try:
-        while True:
-            result = algo.train()
-            steps = result["env_runners"]["num_env_steps_sampled_lifetime"]
-            ret = result["env_runners"]["episode_return_mean"]
-            if ret >= threshold or steps >= BUDGET:
-                return ret, steps
-    finally:
-        algo.stop()
-
-
 @pytest.mark.ray
 def test_appo_with_two_remote_runners_reaches_450_within_300k_env_steps(ray_session):
-    ret, steps = train_until(cartpole_config(seed=0, num_env_runners=2).build_algo(), 450)
+    ret, steps = train_until(cartpole_config(seed=0, num_env_runners=2).build_algo(), 450, BUDGET)
     assert ret >= 450, f"mean return {ret:.1f} after {steps} env steps"
     assert steps <= BUDGET  # runs cross 450 at 110k-170k env steps here (asynchronous: not repeatable)
 
 
 def test_appo_on_the_local_runner_reaches_400_within_300k_env_steps():
-    ret, steps = train_until(cartpole_config(seed=0, num_env_runners=0).build_algo(), 400)
+    ret, steps = train_until(cartpole_config(seed=0, num_env_runners=0).build_algo(), 400, BUDGET)
     assert ret >= 400, f"mean return {ret:.1f} after {steps} env steps"
     assert steps <= BUDGET  # seed 0 crosses 400 at ~100k env steps here

@@ -5,6 +5,8 @@ import pytest
 
 from flywheel import IMPALAConfig
 
+from ..conftest import train_until
+
 pytestmark = [pytest.mark.learning, pytest.mark.ray]
 
 BUDGET = 500_000
@@ -29,15 +31,6 @@ def test_impala_with_two_remote_runners_reaches_400_within_500k_env_steps(ray_se
         .reporting(min_time_s_per_iteration=1)
         .debugging(seed=0)
     )
-    algo = config.build_algo()
-    try:
-        while True:
-            result = algo.train()
-            steps = result["env_runners"]["num_env_steps_sampled_lifetime"]
-            ret = result["env_runners"]["episode_return_mean"]
-            if ret >= 400 or steps >= BUDGET:
-                break
-    finally:
-        algo.stop()
+    ret, steps = train_until(config.build_algo(), 400, BUDGET)
     assert ret >= 400, f"mean return {ret:.1f} after {steps} env steps"
     assert steps <= BUDGET  # runs cross 400 at ~180k env steps here (asynchronous: not repeatable)
