@@ -59,6 +59,8 @@ def add_transition_column(
     for module_id, block in blocks:
         if module_id not in preset:
             add_module_item(batch, module_id, column, block.columns[column])
+
+
 def bootstrap_chunk_lens(shared_data: dict | None, piece: str) -> dict:
     """The chunk lengths `AddOneTsToEpisodesAndTruncate` recorded, which `piece` (its name) needs."""
     chunk_lens = (shared_data or {}).get(BOOTSTRAP_CHUNK_LENS)
