@@ -166,21 +166,34 @@ class Algorithm(Checkpointable):
         """Samples from the runner group and merges the runners' metrics (exactly) into `self.metrics`."""
         with self.metrics.log_time((TIMERS, keys.ENV_RUNNER_SAMPLING_TIMER), reduce="mean"):
             episodes = self.env_runner_group.sample(**kwargs)
+        self._merge_runner_metrics()
+        return episodes
+
+    def _merge_runner_metrics(self) -> None:
+        """Merges the metrics of the runners' last samples (exactly) into `self.metrics`, and the
+        group's fault-tolerance counts when there are remote runners."""
         self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
         if self.env_runner_group.num_remote_env_runners():
             counts = self.env_runner_group.fault_tolerance_metrics()
             self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
-        return episodes
 
     def _update(self, episodes: Sequence[Any]) -> dict[str, Any]:
         """One learner-group update on `episodes` (every algorithm's update goes through here); logs its
-        results under `learners` and returns them."""
-        timesteps = {keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()}
+        results under `learners` and returns them. The learners' `timesteps` are the lifetime env steps
+        sampled and trained (before this update)."""
+        timesteps = {
+            keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps(),
+            keys.NUM_ENV_STEPS_TRAINED_LIFETIME: int(
+                self.metrics.peek(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, default=0)
+            ),
+        }
         with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
             results = merge_results(self.learner_group.update(episodes=episodes, timesteps=timesteps))
         self._log_learner_results(results)
         num_trained = num_env_steps(episodes)
-        self.metrics.log_value(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum")
+        self.metrics.log_value(
+            keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum", with_throughput=True
+        )
         return results
 
     def _log_learner_results(self, results: dict[str, Any]) -> None:

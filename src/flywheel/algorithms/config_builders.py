@@ -79,6 +79,8 @@ def atari_frame_stacking(config_env: Any, pieces: list, *, as_learner_connector:
     if not is_atari_env(config_env) or any(isinstance(piece, FrameStacking) for piece in pieces):
         return []
     return [FrameStacking(num_frames=ATARI_FRAME_STACK, as_learner_connector=as_learner_connector)]
+
+
 def _positional_capacity(hook: Callable, available: int) -> int:
     """How many of the `available` positional arguments `hook` takes: RLlib also calls hooks written
     for its older, shorter signatures (`lambda env: piece`) with just the leading ones."""

@@ -69,7 +69,7 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
                 columns[column] = [_to_sequences(item, max_seq_len) for item in per_chunk]
             columns[Columns.SEQ_LENS] = [_seq_lens(n, max_seq_len) for n in rows]
             columns[Columns.STATE_IN] = [
-                _states_at_sequence_starts(module, episode, n, max_seq_len)
+                states_at_sequence_starts(module, episode, list(range(0, n, max_seq_len)))
                 for episode, n in zip(module_chunks, rows)
             ]
         return batch
@@ -127,9 +127,11 @@ def _seq_lens(rows: int, max_seq_len: int) -> np.ndarray:
     return lens
 
 
-def _states_at_sequence_starts(module: Any, episode: Any, rows: int, max_seq_len: int) -> dict:
-    """`STATE_IN` for each sequence: the stored `STATE_OUT` of the step before its start."""
-    before_starts = list(range(max_seq_len - 1, rows - 1, max_seq_len))
+def states_at_sequence_starts(module: Any, episode: Any, starts: list[int]) -> dict:
+    """`STATE_IN` for sequences of `episode` (a chunk) starting at the steps `starts` (the first is
+    0): the stored `STATE_OUT` of the step before each start (from the lookback buffer for step 0),
+    or the module's initial state at an episode's very first step."""
+    before_starts = [start - 1 for start in starts[1:]]
     if episode.t_started == 0:
         initial = convert_to_numpy(module.get_initial_state(), reduce_type=False)
         first = {name: np.asarray(value) for name, value in initial.items()}

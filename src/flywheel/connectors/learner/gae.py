@@ -7,7 +7,7 @@ import torch
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.learner.module_episodes import BOOTSTRAP_CHUNK_LENS
+from flywheel.connectors.learner.module_episodes import bootstrap_chunk_lens
 from flywheel.errors import ConnectorError
 
 
@@ -56,12 +56,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        chunk_lens = (shared_data or {}).get(BOOTSTRAP_CHUNK_LENS)
-        if chunk_lens is None:
-            raise ConnectorError(
-                "GeneralAdvantageEstimation needs the bootstrap timestep of each chunk, but no "
-                "AddOneTsToEpisodesAndTruncate ran before it. Fix: pipeline.prepend(AddOneTsToEpisodesAndTruncate())."
-            )
+        chunk_lens = bootstrap_chunk_lens(shared_data, "GeneralAdvantageEstimation")
         for module_id, columns in batch.items():
             module = rl_module[module_id]
             if not hasattr(module, "compute_values"):

@@ -18,6 +18,7 @@ import tree
 
 from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, stack_rows, take_rows
 from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
+from flywheel.errors import ConnectorError
 from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
 
 # `shared_data` key under which `AddOneTsToEpisodesAndTruncate` records, per module, the number
@@ -58,6 +59,17 @@ def add_transition_column(
     for module_id, block in blocks:
         if module_id not in preset:
             add_module_item(batch, module_id, column, block.columns[column])
+
+
+def bootstrap_chunk_lens(shared_data: dict | None, piece: str) -> dict:
+    """The chunk lengths `AddOneTsToEpisodesAndTruncate` recorded, which `piece` (its name) needs."""
+    chunk_lens = (shared_data or {}).get(BOOTSTRAP_CHUNK_LENS)
+    if chunk_lens is None:
+        raise ConnectorError(
+            f"{piece} needs the bootstrap timestep of each chunk, but no AddOneTsToEpisodesAndTruncate ran "
+            "before it. Fix: pipeline.prepend(AddOneTsToEpisodesAndTruncate())."
+        )
+    return chunk_lens
 
 
 def chunk_rows(episode: Any, shared_data: dict | None) -> int:
@@ -149,6 +161,7 @@ __all__ = [
     "BOOTSTRAP_CHUNK_LENS",
     "add_module_item",
     "add_transition_column",
+    "bootstrap_chunk_lens",
     "append_last",
     "chunk_rows",
     "concat_leaves",
