@@ -1,4 +1,4 @@
-"""The `flywheel` command line: `flywheel train`, `flywheel evaluate` and `flywheel port` (API.md §11).
+"""The `flywheel` command line: `flywheel train`, `evaluate`, `record` and `port` (API.md §11).
 
     flywheel train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole
     flywheel evaluate runs/cartpole/checkpoint --episodes 10
@@ -228,6 +228,35 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def record(args: argparse.Namespace) -> int:
+    """`flywheel record`: restores a checkpoint and records `--episodes` episodes of its policy to Parquet
+    files under `--output` (through a runner with `config.offline_data(output=...)`)."""
+    if not Path(args.checkpoint).is_dir():
+        raise CheckpointError(
+            f"No checkpoint directory at {args.checkpoint!r}. Fix: pass a directory `flywheel train` saved, "
+            "e.g. runs/<run>/checkpoint."
+        )
+    from flywheel.algorithms.algorithm import Algorithm
+
+    algo = Algorithm.from_checkpoint(args.checkpoint, trusted=args.trusted)
+    try:
+        config = algo.config.copy().offline_data(
+            output=args.output, output_write_episodes=args.write_episodes
+        )
+        runner = type(algo.env_runner)(config=config)
+        runner.set_state({**algo.env_runner.get_state(), "weights_seq_no": 0})
+        try:
+            episodes = runner.sample(num_episodes=args.episodes, explore=args.explore)
+        finally:
+            runner.stop()  # writes the last file
+    finally:
+        algo.stop()
+    steps = sum(len(episode) for episode in episodes)
+    mean = sum(float(episode.get_return()) for episode in episodes) / len(episodes)
+    print(f"Recorded {len(episodes)} episodes ({steps} env steps, return mean {mean:.2f}) to {args.output}")
+    return 0
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -320,6 +349,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="import the classes the checkpoint names and unpickle its config's lambdas (only for checkpoints "
         "you trust: this runs code from the checkpoint)",
     )
+
+    rec = commands.add_parser(
+        "record",
+        help="record a checkpoint's policy to Parquet files",
+        description="Restore a checkpoint and record episodes of its policy as offline data (docs/concepts/offline.md).",
+    )
+    rec.set_defaults(handler=record)
+    rec.add_argument(
+        "--checkpoint", required=True, help="checkpoint directory (e.g. runs/cartpole/checkpoint)"
+    )
+    rec.add_argument("--episodes", type=_positive_int, required=True, metavar="N", help="episodes to record")
+    rec.add_argument("--output", required=True, metavar="OUT", help="folder to write the Parquet files to")
+    rec.add_argument("--explore", action="store_true", help="sample actions instead of acting greedily")
+    rec.add_argument(
+        "--write-episodes", action="store_true", help="one row per episode instead of one row per step"
+    )
+    rec.add_argument("--trusted", action="store_true", help="as for `flywheel evaluate`")
 
     rewrite = commands.add_parser(
         "port",
