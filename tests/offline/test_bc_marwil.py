@@ -15,7 +15,7 @@ MODULE = "learner_group/learner/rl_module/default_policy"
 @pytest.fixture(scope="module")
 def random_data(tmp_path_factory):
     folder = tmp_path_factory.mktemp("random")
-    record(folder, num_episodes=30, seed=0, random_actions=True)
+    record(folder, num_episodes=30, seed=0)
     return folder
 
 
