@@ -205,16 +205,21 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
-def evaluate(args: argparse.Namespace) -> int:
-    """`flywheel evaluate`: restores a checkpoint, samples `--episodes` episodes, prints their returns."""
-    if not Path(args.path).is_dir():
+def _restore(path: str, *, trusted: bool) -> Any:
+    """The algorithm saved at `path` (a CheckpointError when there is no directory)."""
+    if not Path(path).is_dir():
         raise CheckpointError(
-            f"No checkpoint directory at {args.path!r}. Fix: pass a directory `flywheel train` saved, "
+            f"No checkpoint directory at {path!r}. Fix: pass a directory `flywheel train` saved, "
             "e.g. runs/<run>/checkpoint."
         )
     from flywheel.algorithms.algorithm import Algorithm
 
-    algo = Algorithm.from_checkpoint(args.path, trusted=args.trusted)
+    return Algorithm.from_checkpoint(path, trusted=trusted)
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """`flywheel evaluate`: restores a checkpoint, samples `--episodes` episodes, prints their returns."""
+    algo = _restore(args.path, trusted=args.trusted)
     try:
         episodes = algo.env_runner.sample(num_episodes=args.episodes, explore=args.explore)
     finally:
@@ -231,14 +236,7 @@ def evaluate(args: argparse.Namespace) -> int:
 def record(args: argparse.Namespace) -> int:
     """`flywheel record`: restores a checkpoint and records `--episodes` episodes of its policy to Parquet
     files under `--output` (through a runner with `config.offline_data(output=...)`)."""
-    if not Path(args.checkpoint).is_dir():
-        raise CheckpointError(
-            f"No checkpoint directory at {args.checkpoint!r}. Fix: pass a directory `flywheel train` saved, "
-            "e.g. runs/<run>/checkpoint."
-        )
-    from flywheel.algorithms.algorithm import Algorithm
-
-    algo = Algorithm.from_checkpoint(args.checkpoint, trusted=args.trusted)
+    algo = _restore(args.checkpoint, trusted=args.trusted)
     try:
         config = algo.config.copy().offline_data(
             output=args.output, output_write_episodes=args.write_episodes
