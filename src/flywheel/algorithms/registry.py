@@ -18,6 +18,8 @@ ALGORITHMS: dict[str, str] = {
     "SAC": "flywheel.algorithms.sac:SACConfig",
     "IMPALA": "flywheel.algorithms.impala:IMPALAConfig",
     "APPO": "flywheel.algorithms.appo:APPOConfig",
+    "BC": "flywheel.algorithms.bc:BCConfig",
+    "MARWIL": "flywheel.algorithms.marwil:MARWILConfig",
 }
 """Algorithm name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 

@@ -155,8 +155,12 @@ class RemoteRunners:
         return len(self._actors)
 
     def stop(self) -> None:
+        """Kills the runners; runners that record (`config.output`) first write what they buffered."""
         import ray
 
+        if self.config.output is not None:
+            stops = [actor.stop.remote() for actor in self._actors.values() if actor is not None]
+            ray.wait(stops, num_returns=len(stops), timeout=self.config.sample_timeout_s)
         for actor in self._actors.values():
             if actor is not None:
                 ray.kill(actor, no_restart=True)
@@ -327,6 +331,10 @@ class RunnerActor:
         if config.seed is not None:  # this process's generators, for the env and user code alike
             seed_process(config.seed + worker_index)
         self.runner = runner_class(config=config, worker_index=worker_index, num_workers=num_workers)
+
+    def stop(self) -> None:
+        """Stops the runner (it writes what it still buffers for `config.output`)."""
+        self.runner.stop()
 
     def sample(self, kwargs: dict, *states: dict) -> tuple[list, dict, dict]:
         """Episodes, the metrics state and the connector states in one round trip (after setting
