@@ -63,12 +63,12 @@ class EnvRunner(Checkpointable, abc.ABC):
         self._to_module: dict[str, Any] = {}
         self._shared_data: dict[str, Any] = {}  # of the step's env-to-module call, for its module-to-env call
         self._env_steps_sampled = 0  # by this runner, over its lifetime: `t` of forward_exploration
+        self._writer = None  # the OfflineWriter of config.output, built on first sample()
 
     def _global_env_steps(self) -> int:
         """`t` passed to `forward_exploration`: the env steps sampled so far over all runners, estimated
         as RLlib does (this runner's count times the number of runners)."""
         return self._env_steps_sampled * max(1, self.num_workers)
-        self._writer = None  # the OfflineWriter of config.output, built on first sample()
 
     # --------------------------------------------------------------- sampling
 
