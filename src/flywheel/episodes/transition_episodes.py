@@ -29,6 +29,7 @@ from flywheel.columns import Columns
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 from flywheel.errors import EpisodeError
 from flywheel.typing import ModuleID
+from flywheel.utils.nested import take
 
 EPISODE_COLUMNS = (
     Columns.OBS,
@@ -64,7 +65,7 @@ class TransitionBlock:
         """Rows `start:stop` of every column (views, no copies)."""
         return replace(
             self,
-            columns={key: _take(value, slice(start, stop)) for key, value in self.columns.items()},
+            columns={key: take(value, slice(start, stop)) for key, value in self.columns.items()},
             episode_ids=self.episode_ids[start:stop],
             t_started=self.t_started[start:stop],
         )
@@ -72,12 +73,12 @@ class TransitionBlock:
     def episode(self, i: int) -> SingleAgentEpisode:
         """Row `i` as RLlib's one-step episode (numpy'd)."""
         columns = self.columns
-        extras = {key: [_take(value, i)] for key, value in columns.items() if key not in EPISODE_COLUMNS}
+        extras = {key: [take(value, i)] for key, value in columns.items() if key not in EPISODE_COLUMNS}
         return SingleAgentEpisode(
             str(self.episode_ids[i]),
-            observations=[_take(columns[Columns.OBS], i), _take(columns[Columns.NEXT_OBS], i)],
+            observations=[take(columns[Columns.OBS], i), take(columns[Columns.NEXT_OBS], i)],
             observation_space=self.observation_space,
-            actions=[_take(columns[Columns.ACTIONS], i)],
+            actions=[take(columns[Columns.ACTIONS], i)],
             action_space=self.action_space,
             rewards=[columns[Columns.REWARDS][i]],
             extra_model_outputs=extras,
@@ -179,15 +180,6 @@ def _split_list(items: list, num_shards: int) -> list[list]:
         return [list(items) for _ in range(num_shards)]
     bounds = np.linspace(0, len(items), num_shards + 1).astype(int)
     return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def _take(data: Any, index: int | slice) -> Any:
-    """`data[index]` for an array, or leaf-wise for nested dicts/tuples of arrays."""
-    if isinstance(data, dict):
-        return {key: _take(value, index) for key, value in data.items()}
-    if isinstance(data, tuple):
-        return tuple(_take(value, index) for value in data)
-    return data[index]
 
 
 __all__ = ["EPISODE_COLUMNS", "TransitionBlock", "TransitionEpisodes", "num_env_steps"]

@@ -28,6 +28,7 @@ from flywheel.columns import Columns
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.arrow_columns import FORMAT_KEY, SINGLE_AGENT, read_spaces, to_numpy
+from flywheel.utils.nested import concat, take
 
 ROW_COLUMNS = (
     Columns.EPS_ID, Columns.T, Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS,
@@ -139,7 +140,7 @@ class OfflineData:
         return SingleAgentEpisode(
             id_=str(data[Columns.EPS_ID][steps.start]),
             observations=obs,
-            actions=_take(data[Columns.ACTIONS], steps),
+            actions=take(data[Columns.ACTIONS], steps),
             rewards=np.asarray(data[Columns.REWARDS][steps], np.float32),
             terminated=done[0],
             truncated=done[1],
@@ -155,7 +156,7 @@ class OfflineData:
         bounds = [0, *starts.tolist(), len(ids)]
         for start, end in zip(bounds[:-1], bounds[1:], strict=True):
             steps, last = slice(start, end), slice(end - 1, end)
-            obs = _concat(_take(data[Columns.OBS], steps), _take(data[Columns.NEXT_OBS], last))
+            obs = concat([take(data[Columns.OBS], steps), take(data[Columns.NEXT_OBS], last)])
             done = (bool(data[Columns.TERMINATEDS][end - 1]), bool(data[Columns.TRUNCATEDS][end - 1]))
             yield self._episode(data, obs, steps, done, int(t[start]))
 
@@ -170,7 +171,7 @@ class OfflineData:
         observations = to_numpy(batch.column(Columns.OBS).flatten())
         for row in range(batch.num_rows):
             steps = slice(int(offsets[row]), int(offsets[row + 1]))
-            obs = _take(observations, slice(int(obs_offsets[row]), int(obs_offsets[row + 1])))
+            obs = take(observations, slice(int(obs_offsets[row]), int(obs_offsets[row + 1])))
             done = (bool(data["is_terminated"][row]), bool(data["is_truncated"][row]))
             yield self._episode(flat, obs, steps, done, int(data["t_started"][row]))
 
@@ -200,19 +201,3 @@ def parquet_files(input_: Any) -> list[str]:
             "config.offline_data(output=...) (or `flywheel record`), or point input_ at the folder that has them."
         )
     return sorted(files)
-
-
-def _take(data: Any, index: slice) -> Any:
-    if isinstance(data, dict):
-        return {key: _take(value, index) for key, value in data.items()}
-    if isinstance(data, tuple):
-        return tuple(_take(value, index) for value in data)
-    return data[index]
-
-
-def _concat(first: Any, second: Any) -> Any:
-    if isinstance(first, dict):
-        return {key: _concat(first[key], second[key]) for key in first}
-    if isinstance(first, tuple):
-        return tuple(_concat(a, b) for a, b in zip(first, second, strict=True))
-    return np.concatenate([first, second])

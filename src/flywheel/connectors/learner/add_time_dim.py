@@ -15,6 +15,7 @@ from flywheel.connectors.learner.module_episodes import (
     transition_blocks,
 )
 from flywheel.errors import ConnectorError
+from flywheel.utils.nested import take
 from flywheel.utils.numpy import convert_to_numpy
 
 _DEFAULT_MAX_SEQ_LEN = 20
@@ -89,7 +90,7 @@ def _split_per_chunk(items: Any, rows: list[int], module_id: str, column: str) -
                 f"timestep of the module's chunks). Fix the piece that sets {column!r}."
             )
         bounds = np.cumsum(rows)[:-1]
-        return [_take(items, slice(start, end)) for start, end in zip([0, *bounds], [*bounds, total])]
+        return [take(items, slice(start, end)) for start, end in zip([0, *bounds], [*bounds, total])]
     for item, n in zip(items, rows):
         if num_rows(item) != n:
             raise ConnectorError(
@@ -97,14 +98,6 @@ def _split_per_chunk(items: Any, rows: list[int], module_id: str, column: str) -
                 f"Fix the piece that sets {column!r}: one row per timestep of each chunk."
             )
     return items
-
-
-def _take(data: Any, index: Any) -> Any:
-    if isinstance(data, dict):
-        return {key: _take(value, index) for key, value in data.items()}
-    if isinstance(data, tuple):
-        return tuple(_take(value, index) for value in data)
-    return data[index]
 
 
 def _to_sequences(data: Any, max_seq_len: int) -> Any:
