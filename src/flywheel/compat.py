@@ -12,35 +12,44 @@ of torch or gymnasium that changes or drops one fails there first, and only this
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
+
+
+def _torch() -> Any:
+    # Imported by the functions that use it, so gymnasium's helper below costs no torch import
+    # (building and validating configs imports no torch); tensors exist only once torch is imported.
+    import torch
+
+    return torch
 
 
 def foreach_norm(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     """`[torch.linalg.vector_norm(t) for t in tensors]`."""
-    return list(torch._foreach_norm(tensors))
+    return list(_torch()._foreach_norm(tensors))
 
 
 def foreach_clamp_(tensors: list[torch.Tensor], low: float, high: float) -> None:
     """`t.clamp_(low, high)` for every tensor."""
-    torch._foreach_clamp_min_(tensors, low)
-    torch._foreach_clamp_max_(tensors, high)
+    _torch()._foreach_clamp_min_(tensors, low)
+    _torch()._foreach_clamp_max_(tensors, high)
 
 
 def foreach_mul_(tensors: list[torch.Tensor], factors: torch.Tensor | list[torch.Tensor]) -> None:
     """`t.mul_(f)` for every tensor: one factor for all, or one per tensor."""
-    torch._foreach_mul_(tensors, factors)
+    _torch()._foreach_mul_(tensors, factors)
 
 
 def foreach_copy_(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
     """`target.copy_(source)` for every pair."""
-    torch._foreach_copy_(targets, sources)
+    _torch()._foreach_copy_(targets, sources)
 
 
 def foreach_lerp_(targets: list[torch.Tensor], sources: list[torch.Tensor], weight: float) -> None:
     """`target.lerp_(source, weight)` (`target + weight * (source - target)`) for every pair."""
-    torch._foreach_lerp_(targets, sources, weight)
+    _torch()._foreach_lerp_(targets, sources, weight)
 
 
 def add_vector_info(

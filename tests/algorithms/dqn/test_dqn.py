@@ -39,7 +39,7 @@ def algo():
 
 
 def test_warm_up_then_two_updates_per_training_step(algo):
-    assert isinstance(algo, DQN) and algo._sample_rounds == 1 and algo._updates == 2
+    assert isinstance(algo, DQN) and algo.config.sample_and_train_rounds() == (1, 2)
     algo.training_step()  # 4 env steps: still filling the buffer
     assert len(algo.replay_buffer) == 4 and algo.learner_group.weights_seq_no == 0
     assert "num_env_steps_trained_lifetime" not in algo.metrics

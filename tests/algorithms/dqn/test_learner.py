@@ -16,6 +16,7 @@ from flywheel.core.learner.utils import update_target_network
 from flywheel.errors import LearnerError
 from flywheel.metrics.keys import TD_ERROR_KEY
 from flywheel.replay import INDICES
+from flywheel.utils.torch_utils import convert_to_torch_tensor
 
 from ..replayed import update as replayed_update
 
@@ -80,7 +81,7 @@ def huber(x):
 
 
 def loss_of(learner, rows):
-    tensors = learner._to_tensors(rows)
+    tensors = convert_to_torch_tensor(rows)
     module = learner.module["default_policy"]
     fwd_out = module.forward_train(tensors)
     return learner.compute_loss_for_module(
@@ -124,7 +125,6 @@ def test_update_on_replayed_transitions_steps_logs_and_counts():
         "weights_seq_no": 1,
         "num_target_updates": 1,  # lifetime count: 7 env steps since the last one (at 0) >= 5
     }
-    assert learner._timestep == 7
 
 
 def test_update_target_network_moves_targets_by_tau():

@@ -16,6 +16,7 @@ from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS, DefaultSA
 from flywheel.core.distributions import DiagGaussian, distribution_for_space
 from flywheel.errors import ConfigError, LearnerError
 from flywheel.metrics.keys import TD_ERROR_KEY
+from flywheel.utils.torch_utils import convert_to_torch_tensor
 
 from ..replayed import update
 
@@ -122,7 +123,7 @@ def expected_terms(seed):
 
 
 def loss_terms(learner, seed=0):
-    tensors = learner._to_tensors(BATCH)
+    tensors = convert_to_torch_tensor(BATCH)
     module = learner.module["default_policy"]
     torch.manual_seed(seed)
     fwd_out = module.forward_train(tensors)

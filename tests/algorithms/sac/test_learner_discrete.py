@@ -15,6 +15,7 @@ from flywheel.algorithms.sac.learner import SACTorchLearner
 from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS
 from flywheel.core.distributions import Categorical
 from flywheel.metrics.keys import TD_ERROR_KEY
+from flywheel.utils.torch_utils import convert_to_torch_tensor
 
 from ..replayed import update
 
@@ -124,7 +125,7 @@ def expected_terms():
 
 
 def loss_terms(learner):
-    tensors = learner._to_tensors(BATCH)
+    tensors = convert_to_torch_tensor(BATCH)
     module = learner.module["default_policy"]
     fwd_out = module.forward_train(tensors)
     total = learner.compute_loss_for_module(
