@@ -90,19 +90,21 @@ class IMPALAConfig(AlgorithmConfig):
     ) -> ConnectorPipelineV2:
         """The common learner pipeline with IMPALA's defaults around it (unless defaults are off):
         `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), and `AddTimeDimToBatchAndBootstrap`
-        (rows of `rollout_fragment_length`) in place of `AddTimeDimToBatchAndZeroPad`, last."""
+        (rows of `rollout_fragment_length`) in place of `AddTimeDimToBatchAndZeroPad`, right after
+        `BatchIndividualItems` (it lays out the flat batch), before `NumpyToTensor`."""
         pipeline = super().build_learner_connector(input_observation_space, input_action_space, device)
         if self.add_default_connectors_to_learner_pipeline:
             from flywheel.connectors.learner import (
                 AddOneTsToEpisodesAndTruncate,
                 AddTimeDimToBatchAndBootstrap,
                 AddTimeDimToBatchAndZeroPad,
+                BatchIndividualItems,
             )
 
             pipeline.prepend(AddOneTsToEpisodesAndTruncate())
             pipeline.remove(AddTimeDimToBatchAndZeroPad)
             length = max(2, self.get_rollout_fragment_length())
-            pipeline.append(AddTimeDimToBatchAndBootstrap(sequence_length=length))
+            pipeline.insert_after(BatchIndividualItems, AddTimeDimToBatchAndBootstrap(sequence_length=length))
         return pipeline
 
     def build_learner_queue(self) -> BatchQueue:
