@@ -58,7 +58,9 @@ ROLES = {
 """Every class file this test runs, with the role it runs in."""
 
 SKIPPED = {
-    "algorithms/classes/appo_w_shared_data_actor.py": "needs APPO (not in flywheel yet; issue 17)",
+    "algorithms/classes/appo_w_shared_data_actor.py": "ports with no line left (APPO exists), but its role "
+    "needs Algorithm hooks flywheel lacks: setup(config) (flywheel builds in __init__), "
+    "restore_env_runners(group) and aggregator actors (_aggregator_actor_manager)",
     "algorithms/classes/maml_lr_differentiable_learner.py": "needs TorchDifferentiableLearner (differentiable "
     "inner-loop updates) and DifferentiableLearnerConfig, not in flywheel",
     "algorithms/classes/maml_lr_meta_learner.py": "needs TorchMetaLearner (an outer update through "
@@ -106,7 +108,6 @@ def test_the_classes_port_with_no_line_left_to_edit(ported_rllib_examples):
     assert sorted(set(ROLES) & set(reported)) == []
     # The skipped ones that import what flywheel lacks are reported, not silently ported.
     assert {name for name in reported if name.startswith(FOLDERS)} == {
-        "algorithms/classes/appo_w_shared_data_actor.py",
         "algorithms/classes/maml_lr_differentiable_learner.py",
         "algorithms/classes/maml_lr_meta_learner.py",
     }

@@ -62,9 +62,12 @@ def learner(**training):
 
 
 def rows(learner_, episodes):
-    """The learner pipeline's batch for the default module, as tensors (rows of 4)."""
+    """The learner pipeline's batch for the default module (rows of 4), tensors: the rows are laid out
+    before the pipeline's final `NumpyToTensor`."""
     batch = learner_.learner_connector(rl_module=learner_.module, batch={}, episodes=episodes, shared_data={})
-    return {column: torch.from_numpy(data) for column, data in batch["default_policy"].items()}
+    columns = batch["default_policy"]
+    assert all(isinstance(data, torch.Tensor) for data in columns.values())
+    return columns
 
 
 # Chunk a: steps 0..4, terminated; chunk b: steps 20..22, cut. Rows of 4 (runs of at most 3 steps):

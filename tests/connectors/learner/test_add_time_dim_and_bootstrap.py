@@ -10,6 +10,7 @@ from flywheel.connectors.learner import (
     AddTimeDimToBatchAndBootstrap,
     AddTimeDimToBatchAndZeroPad,
     BatchIndividualItems,
+    NumpyToTensor,
     default_learner_connectors,
 )
 from flywheel.connectors.learner.add_time_dim_and_bootstrap import row_layout
@@ -48,9 +49,11 @@ def chunk(first_t, steps, *, terminated=False, lookback=0):
 
 
 def impala_pipeline(length):
+    """IMPALA's learner pipeline up to the piece (without the final NumpyToTensor: NumPy rows to read)."""
     pieces = [AddOneTsToEpisodesAndTruncate(), *default_learner_connectors()]
     pipeline = ConnectorPipelineV2(connectors=pieces)
     pipeline.remove(AddTimeDimToBatchAndZeroPad)
+    pipeline.remove(NumpyToTensor)
     pipeline.append(AddTimeDimToBatchAndBootstrap(sequence_length=length))
     return pipeline
 
@@ -130,10 +133,11 @@ def test_row_layout_sources_and_masks():
     assert row_layout([], 4, pack=True).source.shape == (0,)
 
 
-def test_impala_config_puts_the_piece_last_with_rows_of_the_fragment_length():
+def test_impala_config_puts_the_piece_before_the_tensors_with_rows_of_the_fragment_length():
     config = IMPALAConfig().env_runners(rollout_fragment_length=32)
     pipeline = config.build_learner_connector(None, None)
     names = [type(piece) for piece in pipeline.connectors]
-    assert names[0] is AddOneTsToEpisodesAndTruncate and names[-1] is AddTimeDimToBatchAndBootstrap
-    assert AddTimeDimToBatchAndZeroPad not in names and BatchIndividualItems in names
-    assert pipeline.connectors[-1].sequence_length == 32
+    assert names[0] is AddOneTsToEpisodesAndTruncate
+    assert names[-3:] == [BatchIndividualItems, AddTimeDimToBatchAndBootstrap, NumpyToTensor]
+    assert AddTimeDimToBatchAndZeroPad not in names
+    assert pipeline.connectors[-2].sequence_length == 32

@@ -42,7 +42,7 @@ class APPOConfig(IMPALAConfig):
     """KL per update that the adaptive kl_coeff aims at."""
     target_network_update_freq: int = setting("training", 2)
     """The target policy follows the trained one every `target_network_update_freq` × N × K ×
-    `train_batch_size_per_learner` trained env steps (N, K: the circular buffer's settings), as in
+    `learner_train_batch_size` trained env steps (N, K: the circular buffer's settings), as in
     RLlib; the IMPACT paper finds 0.125 to 4 robust."""
     tau: float = setting("training", 1.0)
     """Target update `target = tau * policy + (1 - tau) * target` (1.0 copies)."""

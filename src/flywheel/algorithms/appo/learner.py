@@ -10,7 +10,7 @@ Per minibatch and module (time-major `[T, B]`, as in `IMPALATorchLearner`)::
 
 After an update, the target networks move towards the trained ones (`tau`; 1.0 copies) once
 `target_network_update_freq` × `circular_buffer_num_batches` × `circular_buffer_iterations_per_batch`
-× `train_batch_size_per_learner` env steps were trained since the last move (RLlib's unit), and
+× `learner_train_batch_size` env steps were trained since the last move (RLlib's unit), and
 with `use_kl_loss` the KL coefficient adapts to the update's mean KL.
 """
 
@@ -103,7 +103,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
             config.target_network_update_freq
             * config.circular_buffer_num_batches
             * config.circular_buffer_iterations_per_batch
-            * config.train_batch_size_per_learner
+            * config.learner_train_batch_size
         )
         if trained - self._last_target_update_ts >= period:
             for module_id, module in self.module.items():

@@ -40,7 +40,7 @@ class DefaultAPPOTorchRLModule(DefaultPPOTorchRLModule, TargetNetworkAPI):
         """`TARGET_NETWORK_ACTION_DIST_INPUTS`: the target policy's action-distribution inputs."""
         obs = batch[Columns.OBS]
         if self.recurrent:
-            embeddings, _ = self._old_encoder(obs, self._state_in(batch), sequence=True)
+            embeddings, _ = self._old_encoder(obs, self._state_in(batch))
         else:
             embeddings = self._old_encoder(obs)
         return {TARGET_NETWORK_ACTION_DIST_INPUTS: self._old_pi(embeddings)}

@@ -28,7 +28,8 @@ class IMPALAConfig(AlgorithmConfig):
     """Settings of IMPALA (Espeholt et al., 2018); `training()` also takes the keywords below.
 
     Remote runners sample without pause: each `rollout_fragment_length` × `num_envs_per_env_runner`
-    steps go to a queue of train batches (`train_batch_size_per_learner` × learners env steps each)
+    steps go to a queue of train batches (`total_train_batch_size` env steps each: `train_batch_size`,
+    or `train_batch_size_per_learner` × learners when that is set)
     that the learners take from; weights go back to the runners every `broadcast_interval` updates.
     """
 
@@ -40,8 +41,9 @@ class IMPALAConfig(AlgorithmConfig):
     """Learning rate (IMPALA default 5e-4), or a schedule over sampled env steps."""
     grad_clip: float | None = setting("training", 40.0)
     """Clips the gradients (by `grad_clip_by`, default their global norm) at this value."""
-    train_batch_size_per_learner: int = setting("training", 500)
-    """Env steps each learner trains on per update (a train batch of the queue)."""
+    train_batch_size: int = setting("training", 500)
+    """Env steps of one train batch of the queue over all learners (RLlib's IMPALA default 500),
+    used when `train_batch_size_per_learner` is None (its default)."""
     minibatch_size: int | None = setting("training", None)
     """None: one gradient step on the whole train batch; else timesteps per gradient step, in whole
     rows of `rollout_fragment_length` elements."""
@@ -88,19 +90,21 @@ class IMPALAConfig(AlgorithmConfig):
     ) -> ConnectorPipelineV2:
         """The common learner pipeline with IMPALA's defaults around it (unless defaults are off):
         `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), and `AddTimeDimToBatchAndBootstrap`
-        (rows of `rollout_fragment_length`) in place of `AddTimeDimToBatchAndZeroPad`, last."""
+        (rows of `rollout_fragment_length`) in place of `AddTimeDimToBatchAndZeroPad`, right after
+        `BatchIndividualItems` (it lays out the flat batch), before `NumpyToTensor`."""
         pipeline = super().build_learner_connector(input_observation_space, input_action_space, device)
         if self.add_default_connectors_to_learner_pipeline:
             from flywheel.connectors.learner import (
                 AddOneTsToEpisodesAndTruncate,
                 AddTimeDimToBatchAndBootstrap,
                 AddTimeDimToBatchAndZeroPad,
+                BatchIndividualItems,
             )
 
             pipeline.prepend(AddOneTsToEpisodesAndTruncate())
             pipeline.remove(AddTimeDimToBatchAndZeroPad)
             length = max(2, self.get_rollout_fragment_length())
-            pipeline.append(AddTimeDimToBatchAndBootstrap(sequence_length=length))
+            pipeline.insert_after(BatchIndividualItems, AddTimeDimToBatchAndBootstrap(sequence_length=length))
         return pipeline
 
     def build_learner_queue(self) -> BatchQueue:

@@ -41,7 +41,7 @@ class IMPALA(Algorithm):
         self._updates_since_broadcast = 0
 
     def training_step(self) -> None:
-        if not self.env_runner_group.num_remote_env_runners:
+        if not self.env_runner_group.num_remote_env_runners():
             self._enqueue(self._sample(num_timesteps=self.config.total_train_batch_size))
             while self.learner_queue:
                 self._learn()

@@ -45,8 +45,8 @@ class AddTimeDimToBatchAndBootstrap(ConnectorV2):
 
     Every column becomes `[B, T, ...]` (padding zeroed); `LOSS_MASK` is True exactly on the steps (a
     custom piece's False stays False); `SEQ_LENS` counts each row's elements (steps, bootstrap
-    elements); stateful modules also get `STATE_IN` (`{name: [B, ...]}`). Runs the last, after
-    `BatchIndividualItems`, in place of `AddTimeDimToBatchAndZeroPad`.
+    elements); stateful modules also get `STATE_IN` (`{name: [B, ...]}`). Runs right after
+    `BatchIndividualItems` (on NumPy columns, before `NumpyToTensor`), in place of `AddTimeDimToBatchAndZeroPad`.
 
     Args:
         sequence_length: `T` for stateless modules (IMPALA's config passes its
