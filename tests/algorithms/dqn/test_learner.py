@@ -8,11 +8,18 @@ import pytest
 import torch
 from torch import nn
 
-from flywheel import Columns, RLModuleSpec, TargetNetworkAPI, TorchRLModule
+from flywheel import (
+    Columns,
+    MultiRLModuleSpec,
+    RLModuleSpec,
+    TargetNetworkAPI,
+    TorchRLModule,
+)
 from flywheel.algorithms.dqn import DQNConfig
 from flywheel.algorithms.dqn.learner import DQNTorchLearner
 from flywheel.algorithms.dqn.rl_module import QF_PREDS, DefaultDQNTorchRLModule
 from flywheel.core.learner.utils import update_target_network
+from flywheel.core.rl_module import SelfSupervisedLossAPI
 from flywheel.errors import LearnerError
 from flywheel.metrics.keys import TD_ERROR_KEY
 from flywheel.replay import INDICES
@@ -223,3 +230,32 @@ def test_modules_without_what_dqn_needs_fail_at_build(module_class, message):
     learner = DQNTorchLearner(config=DQNConfig(), module_spec=RLModuleSpec(module_class, OBS, ACT))
     with pytest.raises(LearnerError, match=message):
         learner.build()
+
+
+class OwnLoss(NoTargets, SelfSupervisedLossAPI):
+    """A model next to the Q-network with a loss of its own (as RLlib's curiosity model): no Q-values, no targets."""
+
+    def compute_self_supervised_loss(self, *, learner, module_id, config, batch, fwd_out, **kwargs):
+        return fwd_out[QF_PREDS].pow(2).mean()
+
+
+def test_a_module_with_its_own_loss_trains_next_to_the_q_network():
+    specs = {
+        "default_policy": RLModuleSpec(DefaultDQNTorchRLModule, OBS, ACT, model_config=MODEL),
+        "own": RLModuleSpec(OwnLoss, OBS, ACT),
+    }
+    config = DQNConfig().training(lr=0.1, target_network_update_freq=0, tau=1.0)
+    learner = DQNTorchLearner(config=config, module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+    learner.build()  # neither TargetNetworkAPI nor compute_q_values asked of "own"
+    own = learner.module["own"]
+    before = own.q.weight.detach().clone()
+    with torch.no_grad():
+        own_loss = own.q(torch.as_tensor(batch()[Columns.OBS])).pow(2).mean()
+    results = learner.update(
+        batch={"default_policy": batch(), "own": batch()}, timesteps={"num_env_steps_sampled_lifetime": 3}
+    )
+    assert results["own"]["total_loss"] == pytest.approx(float(own_loss))
+    assert "qf_loss" in results["default_policy"] and "qf_loss" not in results["own"]
+    assert not torch.equal(own.q.weight, before)
+    module = learner.module["default_policy"]
+    assert torch.equal(module.target_af.weight, module.af.weight)  # tau=1: the Q-network's targets followed

@@ -36,7 +36,7 @@ class DQNTorchLearner(OffPolicyTorchLearner):
     def build(self) -> None:
         super().build()
         for module_id, module in self.module.items():
-            if self.should_module_be_updated(module_id) and not hasattr(module, "compute_q_values"):
+            if self.trains_with_algorithm_loss(module_id) and not hasattr(module, "compute_q_values"):
                 raise LearnerError(
                     f"DQN needs Q-values, but module {module_id!r} ({type(module).__name__}) has no "
                     "compute_q_values(batch). Fix: subclass flywheel.algorithms.dqn.DefaultDQNTorchRLModule "

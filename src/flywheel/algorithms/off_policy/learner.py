@@ -10,7 +10,7 @@ from flywheel.checkpoints.checkpointable import select
 from flywheel.columns import Columns
 from flywheel.core.learner.torch_learner import TorchLearner
 from flywheel.core.learner.utils import update_target_network
-from flywheel.core.rl_module.apis import TargetNetworkAPI
+from flywheel.core.rl_module.apis import SelfSupervisedLossAPI, TargetNetworkAPI
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.errors import LearnerError
 from flywheel.metrics.keys import NUM_TARGET_UPDATES
@@ -44,18 +44,26 @@ class OffPolicyTorchLearner(TorchLearner):
         self._last_target_update_ts = 0
 
     def build(self) -> None:
-        """Builds as TorchLearner, then the target networks of every module that trains."""
+        """Builds as TorchLearner, then the target networks of every module that trains with this
+        learner's loss (`trains_with_algorithm_loss`)."""
         super().build()
         for module_id in self.module:
-            if self.should_module_be_updated(module_id):
+            if self.trains_with_algorithm_loss(module_id):
                 self._make_target_networks(module_id)
+
+    def trains_with_algorithm_loss(self, module_id: ModuleID) -> bool:
+        """Whether `module_id` trains with this learner's loss: it trains and brings no loss of its own
+        (a `SelfSupervisedLossAPI` module, such as a curiosity model next to the Q-network, needs
+        neither target networks nor the algorithm's APIs)."""
+        own_loss = isinstance(self.module[module_id], SelfSupervisedLossAPI)
+        return self.should_module_be_updated(module_id) and not own_loss
 
     def add_module(
         self, *, module_id: ModuleID, module_spec: RLModuleSpec, **kwargs: Any
     ) -> MultiRLModuleSpec:
-        """`Learner.add_module`, then the new module's target networks (if it trains)."""
+        """`Learner.add_module`, then the new module's target networks (if it trains with this loss)."""
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
-        if self.should_module_be_updated(module_id):
+        if self.trains_with_algorithm_loss(module_id):
             self._make_target_networks(module_id)
         return spec
 
@@ -87,7 +95,7 @@ class OffPolicyTorchLearner(TorchLearner):
         if self._timestep - self._last_target_update_ts < self.config.target_network_update_freq:
             return
         for module_id, module in self.module.items():
-            if self.should_module_be_updated(module_id):
+            if self.trains_with_algorithm_loss(module_id):
                 for main, target in module.get_target_network_pairs():
                     update_target_network(main, target, self.config.tau)
         self._last_target_update_ts = self._timestep
