@@ -445,6 +445,8 @@ def machine_section() -> list[str]:
 
 
 def main() -> None:
+    from report_appo import appo_section  # imports this module's helpers
+
     lines = [
         "# flywheel benchmark results",
         "",
@@ -472,6 +474,8 @@ def main() -> None:
         *minatar_section(),
         "",
         *mujoco_section(),
+        "",
+        *appo_section(),
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 

@@ -10,6 +10,8 @@
 #                                         #     --only offpolicy (DQN CartPole 450 / SAC Pendulum -250: rllib, sb3, flywheel)
 #                                         #     --only atari (PPO Pong sampling and train() env steps/s: rllib, flywheel)
 #                                         #     --only minatar (flywheel PPO MinAtar Breakout, 1M env steps per seed)
+#                                         #     --only appo (APPO CartPole: train() steps/s side by side, scaling
+#                                         #     with runners, wall-clock to 450; rllib, flywheel)
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
 #
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
@@ -41,12 +43,14 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 case "$only" in
-    all | sampling | trainspeed | train | ma | remote | offpolicy | atari | minatar) ;;
-    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote, offpolicy, atari or minatar)" >&2; exit 2 ;;
+    all | sampling | trainspeed | train | ma | remote | offpolicy | atari | minatar | appo) ;;
+    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote, offpolicy, atari, minatar or appo)" >&2; exit 2 ;;
 esac
 
-[[ -x .venv/bin/python ]] || ./setup.sh
-py=.venv/bin/python
+# BENCH_PYTHON: an interpreter of an existing bench venv (e.g. another checkout's, with PYTHONPATH
+# pointing at this checkout's src/ for flywheel) instead of bench/.venv.
+py="${BENCH_PYTHON:-.venv/bin/python}"
+[[ -n "${BENCH_PYTHON:-}" || -x .venv/bin/python ]] || ./setup.sh
 # Benchmarks run at a raised priority (BENCH_NICE, default -20) so that other work on this shared
 # 2-core machine disturbs them less. Linux's autogroup scheduling weighs sessions against each other
 # as wholes, so `nice` alone only ranks processes within our session: run.sh runs in a session of
@@ -220,6 +224,45 @@ if [[ $report_only == 0 ]]; then
         for seed in $(seq 0 $((seeds - 1))); do
             measure results/learning_minatar_flywheel.jsonl "learning_minatar_seed${seed}.log" 7200 \
                 learning_minatar flywheel learning_minatar.py --seed "$seed"
+        done
+    fi
+    if [[ $only == all || $only == appo ]]; then
+        for fw in rllib flywheel; do
+            has "$fw" && : > "results/appo_throughput_${fw}.jsonl" && : > "results/appo_to450_${fw}.jsonl"
+        done
+        has flywheel && : > results/appo_scaling_flywheel.jsonl
+        for r in $(seq 1 "$repeats"); do
+            # train() env steps/s at 2 remote runners, side by side in timed turns (bench/turns.py).
+            turns_dir=""
+            if has rllib && has flywheel; then turns_dir="$(mktemp -d)"; fi
+            for fw in rllib flywheel; do
+                has "$fw" || continue
+                args=(--framework "$fw" --mode throughput --num-env-runners 2)
+                if [[ -n "$turns_dir" ]]; then
+                    args+=(--turns-dir "$turns_dir" --turn-order rllib,flywheel --turn-as "$fw")
+                fi
+                measure "results/appo_throughput_${fw}.jsonl" "appo_throughput_${fw}_r${r}.log" 900 \
+                    appo_throughput "$fw" train_appo.py "${args[@]}" &
+            done
+            wait
+            if [[ -n "$turns_dir" ]]; then rm -rf "$turns_dir"; fi
+            if has flywheel; then
+                for runners in 0 1 2 4; do
+                    measure results/appo_scaling_flywheel.jsonl "appo_scaling_${runners}runners_r${r}.log" 600 \
+                        appo_throughput flywheel train_appo.py --framework flywheel --mode throughput \
+                        --num-env-runners "$runners"
+                done
+            fi
+            # Wall-clock to a last-100 mean of 450, interleaved: each framework with RLlib's tuned
+            # settings and with flywheel's (the repeat number is the seed).
+            for fw in rllib flywheel; do
+                has "$fw" || continue
+                for settings in rllib flywheel; do
+                    measure "results/appo_to450_${fw}.jsonl" "appo_to450_${fw}_${settings}_r${r}.log" \
+                        $((${max_seconds%.*} + 300)) appo_to450 "$fw" train_appo.py --framework "$fw" \
+                        --mode to450 --settings "$settings" --seed $((r - 1)) --max-seconds "$max_seconds"
+                done
+            done
         done
     fi
 fi

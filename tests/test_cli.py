@@ -431,3 +431,17 @@ def test_plot_draws_several_runs_and_explains_a_missing_run(tmp_path, capsys):
     assert (code, out) == (0, f"Learning curves: {tmp_path / 'all.png'}\n"), err
     code, out, err = run(["plot", str(tmp_path / "nope")], capsys)
     assert code == 2 and err.startswith(f"flywheel plot: error: {tmp_path / 'nope'} holds no results.csv")
+
+
+@pytest.mark.parametrize("algo", ["APPO", "IMPALA"])
+def test_asynchronous_algorithms_train_by_name(algo, tmp_path, capsys, fake_save):
+    argv = ["train", "--algo", algo.lower(), "--env", "CartPole-v1", "--stop-iters", "2", "--no-progress",
+            "--checkpoint-dir", str(tmp_path / "run"), "--seed", "0",
+            "--set", "num_env_runners=0", "min_time_s_per_iteration=0", "train_batch_size_per_learner=100"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == f"Training {algo} on CartPole-v1; run dir: {tmp_path / 'run'}"
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["learners"]["__all_modules__"]["weights_seq_no"] for r in results] == (
+        [2, 4] if algo == "APPO" else [1, 2]  # APPO trains on each sampled batch twice
+    )

@@ -117,6 +117,7 @@ def test_failed_runner_is_restarted_with_the_current_weights_and_nothing_is_doub
         assert second["fault_tolerance"]["num_env_runner_failures"] == 1
         assert second["fault_tolerance"]["num_env_runner_restarts"] == 1
         assert second["fault_tolerance"]["num_healthy_env_runners"] == 2
+        assert second["fault_tolerance"]["num_env_runner_samples_dropped"] == 1
         assert third["num_env_steps_sampled_lifetime"] == 600
         assert ray.get(actor.get.remote()) == {1: 100 + 50 + 50 + 100, 2: 100 + 100 + 50 + 100}
         # The restarted runner holds the learners' current weights.

@@ -1,4 +1,4 @@
-"""The `flywheel` command line: `train`, `evaluate`, `plot` and `port` (API.md §11).
+"""The `flywheel` command line: `train`, `evaluate`, `plot`, `record` and `port` (API.md §11).
 
     flywheel train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole
     flywheel evaluate runs/cartpole/checkpoint --episodes 10
@@ -232,16 +232,21 @@ def plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def evaluate(args: argparse.Namespace) -> int:
-    """`flywheel evaluate`: restores a checkpoint, samples `--episodes` episodes, prints their returns."""
-    if not Path(args.path).is_dir():
+def _restore(path: str, *, trusted: bool) -> Any:
+    """The algorithm saved at `path` (a CheckpointError when there is no directory)."""
+    if not Path(path).is_dir():
         raise CheckpointError(
-            f"No checkpoint directory at {args.path!r}. Fix: pass a directory `flywheel train` saved, "
+            f"No checkpoint directory at {path!r}. Fix: pass a directory `flywheel train` saved, "
             "e.g. runs/<run>/checkpoint."
         )
     from flywheel.algorithms.algorithm import Algorithm
 
-    algo = Algorithm.from_checkpoint(args.path, trusted=args.trusted)
+    return Algorithm.from_checkpoint(path, trusted=trusted)
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """`flywheel evaluate`: restores a checkpoint, samples `--episodes` episodes, prints their returns."""
+    algo = _restore(args.path, trusted=args.trusted)
     try:
         episodes = algo.env_runner.sample(num_episodes=args.episodes, explore=args.explore)
     finally:
@@ -252,6 +257,28 @@ def evaluate(args: argparse.Namespace) -> int:
         f"Evaluated {len(returns)} episodes (explore={args.explore}): return mean {sum(returns) / len(returns):.2f}, "
         f"min {min(returns):.2f}, max {max(returns):.2f}; length mean {sum(lengths) / len(lengths):.1f}"
     )
+    return 0
+
+
+def record(args: argparse.Namespace) -> int:
+    """`flywheel record`: restores a checkpoint and records `--episodes` episodes of its policy to Parquet
+    files under `--output` (through a runner with `config.offline_data(output=...)`)."""
+    algo = _restore(args.checkpoint, trusted=args.trusted)
+    try:
+        config = algo.config.copy().offline_data(
+            output=args.output, output_write_episodes=args.write_episodes
+        )
+        runner = type(algo.env_runner)(config=config)
+        runner.set_state({**algo.env_runner.get_state(), "weights_seq_no": 0})
+        try:
+            episodes = runner.sample(num_episodes=args.episodes, explore=args.explore)
+        finally:
+            runner.stop()  # writes the last file
+    finally:
+        algo.stop()
+    steps = sum(len(episode) for episode in episodes)
+    mean = sum(float(episode.get_return()) for episode in episodes) / len(episodes)
+    print(f"Recorded {len(episodes)} episodes ({steps} env steps, return mean {mean:.2f}) to {args.output}")
     return 0
 
 
@@ -372,6 +399,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY",
         help="results.csv column to draw (default: env_runners/episode_return_mean)",
     )
+    rec = commands.add_parser(
+        "record",
+        help="record a checkpoint's policy to Parquet files",
+        description="Restore a checkpoint and record episodes of its policy as offline data (docs/concepts/offline.md).",
+    )
+    rec.set_defaults(handler=record)
+    rec.add_argument(
+        "--checkpoint", required=True, help="checkpoint directory (e.g. runs/cartpole/checkpoint)"
+    )
+    rec.add_argument("--episodes", type=_positive_int, required=True, metavar="N", help="episodes to record")
+    rec.add_argument("--output", required=True, metavar="OUT", help="folder to write the Parquet files to")
+    rec.add_argument("--explore", action="store_true", help="sample actions instead of acting greedily")
+    rec.add_argument(
+        "--write-episodes", action="store_true", help="one row per episode instead of one row per step"
+    )
+    rec.add_argument("--trusted", action="store_true", help="as for `flywheel evaluate`")
 
     rewrite = commands.add_parser(
         "port",

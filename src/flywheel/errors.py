@@ -43,6 +43,10 @@ class CheckpointError(FlywheelError, ValueError):
     """A path is not a (readable, compatible) flywheel checkpoint."""
 
 
+class OfflineDataError(FlywheelError, ValueError):
+    """Offline data cannot be written or read (missing column, space mismatch, no files, ...)."""
+
+
 class LearnerError(FlywheelError, RuntimeError):
     """A learner update failed (e.g. a loss that is not finite)."""
 

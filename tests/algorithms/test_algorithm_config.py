@@ -19,6 +19,7 @@ SECTION_KEYWORDS = {
         "normalize_actions",
         "clip_actions",
         "env_wrappers",
+        "render_env",
         "disable_env_checking",
     },
     "env_runners": {

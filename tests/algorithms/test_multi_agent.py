@@ -23,20 +23,6 @@ def small_config(policies=("p0", "p1"), mapping=by_agent, **multi_agent):
     )
 
 
-@pytest.fixture
-def build():
-    algos = []
-
-    def make(config):
-        algo = config.build_algo()
-        algos.append(algo)
-        return algo
-
-    yield make
-    for algo in algos:
-        algo.stop()
-
-
 def weights(algo, module_id):
     (learner_weights,) = algo.learner_group.foreach_learner(lambda learner: learner.get_weights())
     return learner_weights[module_id]

@@ -50,7 +50,7 @@ def pong_algo():
 def test_ppo_on_atari_stacks_4_uint8_frames_in_both_pipelines(pong_algo):
     module = pong_algo.get_module()
     assert module.observation_space == gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
-    assert type(module.encoder).__name__ == "CNNEncoder" and module.encoder.output_dim == 256
+    assert type(module.encoder.actor_encoder).__name__ == "CNNEncoder" and module.encoder.output_dim == 256
     stacking = [p for p in pong_algo.env_runner.env_to_module.connectors if isinstance(p, FrameStacking)]
     assert [(p.num_frames, p.as_learner_connector) for p in stacking] == [(4, False)]
     learner_pieces = pong_algo.learner_group.foreach_learner(

@@ -179,3 +179,28 @@ def test_truncateds_may_leave_out_all_in_the_checks_and_the_vector_env():
         vector_env.step([{"agent_0": 0, "agent_1": 1}] * 2)
         steps += 1
     vector_env.close()
+
+
+def test_a_done_agents_flag_may_stay_true_as_in_rllib():
+    """RLlib's DoubleRowCorridorEnv reports every agent's terminated flag each step: a flag is no data."""
+    from flywheel.env import MultiAgentEnv
+
+    class FlagsStayTrue(MultiAgentEnv):
+        def __init__(self, config=None):
+            super().__init__()
+            self.possible_agents = self.agents = ["a", "b"]
+            self.observation_spaces = {agent: gym.spaces.Discrete(4) for agent in self.agents}
+            self.action_spaces = {agent: gym.spaces.Discrete(2) for agent in self.agents}
+
+        def reset(self, *, seed=None, options=None):
+            self.t = 0
+            return {"a": 0, "b": 0}, {}
+
+        def step(self, action_dict):
+            self.t += 1
+            obs = {"b": self.t} if self.t < 3 else {}
+            rewards = {agent: 1.0 for agent in action_dict}
+            terminateds = {"a": True, "b": self.t == 3, "__all__": self.t == 3}
+            return obs, rewards, terminateds, {}, {}
+
+    check_multi_agent_env(FlagsStayTrue())

@@ -105,6 +105,7 @@ def test_remote_runners_have_worker_indices_and_answer_probes(group):
         "num_env_runner_failures": 0,
         "num_env_runner_restarts": 0,
         "num_env_runner_timeouts": 0,
+        "num_env_runner_samples_dropped": 0,
     }
 
 

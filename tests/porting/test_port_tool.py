@@ -323,7 +323,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         ("from ray.rllib.policy.policy import PolicySpec\n", "PolicySpec"),
         ("from ray.rllib.policy.torch_policy_v2 import TorchPolicyV2\n", "TorchPolicyV2"),
         ("from ray.rllib.utils.framework import try_import_tf\n", "ray.rllib.utils.framework:try_import_tf"),
-        ("from ray.rllib.algorithms.appo import APPOConfig\n", "ray.rllib.algorithms.appo"),
+        ("from ray.rllib.algorithms.cql import CQLConfig\n", "ray.rllib.algorithms.cql"),
         ("from ray.rllib.connectors.common import AgentToModuleMapping\n", "ray.rllib.connectors.common"),
         ("import ray.rllib.policy.sample_batch as sb\n", "ray.rllib.policy"),
     ],
@@ -332,6 +332,20 @@ def test_old_api_stack_and_missing_names_say_what_to_use(source, expected):
     text, report = port(source)
     assert text == source
     assert len(report) == 1 and report[0].endswith(": " + TABLE.problems[expected])
+
+
+def test_impala_and_appo_names_port():
+    source = (
+        "from ray.rllib.algorithms.appo import APPOConfig\n"
+        "from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch\n"
+        "from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS, TargetNetworkAPI\n"
+    )
+    assert port(source) == (
+        "from flywheel.algorithms.appo import APPOConfig\n"
+        "from flywheel.algorithms.impala import vtrace_torch\n"
+        "from flywheel.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS, TargetNetworkAPI\n",
+        [],
+    )
 
 
 def test_a_name_not_in_the_table_is_reported_never_guessed():

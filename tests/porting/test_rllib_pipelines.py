@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from flywheel.algorithms.dqn import DQNConfig
 from flywheel.algorithms.ppo import PPOConfig
 from flywheel.algorithms.ppo.learner import PPOTorchLearner
 from flywheel.columns import Columns
@@ -25,6 +26,7 @@ from flywheel.connectors.env_to_module import FlattenObservations, MeanStdFilter
 from flywheel.core.rl_module import DefaultModelConfig, MultiRLModuleSpec, RLModuleSpec
 from flywheel.env import register_env
 from flywheel.env_runners.single_agent import SingleAgentEnvRunner
+from flywheel.episodes import TransitionEpisodes
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
 
 ROLES = {
@@ -45,10 +47,11 @@ ROLES = {
     "(algorithms/vpg_custom_algorithm.py)",
     "learners/classes/vpg_torch_learner_shared_optimizer.py": "VPGTorchLearnerSharedOptimizer: VPG's "
     "learner_class for a shared encoder on MultiAgentCartPole (multi_agent/shared_encoder_cartpole.py)",
-    "learners/classes/intrinsic_curiosity_learners.py": "PPOTorchLearnerWithCuriosity: PPO's learner_class "
-    "with the ICM as a learner-only module on a 12x12 FrozenLake (curiosity/intrinsic_curiosity_model_based_curiosity.py)",
+    "learners/classes/intrinsic_curiosity_learners.py": "PPOTorchLearnerWithCuriosity / "
+    "DQNTorchLearnerWithCuriosity: PPO's / DQN's learner_class with the ICM as a learner-only module on a "
+    "12x12 FrozenLake (curiosity/intrinsic_curiosity_model_based_curiosity.py)",
     "rl_modules/classes/intrinsic_curiosity_model_rlm.py": "IntrinsicCuriosityModel: the learner-only ICM "
-    "module next to PPO's policy (same example)",
+    "module next to PPO's and DQN's policy (same example)",
     "algorithms/classes/vpg.py": "VPGConfig / VPG: a custom Algorithm with its own config and training_step "
     "(algorithms/vpg_custom_algorithm.py)",
     "rl_modules/classes/vpg_torch_rlm.py": "VPGTorchRLModule: VPG's default module (same example)",
@@ -58,15 +61,15 @@ ROLES = {
 """Every class file this test runs, with the role it runs in."""
 
 SKIPPED = {
-    "algorithms/classes/appo_w_shared_data_actor.py": "needs APPO (not in flywheel yet; issue 17)",
+    "algorithms/classes/appo_w_shared_data_actor.py": "ports with no line left (APPO exists), but its role "
+    "needs Algorithm hooks flywheel lacks: setup(config) (flywheel builds in __init__), "
+    "restore_env_runners(group) and aggregator actors (_aggregator_actor_manager)",
     "algorithms/classes/maml_lr_differentiable_learner.py": "needs TorchDifferentiableLearner (differentiable "
     "inner-loop updates) and DifferentiableLearnerConfig, not in flywheel",
     "algorithms/classes/maml_lr_meta_learner.py": "needs TorchMetaLearner (an outer update through "
     "update(others_training_data=...)), not in flywheel",
     "algorithms/classes/maml_lr_differentiable_rlm.py": "its example trains it only with the two MAML "
     "learners (TorchDifferentiableLearner, TorchMetaLearner), not in flywheel",
-    "learners/classes/intrinsic_curiosity_learners.py::DQNTorchLearnerWithCuriosity": "needs DQN's learner "
-    "to train on episodes through a learner connector pipeline (it trains on replayed batches; issue 16)",
 }
 """Classes of these folders that cannot run yet, each with the capability flywheel lacks."""
 
@@ -106,7 +109,6 @@ def test_the_classes_port_with_no_line_left_to_edit(ported_rllib_examples):
     assert sorted(set(ROLES) & set(reported)) == []
     # The skipped ones that import what flywheel lacks are reported, not silently ported.
     assert {name for name in reported if name.startswith(FOLDERS)} == {
-        "algorithms/classes/appo_w_shared_data_actor.py",
         "algorithms/classes/maml_lr_differentiable_learner.py",
         "algorithms/classes/maml_lr_meta_learner.py",
     }
@@ -123,16 +125,19 @@ def test_skipped_class(name):
 
 class RecordingLearnerMixin:
     """Records, per update, the extrinsic rewards of the episodes it gets (before any piece changes
-    them) and the rewards the loss of `default_policy` sees."""
+    them), the rewards the loss of `default_policy` sees, and the update's results."""
 
     extrinsic: list[float] = []
     seen: list[float] = []
+    results: list[dict] = []
 
     def update(self, batch=None, *, episodes=None, **kwargs):
         if episodes is not None:
-            type(self).extrinsic.append(sum(float(np.sum(e.get_rewards())) for e in episodes))
+            type(self).extrinsic.append(extrinsic_rewards(episodes))
             type(self).seen.append(0.0)
-        return super().update(batch, episodes=episodes, **kwargs)
+        results = super().update(batch, episodes=episodes, **kwargs)
+        type(self).results.append(results)
+        return results
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         if module_id == DEFAULT_MODULE_ID:
@@ -142,8 +147,17 @@ class RecordingLearnerMixin:
         )
 
 
+def extrinsic_rewards(episodes) -> float:
+    """The sum of the episodes' rewards; replayed transitions are read as columns (their episode objects
+    stay unbuilt, so the learner pipeline takes the path it takes in training)."""
+    if isinstance(episodes, TransitionEpisodes):
+        return sum(float(np.sum(block.columns[Columns.REWARDS])) for block in episodes.blocks)
+    return sum(float(np.sum(e.get_rewards())) for e in episodes)
+
+
 def recording(base: type) -> type:
-    return type(f"Recording{base.__name__}", (RecordingLearnerMixin, base), {"extrinsic": [], "seen": []})
+    records = {"extrinsic": [], "seen": [], "results": []}
+    return type(f"Recording{base.__name__}", (RecordingLearnerMixin, base), records)
 
 
 def one_pass(config: PPOConfig, rows: int) -> PPOConfig:
@@ -474,42 +488,43 @@ FROZEN_LAKE_12X12 = {  # RLlib's ICM example: an open 12x12 lake, 22 steps at mo
 }
 
 
-def test_icm_rewards_reach_ppo_and_the_icm_trains_on_the_learner_only(examples):
-    curiosity = example("learners.classes.intrinsic_curiosity_learners")
+def with_icm(policy: RLModuleSpec) -> MultiRLModuleSpec:
+    """The example's modules: the policy, and the ICM (smaller nets) on the learners only."""
     icm_class = example("rl_modules.classes.intrinsic_curiosity_model_rlm").IntrinsicCuriosityModel
-    icm_id = curiosity.ICM_MODULE_ID
+    parts = ("feature", "inverse", "forward")
+    icm = RLModuleSpec(
+        module_class=icm_class,
+        learner_only=True,
+        model_config={
+            "feature_dim": 8,
+            **{f"{part}_net_hiddens": (16,) for part in parts},
+            **{f"{part}_net_activation": "relu" for part in parts},
+        },
+    )
+    icm_id = example("learners.classes.intrinsic_curiosity_learners").ICM_MODULE_ID
+    return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: policy, icm_id: icm})
+
+
+def in_icm_role(config, learner: type, policy: RLModuleSpec, num_envs: int):
+    """`config` in the ICM example's role: the 12x12 lake behind FlattenObservations, the curiosity
+    settings, `learner` as learner_class and the ICM as a learner-only module next to `policy`."""
     register_env("fl_12x12", lambda cfg: gym.make("FrozenLake-v1", **FROZEN_LAKE_12X12))
-    learner = recording(curiosity.PPOTorchLearnerWithCuriosity)
-    config = one_pass(
-        PPOConfig()
-        .environment("fl_12x12")
-        .env_runners(num_envs_per_env_runner=2, env_to_module_connector=lambda env: FlattenObservations())
+    return (
+        config.environment("fl_12x12")
+        .env_runners(
+            num_envs_per_env_runner=num_envs, env_to_module_connector=lambda env: FlattenObservations()
+        )
         .training(
             learner_config_dict={"intrinsic_reward_coeff": 0.05, "forward_loss_weight": 0.2},
             learner_class=learner,
-            lr=0.0003,
         )
-        .rl_module(
-            rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={
-                    DEFAULT_MODULE_ID: RLModuleSpec(model_config={"vf_share_layers": True}),
-                    icm_id: RLModuleSpec(
-                        module_class=icm_class,
-                        learner_only=True,
-                        model_config={
-                            "feature_dim": 8,
-                            **{f"{part}_net_hiddens": (16,) for part in ("feature", "inverse", "forward")},
-                            **{
-                                f"{part}_net_activation": "relu" for part in ("feature", "inverse", "forward")
-                            },
-                        },
-                    ),
-                }
-            )
-        )
-        .debugging(seed=0),
-        rows=88,
+        .rl_module(rl_module_spec=with_icm(policy))
+        .debugging(seed=0)
     )
+
+
+def train_with_icm(config, icm_id: str) -> list[dict]:
+    """Two iterations' `learners` results; asserts the ICM is on the learner only and trained."""
     algo = config.build_algo()
     trained = algo.learner_group.foreach_learner(lambda learner: learner)[0]
     assert sorted(trained.module.keys()) == [icm_id, DEFAULT_MODULE_ID]
@@ -517,13 +532,56 @@ def test_icm_rewards_reach_ppo_and_the_icm_trains_on_the_learner_only(examples):
     icm_before = trained.module[icm_id].get_state()
     results = [algo.train()["learners"] for _ in range(2)]
     algo.stop()
-    for update, result in enumerate(results):
-        icm = result[icm_id]
-        assert {"forward_loss", "inverse_loss", "mean_intrinsic_rewards"} <= set(icm)
+    icm_after = trained.module[icm_id].get_state()
+    assert any(not np.array_equal(icm_before[k], icm_after[k]) for k in icm_before)
+    for result in results:
+        assert {"forward_loss", "inverse_loss", "mean_intrinsic_rewards"} <= set(result[icm_id])
+    return results
+
+
+def test_icm_rewards_reach_ppo_and_the_icm_trains_on_the_learner_only(examples):
+    curiosity = example("learners.classes.intrinsic_curiosity_learners")
+    icm_id = curiosity.ICM_MODULE_ID
+    learner = recording(curiosity.PPOTorchLearnerWithCuriosity)
+    policy = RLModuleSpec(model_config={"vf_share_layers": True})
+    config = one_pass(in_icm_role(PPOConfig(), learner, policy, num_envs=2).training(lr=0.0003), rows=88)
+    for update, result in enumerate(train_with_icm(config, icm_id)):
         # One minibatch per update: the ICM computed its bonus with the weights its loss then saw, so
         # the rewards PPO trained on are the env's plus coeff x (the ICM's forward loss per row).
         bonus = learner.seen[update] - learner.extrinsic[update]
-        assert bonus == pytest.approx(0.05 * 88 * icm["mean_intrinsic_rewards"], rel=1e-4)
+        assert bonus == pytest.approx(0.05 * 88 * result[icm_id]["mean_intrinsic_rewards"], rel=1e-4)
         assert bonus > 0
-    icm_after = trained.module[icm_id].get_state()
-    assert any(not np.array_equal(icm_before[k], icm_after[k]) for k in icm_before)
+
+
+def test_icm_rewards_reach_dqn_and_the_icm_trains_on_the_learner_only(examples):
+    curiosity = example("learners.classes.intrinsic_curiosity_learners")
+    icm_id = curiosity.ICM_MODULE_ID
+    learner = recording(curiosity.DQNTorchLearnerWithCuriosity)
+    config = (
+        in_icm_role(DQNConfig(), learner, RLModuleSpec(), num_envs=1)
+        .training(
+            train_batch_size_per_learner=128,
+            lr=0.00075,
+            replay_buffer_config={
+                "type": "PrioritizedEpisodeReplayBuffer",
+                "capacity": 500000,
+                "alpha": 0.6,
+                "beta": 0.4,
+            },
+            epsilon=[[0, 1.0], [500000, 0.05]],
+            n_step=(3, 5),
+            double_q=True,
+            dueling=True,
+            num_steps_sampled_before_learning_starts=0,
+        )
+        .reporting(min_sample_timesteps_per_iteration=40)  # 10 training steps of 4 env steps
+    )
+    for result in train_with_icm(config, icm_id):
+        assert "qf_loss" in result[DEFAULT_MODULE_ID] and "qf_loss" not in result[icm_id]
+    assert len(learner.results) == 20  # one update (128 replayed transitions) per training step
+    for seen, extrinsic, update in zip(learner.seen, learner.extrinsic, learner.results, strict=True):
+        # One gradient step per update: the ICM computed its bonus with the weights its loss then saw,
+        # so the (n-step) rewards of DQN's TD targets are the replayed ones plus coeff x (forward loss).
+        bonus = seen - extrinsic
+        assert bonus == pytest.approx(0.05 * 128 * update[icm_id]["mean_intrinsic_rewards"], rel=1e-4)
+        assert bonus > 0

@@ -44,15 +44,24 @@ def runner_chunks(rewards, cut_after, *, base=0, terminated=False, lookback=2):
     return chunks
 
 
-def transitions(batch):
-    """Sampled transitions keyed by their start observation: (reward, next obs, n_step, terminated, truncated)."""
+def transitions(episodes):
+    """Sampled transitions, read from the one-step episodes, keyed by their start observation:
+    (reward, next obs, n_step, terminated, truncated)."""
     out = {}
-    for i, obs in enumerate(batch[Columns.OBS][:, 0].tolist()):
+    for episode in episodes:
+        assert len(episode) == 1
+        obs, next_obs = episode.get_observations()[:, 0].tolist()
         out[obs] = (
-            round(float(batch[Columns.REWARDS][i]), 6),
-            float(batch[Columns.NEXT_OBS][i, 0]),
-            int(batch[Columns.N_STEP][i]),
-            bool(batch[Columns.TERMINATEDS][i]),
-            bool(batch[Columns.TRUNCATEDS][i]),
+            round(float(episode.get_rewards(0)), 6),
+            next_obs,
+            int(episode.get_extra_model_outputs(Columns.N_STEP, 0)),
+            episode.is_terminated,
+            episode.is_truncated,
         )
     return out
+
+
+def columns(episodes):
+    """The columns of sampled transitions (one module's: the only block)."""
+    (block,) = episodes.blocks
+    return block.columns

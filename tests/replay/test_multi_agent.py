@@ -1,13 +1,23 @@
-"""MultiAgentEpisodeReplayBuffer: per-module buffers fed with the agents' episodes."""
+"""MultiAgentEpisodeReplayBuffer: per-module buffers fed with the agents' episodes, sampled by module."""
 
 import numpy as np
 import pytest
 
 from flywheel import Columns
 from flywheel.errors import ConfigError
-from flywheel.replay import INDICES, MultiAgentEpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+from flywheel.replay import (
+    INDICES,
+    MultiAgentEpisodeReplayBuffer,
+    MultiAgentPrioritizedEpisodeReplayBuffer,
+    PrioritizedEpisodeReplayBuffer,
+)
 
 from .conftest import chunk
+
+
+def by_module(episodes):
+    """`{module_id: columns}` of sampled transitions (one block per module)."""
+    return {block.module_id: block.columns for block in episodes.blocks}
 
 
 class StandInMultiAgentEpisode:
@@ -49,8 +59,11 @@ def test_agents_steps_go_to_their_modules_and_chunks_continue():
     assert (buffer.get_num_timesteps("p0"), buffer.get_num_timesteps("p1"), len(buffer)) == (16, 8, 24)
     assert (buffer.get_num_episodes("p0"), buffer.get_num_episodes()) == (4, 6)
     assert buffer.get_added_timesteps() == 24
-    batches = buffer.sample(300, n_step=3, gamma=0.5)
-    assert set(batches) == {"p0", "p1"}
+    episodes = buffer.sample(300, n_step=3, gamma=0.5)
+    assert len(episodes) == 600  # 300 per module
+    assert [episodes[0].module_id, episodes[299].module_id, episodes[300].module_id] == ["p0", "p0", "p1"]
+    batches = by_module(episodes)
+    assert list(batches) == ["p0", "p1"]
     assert set(batches["p1"][Columns.OBS][:, 0].tolist()) == {100, 101, 102, 103, 104, 1100, 1101, 1102}
     p0 = batches["p0"]
     assert set(p0[Columns.OBS][:, 0].tolist()) == {
@@ -58,7 +71,7 @@ def test_agents_steps_go_to_their_modules_and_chunks_continue():
     }  # fmt: skip
     crossing = p0[Columns.OBS][:, 0] == 202  # a2's window over both of its chunks
     assert p0[Columns.NEXT_OBS][crossing, 0].tolist()[0] == 205 and p0[Columns.TERMINATEDS][crossing].all()
-    assert list(buffer.sample(2, module_ids=["p1"])) == ["p1"]
+    assert list(by_module(buffer.sample(2, module_ids=["p1"]))) == ["p1"]
 
 
 def test_single_agent_episodes_go_to_their_module_id_or_the_default():
@@ -75,16 +88,15 @@ def test_single_agent_episodes_go_to_their_module_id_or_the_default():
 
 
 def test_prioritized_modules_update_their_own_priorities():
-    buffer = MultiAgentEpisodeReplayBuffer(
-        capacity=10, buffer_class=PrioritizedEpisodeReplayBuffer, alpha=1.0, seed=0
-    )
+    buffer = MultiAgentPrioritizedEpisodeReplayBuffer(capacity=10, alpha=1.0, seed=0)
+    assert buffer.buffer_class is PrioritizedEpisodeReplayBuffer
     buffer.add([_episode(0)])
-    batches = buffer.sample(4)
+    batches = by_module(buffer.sample(4))
     buffer.update_priorities(
         {"p0": np.full(4, 1.0), "p1": np.full(4, 1.0)}, {m: b[INDICES] for m, b in batches.items()}
     )
     buffer.update_priorities({"p1": np.array([97.0])}, {"p1": np.array([2])})
-    p1 = buffer.sample(1000, beta=1.0)["p1"]
+    p1 = by_module(buffer.sample(1000, beta=1.0))["p1"]
     assert (p1[INDICES] == 2).mean() > 0.95
     np.testing.assert_allclose(p1[Columns.WEIGHTS][p1[INDICES] == 2], 1 / 97)
     with pytest.raises(ConfigError, match=r"for the same modules, got \['p0'\] and \['p1'\]"):
@@ -103,7 +115,7 @@ def test_seeded_module_streams_are_reproducible_and_distinct():
                 )
             ]
         )
-        return {m: b[INDICES].tolist() for m, b in buffer.sample(20).items()}
+        return {m: b[INDICES].tolist() for m, b in by_module(buffer.sample(20)).items()}
 
     first = samples(7)
     assert first == samples(7) and first["p0"] != first["p1"]
@@ -118,7 +130,10 @@ def test_state_round_trip():
     assert (
         sorted(restored.keys()) == ["p0", "p1"] and len(restored) == len(buffer) == 12
     )  # p0 evicted one chunk
-    a, b = buffer.sample(100, n_step=2, beta=0.5), restored.sample(100, n_step=2, beta=0.5)
+    a, b = (
+        by_module(buffer.sample(100, n_step=2, beta=0.5)),
+        by_module(restored.sample(100, n_step=2, beta=0.5)),
+    )
     for module_id in a:
         for key in a[module_id]:
             np.testing.assert_array_equal(a[module_id][key], b[module_id][key])
@@ -150,7 +165,7 @@ def test_real_multi_agent_episode_chunks_continue_per_agent():
         1,
         2,
     )
-    batch = buffer.sample(200, n_step=3, gamma=0.5, module_ids=["p1"])["p1"]
+    batch = by_module(buffer.sample(200, n_step=3, gamma=0.5, module_ids=["p1"]))["p1"]
     from_101 = batch[Columns.OBS][:, 0] == 101.0  # a window over both chunks
     assert batch[Columns.REWARDS][from_101][0] == 2.0 * (1 + 0.5 + 0.25)
     assert batch[Columns.NEXT_OBS][from_101][0, 0] == 104.0

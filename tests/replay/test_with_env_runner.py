@@ -41,7 +41,7 @@ def test_sampled_windows_match_the_recorded_episodes(chunks_and_reference, capac
     else:  # whole chunks were evicted until the newest fitted
         assert capacity - max(lengths) < len(buffer) <= capacity
     checked = 0
-    for sampled in buffer.sample_episodes(300, n_step=(1, 4), gamma=0.9):
+    for sampled in buffer.sample(300, n_step=(1, 4), gamma=0.9):
         obs, rewards, terminated, t_started = reference[sampled.id_]
         assert t_started == 0
         t, n = sampled.t_started, int(sampled.get_extra_model_outputs(Columns.N_STEP)[0])

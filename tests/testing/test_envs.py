@@ -129,6 +129,20 @@ def test_failing_env_fails_after_fail_after_steps_over_episodes():
         env.reset()
 
 
+def test_failing_env_with_a_marker_fails_once_over_all_its_instances(tmp_path):
+    config = {"fail_after": 1, "fail_once_marker": str(tmp_path / "failed")}
+    first = FailingEnv(config)
+    first.reset()
+    first.step(0)
+    with pytest.raises(RuntimeError, match=re.escape("FailingEnv.step() failed on purpose after 1 steps")):
+        first.step(0)
+    assert (tmp_path / "failed").exists()
+    assert first.step(0)[1] == 2.0 and first.total_steps == 2
+    later = FailingEnv(config)
+    later.reset()
+    assert [later.step(0)[1] for _ in range(3)] == [1.0, 2.0, 3.0] and later.total_steps == 3
+
+
 def test_failing_env_fails_only_on_listed_workers():
     healthy = FailingEnv(EnvContext({"fail_after": 0, "fail_on_worker_indices": [1]}, worker_index=2))
     healthy.reset()

@@ -22,7 +22,7 @@ import contextlib
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Self
 
 import cloudpickle
@@ -37,6 +37,7 @@ from flywheel.checkpoints.tree import read_tree
 from flywheel.core.learner.learner_group import LearnerGroup, merge_results
 from flywheel.core.rl_module.spec import RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
+from flywheel.episodes.transition_episodes import num_env_steps
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 from flywheel.seeding import seed_process
@@ -165,25 +166,42 @@ class Algorithm(Checkpointable):
         """Samples from the runner group and merges the runners' metrics (exactly) into `self.metrics`."""
         with self.metrics.log_time((TIMERS, keys.ENV_RUNNER_SAMPLING_TIMER), reduce="mean"):
             episodes = self.env_runner_group.sample(**kwargs)
+        self._merge_runner_metrics()
+        return episodes
+
+    def _merge_runner_metrics(self) -> None:
+        """Merges the metrics of the runners' last samples (exactly) into `self.metrics`, and the
+        group's fault-tolerance counts when there are remote runners."""
         self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
         if self.env_runner_group.num_remote_env_runners():
             counts = self.env_runner_group.fault_tolerance_metrics()
             self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
-        return episodes
 
-    def _update(self, episodes: list) -> dict[str, Any]:
-        """One learner-group update on `episodes`; logs its results under `learners`."""
-        timesteps = {keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()}
+    def _update(self, episodes: Sequence[Any]) -> dict[str, Any]:
+        """One learner-group update on `episodes` (every algorithm's update goes through here); logs its
+        results under `learners` and returns them. The learners' `timesteps` are the lifetime env steps
+        sampled and trained (before this update)."""
+        timesteps = {
+            keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps(),
+            keys.NUM_ENV_STEPS_TRAINED_LIFETIME: int(
+                self.metrics.peek(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, default=0)
+            ),
+        }
         with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
             results = merge_results(self.learner_group.update(episodes=episodes, timesteps=timesteps))
         self._log_learner_results(results)
-        num_trained = sum(len(e) for e in episodes)
-        self.metrics.log_value(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum")
+        num_trained = num_env_steps(episodes)
+        self.metrics.log_value(
+            keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum", with_throughput=True
+        )
         return results
 
     def _log_learner_results(self, results: dict[str, Any]) -> None:
         """Logs one update's results under `learners`: module metrics average over the iteration's
-        updates, the `__all_modules__` counters add up (`weights_seq_no`: the newest)."""
+        updates, the `__all_modules__` counters add up (`weights_seq_no`: the newest). Lists (what
+        learners log with `reduce="item_series"`, e.g. DQN's per-row TD errors) are as long as the
+        batch: they stay in the update's results for the algorithm and are not logged."""
+        results = _without_lists(results)
         counters = results.pop(ALL_MODULES, {})
         self.metrics.log_dict(results, key=LEARNER_RESULTS)
         for name, value in counters.items():
@@ -445,6 +463,14 @@ def _runner_class(config: Any) -> type:
     from flywheel.env_runners.single_agent import SingleAgentEnvRunner
 
     return SingleAgentEnvRunner
+
+
+def _without_lists(results: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: _without_lists(value) if isinstance(value, dict) else value
+        for key, value in results.items()
+        if not isinstance(value, list)
+    }
 
 
 def _differs(a: Any, b: Any) -> bool:

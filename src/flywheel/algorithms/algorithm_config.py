@@ -202,6 +202,15 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
             kwargs = {**kwargs, "model_config": as_model_config_dict(kwargs["model_config"])}
         return self._section("rl_module", kwargs)
 
+    def offline_data(self, **kwargs: Any) -> Self:
+        """Recording and reading offline data (Parquet files; see docs/concepts/offline.md).
+
+        Keywords: input_, input_read_episodes, input_read_method_kwargs, dataset_num_iters_per_learner,
+        output, output_write_episodes, output_max_rows_per_file,
+        output_compress_columns.
+        """
+        return self._section("offline_data", kwargs)
+
     def evaluation(self, **kwargs: Any) -> Self:
         """Evaluation: evaluation_interval, evaluation_duration, evaluation_duration_unit,
         evaluation_num_env_runners, evaluation_config."""

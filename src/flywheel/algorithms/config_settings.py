@@ -154,6 +154,28 @@ class AlgorithmSettings:
     model_config: dict = setting("rl_module", factory=dict)
     """Default-model options (fcnet_hiddens, use_lstm, ...); the module's own defaults fill the rest."""
 
+    # offline_data()
+    input_: Any = setting("offline_data")
+    """Offline data to train on: a Parquet file or folder (or a list of them) recorded with `output`
+    (None: the algorithm samples its env)."""
+    input_read_episodes: bool = setting("offline_data", False)
+    """The input holds whole episodes (one row per episode chunk, `output_write_episodes=True`) rather
+    than one row per step. flywheel reads the layout from each file's metadata and checks it agrees."""
+    input_read_method_kwargs: dict = setting("offline_data", factory=dict)
+    """Options of the reader: `batch_size` (rows per Arrow record batch read at a time; memory
+    bound), `shuffle` (file order per pass, default True)."""
+    dataset_num_iters_per_learner: int | None = setting("offline_data")
+    """Updates per training iteration, each on `train_batch_size_per_learner` rows (None: 1)."""
+    output: str | None = setting("offline_data")
+    """Folder every env runner (local and remote) writes what it samples to, as Parquet files (None: no
+    recording). Evaluation runners do not record."""
+    output_write_episodes: bool = setting("offline_data", True)
+    """True: one row per episode chunk (list columns); False: one row per agent step."""
+    output_max_rows_per_file: int | None = setting("offline_data")
+    """Rows per Parquet file (the last file of a runner may hold fewer); None: one file per sample() call."""
+    output_compress_columns: list = setting("offline_data", factory=lambda: ["obs", "new_obs"])
+    """Columns written with zstd compression (smaller files, slower reads); the others use snappy."""
+
     # evaluation()
     evaluation_interval: int | None = setting("evaluation")
     """Evaluate every n training iterations (None: only when algo.evaluate() is called)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import numbers
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -385,6 +386,23 @@ def _check_attributes(config: AlgorithmConfig) -> list[str]:
     return problems
 
 
+def _check_offline_data(config: AlgorithmConfig) -> list[str | None]:
+    problems = [
+        check_bool(config, "output_write_episodes"),
+        check_bool(config, "input_read_episodes"),
+        check_int(config, "output_max_rows_per_file", 1, allow_none=True),
+        check_int(config, "dataset_num_iters_per_learner", 1, allow_none=True),
+    ]
+    for name, value in (("output", config.output), ("input_", config.input_)):
+        paths = value if isinstance(value, list | tuple) else [value]
+        if value is not None and not (paths and all(isinstance(p, str | os.PathLike) for p in paths)):
+            problems.append(
+                f"{name}={value!r} must be a path or a list of paths (or None). Fix: pass a folder to "
+                f"{where(config, name)}."
+            )
+    return problems
+
+
 def _check_rest(config: AlgorithmConfig) -> list[str | None]:
     problems = [
         check_int(config, "max_num_env_runner_restarts", 0),
@@ -422,6 +440,7 @@ _SECTION_CHECKS: tuple[Callable[[AlgorithmConfig], list[str | None]], ...] = (
     _check_learners_and_training,
     _check_multi_agent,
     _check_module_and_evaluation,
+    _check_offline_data,
     _check_rest,
 )
 

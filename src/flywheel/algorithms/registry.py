@@ -16,6 +16,10 @@ ALGORITHMS: dict[str, str] = {
     "PPO": "flywheel.algorithms.ppo:PPOConfig",
     "DQN": "flywheel.algorithms.dqn:DQNConfig",
     "SAC": "flywheel.algorithms.sac:SACConfig",
+    "IMPALA": "flywheel.algorithms.impala:IMPALAConfig",
+    "APPO": "flywheel.algorithms.appo:APPOConfig",
+    "BC": "flywheel.algorithms.bc:BCConfig",
+    "MARWIL": "flywheel.algorithms.marwil:MARWILConfig",
 }
 """Algorithm name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 

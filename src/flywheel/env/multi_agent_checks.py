@@ -180,7 +180,8 @@ class _Checker:
                         f"env {self.name}.{what} returned {which}[{agent_id!r}]={_describe(flag)}; expected a bool. "
                         f"Fix: return bool(flag)."
                     )
-                if agent_id != "__all__" and flag:
+                # A done agent's flag may stay True (RLlib reads only data, not flags, as a step after done).
+                if agent_id != "__all__" and flag and agent_id not in self.done:
                     self._check_agent(what, agent_id, f"{which}=True")
                     ended.add(agent_id)
         for agent_id in self.in_flight - set(observations):

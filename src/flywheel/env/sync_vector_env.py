@@ -8,6 +8,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import create_empty_array
 
+from flywheel.compat import add_vector_info
+
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
@@ -19,8 +21,9 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
     The generic `step` dispatches on the space type to split the actions and to join the
     observations, then deep-copies the observation batch: for CartPole that costs about as much as
     the env step itself (~8 us of ~18 us per vector step of one sub-env). The results are the same:
-    observations, float64 rewards, bool flags, and infos built by gymnasium's own `_add_info` (with
-    `final_obs` / `final_info` for sub-envs that ended and were reset). Everything else (reset,
+    observations, float64 rewards, bool flags, and infos built by gymnasium's own `_add_info` (through
+    `flywheel.compat.add_vector_info`), with `final_obs` / `final_info` for sub-envs that ended and
+    were reset. Everything else (reset,
     call, get_attr, render, close, other spaces and autoreset modes) is gymnasium's.
     """
 
@@ -47,8 +50,8 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
             obs, rewards[i], terminated, truncated, info = env.step(actions[i])
             terminateds[i], truncateds[i] = terminated, truncated
             if terminated or truncated:
-                infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
+                infos = add_vector_info(self, infos, {"final_obs": obs, "final_info": info}, i)
                 obs, info = env.reset()
             obs_buffer[i] = obs
-            infos = self._add_info(infos, info, i)
+            infos = add_vector_info(self, infos, info, i)
         return obs_buffer.copy(), rewards, terminateds, truncateds, infos

@@ -63,6 +63,7 @@ class EnvRunner(Checkpointable, abc.ABC):
         self._to_module: dict[str, Any] = {}
         self._shared_data: dict[str, Any] = {}  # of the step's env-to-module call, for its module-to-env call
         self._env_steps_sampled = 0  # by this runner, over its lifetime: `t` of forward_exploration
+        self._writer = None  # the OfflineWriter of config.output, built on first sample()
 
     def _global_env_steps(self) -> int:
         """`t` passed to `forward_exploration`: the env steps sampled so far over all runners, estimated
@@ -124,8 +125,31 @@ class EnvRunner(Checkpointable, abc.ABC):
             else:
                 episodes, stats = self._sample_timesteps(num_timesteps, explore, random_actions)
         self._log_sample_metrics(episodes, stats)
+        if self.config.output is not None and not self.config.in_evaluation:
+            self._offline_writer().write(episodes)
         self._callbacks.on_sample_end(env_runner=self, metrics_logger=self.metrics, samples=episodes)
         return episodes
+
+    def _offline_writer(self) -> Any:
+        """The `OfflineWriter` recording this runner's samples (built on first use: pyarrow is imported
+        only by runners that record)."""
+        if self._writer is None:
+            from flywheel.offline.writer import OfflineWriter
+
+            config = self.config
+            self._writer = OfflineWriter(
+                config.output,
+                spaces=self._recorded_spaces(),
+                write_episodes=config.output_write_episodes,
+                max_rows_per_file=config.output_max_rows_per_file,
+                compress_columns=config.output_compress_columns,
+                file_prefix=f"runner{self.worker_index}",
+            )
+        return self._writer
+
+    def _recorded_spaces(self) -> dict[str, tuple]:
+        """The spaces an offline dataset records: `{"default": (observation_space, action_space)}`."""
+        return {"default": self._env_spaces()}
 
     @abc.abstractmethod
     def _reset_envs(self, explore: bool) -> None:
@@ -260,5 +284,7 @@ class EnvRunner(Checkpointable, abc.ABC):
         return "pong"
 
     def stop(self) -> None:
-        """Releases the env."""
+        """Writes what the runner still buffers for `config.output`, then releases the env."""
+        if self._writer is not None:
+            self._writer.close()
         self.env.close()

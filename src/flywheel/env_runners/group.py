@@ -12,6 +12,10 @@ local runner does not: it stays as the holder of the inference module (`algo.get
 spaces and the merged connector states that checkpoints save. Remote runners that fail, time out
 or cannot be placed are handled (and logged) as `RemoteRunners` describes; what a failed runner
 sampled in the failing call is dropped with its metrics, so nothing is counted twice.
+
+Asynchronous algorithms (IMPALA, APPO) call `sample_async` instead: every remote runner always has
+a `sample()` in flight (`AsyncSampler`), finished ones are taken as they arrive, and the weights
+(and merged connector states) reach each runner with its next `sample()` call.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import os
 from collections.abc import Callable, Collection
 from typing import Any
 
+from flywheel.env_runners.async_sampling import AsyncSampler
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.remote_runners import CONNECTORS, RemoteRunners
 from flywheel.typing import DEFAULT_MODULE_ID
@@ -43,7 +48,9 @@ class EnvRunnerGroup:
         num_remote = config.num_env_runners
         self.local_env_runner = runner_class(config=config, worker_index=0, num_workers=num_remote)
         self._remote = RemoteRunners(config, runner_class) if num_remote else None
+        self._async: AsyncSampler | None = None  # set by the first sample_async()
         self._metrics_states: list[dict] = []
+        self._num_dropped = 0  # samples of synchronous rounds lost to runner failures
 
     def update_config(self, config: Any) -> None:
         """Makes `config` (e.g. after `algo.add_module`) the one runners restarted from now on get."""
@@ -69,6 +76,9 @@ class EnvRunnerGroup:
             )
             self._metrics_states = [self.local_env_runner.get_metrics_state()]
             return episodes
+        if self._async is not None:  # in-flight asynchronous samples are dropped (not waited for)
+            self._num_dropped += self._async.num_in_flight + self._async.num_dropped
+            self._async = None
         key = "num_episodes" if num_episodes is not None else "num_timesteps"
         missing = num_episodes if num_episodes is not None else num_timesteps
         episodes, metrics_states, connector_states = [], [], []
@@ -81,7 +91,9 @@ class EnvRunnerGroup:
                 if share is None or share > 0
             }
             calls = self._remote.call("sample", args)
-            for _, (chunk, metrics_state, connector_state) in self._remote.gather(calls):
+            results = self._remote.gather(calls)
+            self._num_dropped += len(calls) - len(results)
+            for _, (chunk, metrics_state, connector_state) in results:
                 episodes.extend(chunk)
                 metrics_states.append(metrics_state)
                 connector_states.append(connector_state)
@@ -92,6 +104,23 @@ class EnvRunnerGroup:
         self._metrics_states = metrics_states
         self._merge_and_send_connector_states(connector_states)
         return episodes
+
+    def sample_async(self, *, block: bool = True) -> list[list]:
+        """Asynchronous sampling: the episodes of every remote `sample()` call (one rollout fragment
+        per runner) that finished since the last call, one list per call; those runners sample again
+        already. With `block`, waits until at least one finished. Their metrics states come from
+        `get_metrics_states()`; their connector states are merged into the local runner's and go to
+        every runner with its next call. Without remote runners: one `sample()` of the local runner.
+        """
+        if self._remote is None:
+            return [self.sample()]
+        if self._async is None:
+            self._async = AsyncSampler(self._remote)
+        results = self._async.collect(block=block)
+        self._metrics_states.extend(metrics_state for _, (_, metrics_state, _) in results)
+        self._merge_and_send_connector_states([connectors for _, (_, _, connectors) in results])
+        self._async.launch()
+        return [episodes for _, (episodes, _, _) in results]
 
     def get_metrics_states(self) -> list[dict]:
         """Each runner's metrics from the last `sample()`, as `MetricsLogger` states (failed runners'
@@ -132,7 +161,10 @@ class EnvRunnerGroup:
             weights_seq_no = source.weights_seq_no
         if not self.config.is_multi_agent:
             weights = weights[DEFAULT_MODULE_ID]
-        self._set_state({"rl_module": weights, "weights_seq_no": weights_seq_no})
+        # While sampling asynchronously, weights go with each runner's next sample() (forced ones,
+        # seq no 0, right away: a later newer-numbered state must not overtake them).
+        part = "weights" if weights_seq_no else None
+        self._set_state({"rl_module": weights, "weights_seq_no": weights_seq_no}, part)
 
     def sync_connector_states(self, from_group: EnvRunnerGroup | None = None) -> None:
         """Merges the runners' connector states and sends the merged state to every runner.
@@ -150,20 +182,27 @@ class EnvRunnerGroup:
         self._set_state(state)
 
     def _merge_and_send_connector_states(self, states: list[dict]) -> None:
-        """Exact merge (each piece's `merge_states`) of the runners' states, then back to all runners."""
+        """Exact merge (each piece's `merge_states`) of the runners' states into the local runner's
+        (which holds every earlier merge), then back to all runners."""
         if not any(any(state.values()) for state in states):
             return
         local = self.local_env_runner
         pipelines = {CONNECTORS[0]: local.env_to_module, CONNECTORS[1]: local.module_to_env}
         merged = {
-            name: pipeline.merge_states([state[name] for state in states])
+            name: pipeline.merge_states([pipeline.get_state()] + [state[name] for state in states])
             for name, pipeline in pipelines.items()
         }
-        self._set_state(merged)
+        self._set_state(merged, "connectors")
 
-    def _set_state(self, state: dict) -> None:
+    def _set_state(self, state: dict, part: str | None = None) -> None:
+        """`set_state` on every runner: right away, or, while sampling asynchronously, as `part` of
+        what goes with each remote runner's next `sample()`."""
         self.local_env_runner.set_state(state)
-        if self._remote is not None:
+        if self._remote is None:
+            return
+        if self._async is not None and part is not None:
+            self._async.post(part, state)
+        else:
             self._remote.broadcast(state)
 
     def reseed(self, salt: int) -> None:
@@ -183,17 +222,20 @@ class EnvRunnerGroup:
         return self.num_healthy_env_runners
 
     def fault_tolerance_metrics(self) -> dict[str, int]:
-        """Healthy remote runners now, and lifetime counts of runner failures, restarts and timeouts."""
+        """Healthy remote runners now, and lifetime counts of runner failures, restarts, timeouts and
+        of the `sample()` calls whose results were lost with them."""
         counts = (
             self._remote.counts()
             if self._remote is not None
             else dict.fromkeys(("failures", "restarts", "timeouts"), 0)
         )
+        dropped = self._num_dropped + (self._async.num_dropped if self._async is not None else 0)
         return {
             "num_healthy_env_runners": self.num_healthy_env_runners,
             "num_env_runner_failures": counts["failures"],
             "num_env_runner_restarts": counts["restarts"],
             "num_env_runner_timeouts": counts["timeouts"],
+            "num_env_runner_samples_dropped": dropped,
         }
 
     @property

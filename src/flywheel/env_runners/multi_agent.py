@@ -90,6 +90,13 @@ class MultiAgentEnvRunner(EnvRunner):
         """One env's: the multi-agent vector env has no batched spaces (as the connector hooks see it)."""
         return self._env_spaces()
 
+    def _recorded_spaces(self) -> dict[str, tuple]:
+        """Offline datasets record each agent's spaces, by agent id."""
+        return {
+            str(agent): (self.env.observation_spaces[agent], self.env.action_spaces[agent])
+            for agent in self.env.possible_agents
+        }
+
     def _module_spaces(self) -> dict[str, tuple]:
         specs = self.module_spec.rl_module_specs
         return {module_id: (spec.observation_space, spec.action_space) for module_id, spec in specs.items()}

@@ -82,20 +82,41 @@ class RemoteRunners:
 
         if not calls:
             return []
-        timeout = self.config.sample_timeout_s
-        done, pending = ray.wait(list(calls), num_returns=len(calls), timeout=timeout)
+        done, pending = ray.wait(list(calls), num_returns=len(calls), timeout=self.config.sample_timeout_s)
         results = []
         for ref in done:
-            index = calls[ref]
-            try:
-                ray.get(self._unconfirmed.pop(index, []))  # ran before `ref` on the same actor
-                results.append((index, ray.get(ref)))
-            except ray.exceptions.RayError as error:
-                self._on_failure(index, error)
+            ok, result = self.resolve(calls[ref], ref, self._unconfirmed.pop(calls[ref], []))
+            if ok:
+                results.append((calls[ref], result))
         for ref in pending:
-            self._counts["timeouts"] += 1
-            self._on_failure(calls[ref], TimeoutError(_timeout_message(calls[ref], timeout)))
+            self.time_out(calls[ref])
         return results
+
+    def submit(self, index: int, method: str, *args: Any) -> tuple[Any, list]:
+        """Sends `method(*args)` to runner `index` without waiting; returns its ref and the calls sent
+        to the runner before it and not yet checked (pass both to `resolve`)."""
+        return getattr(self._actors[index], method).remote(*args), self._unconfirmed.pop(index, [])
+
+    def resolve(self, index: int, ref: Any, before: list) -> tuple[bool, Any]:
+        """`(True, result)` of the finished call `ref` to runner `index`, after checking the calls
+        `before` it; `(False, None)` when one of them failed (handled by `_on_failure`)."""
+        import ray
+
+        try:
+            ray.get(before)  # ran before `ref` on the same actor
+            return True, ray.get(ref)
+        except ray.exceptions.RayError as error:
+            self._on_failure(index, error)
+            return False, None
+
+    def time_out(self, index: int) -> None:
+        """Runner `index` did not finish a call within `sample_timeout_s`: counted, then a failure."""
+        self._counts["timeouts"] += 1
+        self._on_failure(index, TimeoutError(_timeout_message(index, self.config.sample_timeout_s)))
+
+    def actor(self, index: int) -> Any:
+        """The actor now serving worker index `index` (None while it is failed)."""
+        return self._actors.get(index)
 
     def broadcast(self, state: dict) -> None:
         """`set_state(state)` on every healthy runner, without waiting for it: an actor runs its calls in
@@ -104,10 +125,14 @@ class RemoteRunners:
         latest state when they answer (`_collect_started`)."""
         import ray
 
-        self._runner_state.update(state)
+        self.remember(state)
         state_ref = ray.put(state)
         for i in self.ready():
             self._unconfirmed.setdefault(i, []).append(self._actors[i].set_state.remote(state_ref))
+
+    def remember(self, state: dict) -> None:
+        """Makes `state` part of what every runner started from now on receives (`broadcast` calls it)."""
+        self._runner_state.update(state)
 
     def reseed(self, salt: int) -> None:
         """`reseed(salt)` on every live runner (sent without waiting, checked with its next result)."""
@@ -130,8 +155,12 @@ class RemoteRunners:
         return len(self._actors)
 
     def stop(self) -> None:
+        """Kills the runners; runners that record (`config.output`) first write what they buffered."""
         import ray
 
+        if self.config.output is not None:
+            stops = [actor.stop.remote() for actor in self._actors.values() if actor is not None]
+            ray.wait(stops, num_returns=len(stops), timeout=self.config.sample_timeout_s)
         for actor in self._actors.values():
             if actor is not None:
                 ray.kill(actor, no_restart=True)
@@ -198,6 +227,14 @@ class RemoteRunners:
             "ignore_env_runner_failures=True leaves none to sample with. Fix the env, or set "
             "config.fault_tolerance(restart_failed_env_runners=True)."
         )
+
+    def poll(self) -> list[int]:
+        """`healthy()` without waiting: restarts the runners that are due, takes in those that have
+        started, and returns the worker indices of the ready ones."""
+        self._restart_due_runners()
+        if self._starting:
+            self._collect_started(timeout=0.0)
+        return self.ready()
 
     def ready(self) -> list[int]:
         """Live remote runners that answered their first call."""
@@ -295,8 +332,15 @@ class RunnerActor:
             seed_process(config.seed + worker_index)
         self.runner = runner_class(config=config, worker_index=worker_index, num_workers=num_workers)
 
-    def sample(self, kwargs: dict) -> tuple[list, dict, dict]:
-        """Episodes, the metrics state and the connector states in one round trip."""
+    def stop(self) -> None:
+        """Stops the runner (it writes what it still buffers for `config.output`)."""
+        self.runner.stop()
+
+    def sample(self, kwargs: dict, *states: dict) -> tuple[list, dict, dict]:
+        """Episodes, the metrics state and the connector states in one round trip (after setting
+        `states`, e.g. new weights, in order)."""
+        for state in states:
+            self.runner.set_state(state)
         episodes = self.runner.sample(**kwargs)
         return episodes, self.runner.get_metrics_state(), self.get_connector_states()
 

@@ -3,5 +3,12 @@
 from flywheel.episodes.lookback_buffer import InfiniteLookbackBuffer, LookbackBuffer
 from flywheel.episodes.multi_agent_episode import MultiAgentEpisode
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+from flywheel.episodes.transition_episodes import TransitionEpisodes
 
-__all__ = ["InfiniteLookbackBuffer", "LookbackBuffer", "MultiAgentEpisode", "SingleAgentEpisode"]
+__all__ = [
+    "InfiniteLookbackBuffer",
+    "LookbackBuffer",
+    "MultiAgentEpisode",
+    "SingleAgentEpisode",
+    "TransitionEpisodes",
+]

@@ -46,8 +46,18 @@ WEIGHTS_SEQ_NO = "weights_seq_no"  # also in result[LEARNER_RESULTS][ALL_MODULES
 NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
 NUM_ENV_STEPS_TRAINED_LIFETIME = "num_env_steps_trained_lifetime"  # at the result's top level
 NUM_MODULE_STEPS_TRAINED = "num_module_steps_trained"  # per module
-NUM_TARGET_UPDATES = "num_target_updates"  # DQN / SAC
-LAST_TARGET_UPDATE_TS = "last_target_update_ts"  # DQN / SAC learner state
+NUM_TARGET_UPDATES = "num_target_updates"  # DQN / SAC; APPO per module
+TD_ERROR_KEY = (
+    "td_error"  # DQN / SAC: per-row TD errors (lists) in the learners' update results, not in train()
+)
+LAST_TARGET_UPDATE_TS = "last_target_update_ts"  # DQN / SAC learner state; APPO per module
+
+# result[LEARNER_RESULTS][ALL_MODULES][...]: IMPALA / APPO, logged by the algorithm.
+WEIGHTS_LAG_MEAN = "weights_lag_mean"  # learner's weights_seq_no minus the runner's at each trained step
+WEIGHTS_LAG_MAX = "weights_lag_max"
+LEARNER_QUEUE_SIZE = "learner_queue_size"  # train batches waiting in the queue after an update (mean)
+NUM_ENV_STEPS_DROPPED = "num_env_steps_dropped"  # evicted from a full queue, never trained on
+NUM_ENV_STEPS_DROPPED_LIFETIME = "num_env_steps_dropped_lifetime"
 
 # result[REPLAY_BUFFER_RESULTS][...].
 NUM_ENV_STEPS_STORED = "num_env_steps_stored"

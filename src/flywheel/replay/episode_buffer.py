@@ -5,8 +5,8 @@ An off-policy algorithm drives it like this::
     buffer = EpisodeReplayBuffer(capacity=100_000, batch_size_B=32)
     while training:
         buffer.add(env_runner.sample(num_timesteps=...))   # finished episodes and ongoing chunks
-        batch = buffer.sample(n_step=3, gamma=0.99)         # flat numpy train batch
-        ...  # target: batch[REWARDS] + gamma**batch[N_STEP] * (1 - batch[TERMINATEDS]) * Q(batch[NEXT_OBS])
+        episodes = buffer.sample(n_step=3, gamma=0.99)      # one-step episodes (o_t -> o_t+n), as columns
+        learner.update(episodes=episodes)   # the learner pipeline builds OBS, NEXT_OBS, REWARDS, N_STEP, ...
 
 Chunks of an ongoing episode (same ``id_``) continue the stored episode, so n-step windows
 run across chunk boundaries. Capacity counts env steps; when a new chunk does not fit, the
@@ -23,12 +23,13 @@ import numpy as np
 
 from flywheel.columns import Columns
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
 from flywheel.errors import ConfigError, EpisodeError
-from flywheel.replay.column_store import take
 from flywheel.replay.step_storage import StepStorage
 
 INDICES = "replay_indices"
-"""Batch key of the sampled rows' ids, to pass back to ``update_priorities``."""
+"""Extra model output of sampled transitions (a train-batch column, and a learner result next to the TD
+errors): the sampled rows' ids, to pass back to ``update_priorities``."""
 
 NStep = int | tuple[int, int]
 
@@ -102,66 +103,21 @@ class EpisodeReplayBuffer:
         batch_size_B: int | None = None,
         n_step: NStep = 1,
         gamma: float = 0.99,
-        include_extra_model_outputs: bool = False,
         beta: float = 0.0,
-    ) -> dict[str, Any]:
-        """Samples ``num_items`` (or ``batch_size_B``) n-step transitions as a flat numpy batch.
-
-        ``n_step`` is an int or an inclusive range ``(lo, hi)`` drawn per transition. Columns:
-        ``OBS``, ``ACTIONS`` (at the window's first step), ``REWARDS`` (the discounted sum of
-        the window's rewards), ``NEXT_OBS`` (the observation after the window), ``TERMINATEDS``
-        / ``TRUNCATEDS`` (the window ends at the episode's termination / truncation), ``N_STEP``
-        (steps actually used: a window stops early at the episode's end, or, for an ongoing
-        episode, at its newest stored observation; bootstrap with ``gamma ** N_STEP``),
-        ``WEIGHTS`` (importance weights; all 1 here, ``beta`` only matters for prioritized
-        replay) and ``INDICES`` (row ids for ``update_priorities``). With
-        ``include_extra_model_outputs`` every extra model output at the first step is added.
-        """
-        batch, _ = self._sample(num_items, batch_size_B, n_step, gamma, include_extra_model_outputs, beta)
-        return batch
-
-    def sample_episodes(
-        self,
-        num_items: int | None = None,
-        *,
-        batch_size_B: int | None = None,
-        n_step: NStep = 1,
-        gamma: float = 0.99,
         include_extra_model_outputs: bool = False,
-        beta: float = 0.0,
-    ) -> list[SingleAgentEpisode]:
-        """Like `sample`, as one-step episodes, for learner pipelines that read episodes.
+    ) -> TransitionEpisodes:
+        """Samples ``num_items`` (or ``batch_size_B``) n-step transitions, as one-step episodes.
 
-        Each holds observations ``[OBS, NEXT_OBS]``, the action, the n-step return as its one
-        reward, the stored episode's ``id_`` and ``t_started``, the done flags of the window,
-        and ``N_STEP``, ``WEIGHTS``, ``INDICES`` (and the requested outputs) as extra model outputs.
+        Each is RLlib's sampled episode (see `TransitionEpisodes`): observations ``[o_t, o_{t+n}]``,
+        the action ``a_t``, the discounted sum of the window's rewards as its one reward, the done
+        flags of the window's end, and the extra model outputs ``N_STEP`` (steps actually used: a
+        window stops early at the episode's end, or, for an ongoing episode, at its newest stored
+        observation; bootstrap with ``gamma ** N_STEP``), ``WEIGHTS`` (importance weights; all 1
+        here, ``beta`` only matters for prioritized replay) and ``INDICES`` (row ids for
+        ``update_priorities``). ``n_step`` is an int or an inclusive range ``(lo, hi)`` drawn per
+        transition. With ``include_extra_model_outputs`` every extra model output the runner
+        recorded at ``t`` is added too.
         """
-        batch, extra = self._sample(num_items, batch_size_B, n_step, gamma, include_extra_model_outputs, beta)
-        storage = self._storage
-        skip = {Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS}
-        skip |= {Columns.TERMINATEDS, Columns.TRUNCATEDS}
-        outputs = {key: value for key, value in batch.items() if key not in skip}
-        obs_space, action_space = storage.spaces
-        episodes = []
-        for i, slot in enumerate(extra["slots"]):
-            episodes.append(
-                SingleAgentEpisode(
-                    storage.episode_id(slot),
-                    observations=[take(batch[Columns.OBS], i), take(batch[Columns.NEXT_OBS], i)],
-                    observation_space=obs_space,
-                    actions=[take(batch[Columns.ACTIONS], i)],
-                    action_space=action_space,
-                    rewards=[batch[Columns.REWARDS][i]],
-                    extra_model_outputs={key: [take(value, i)] for key, value in outputs.items()},
-                    terminated=bool(batch[Columns.TERMINATEDS][i]),
-                    truncated=bool(batch[Columns.TRUNCATEDS][i]),
-                    t_started=int(extra["t"][i]),
-                    len_lookback_buffer=0,
-                ).to_numpy()
-            )
-        return episodes
-
-    def _sample(self, num_items, batch_size_B, n_step, gamma, include_extra_model_outputs, beta):
         size = self._batch_size(num_items, batch_size_B)
         lengths = self._n_step_lengths(n_step, size)
         if self._storage.num_steps == 0:
@@ -169,11 +125,11 @@ class EpisodeReplayBuffer:
         positions, weights = self._draw(size, beta)
         storage = self._storage
         window = storage.n_step(positions, lengths, gamma)
-        batch = {
+        columns = {
             Columns.OBS: storage.obs.read(positions),
+            Columns.NEXT_OBS: window["next_obs"],
             Columns.ACTIONS: storage.actions.read(positions),
             Columns.REWARDS: window["returns"],
-            Columns.NEXT_OBS: window["next_obs"],
             Columns.TERMINATEDS: window["terminateds"],
             Columns.TRUNCATEDS: window["truncateds"],
             Columns.N_STEP: window["n_step"],
@@ -181,8 +137,16 @@ class EpisodeReplayBuffer:
             INDICES: storage.positions_to_ids(positions),
         }
         if include_extra_model_outputs:
-            batch.update(storage.read_extras(positions))
-        return batch, window
+            columns.update(storage.read_extras(positions))
+        obs_space, action_space = storage.spaces
+        block = TransitionBlock(
+            columns,
+            episode_ids=storage.episode_ids(window["slots"]),
+            t_started=window["t"],
+            observation_space=obs_space,
+            action_space=action_space,
+        )
+        return TransitionEpisodes([block])
 
     def _draw(self, size: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
         """Row positions drawn uniformly over the stored steps, and their (unit) weights."""

@@ -5,19 +5,25 @@ split into its agents' `SingleAgentEpisode`s and each goes to the buffer of its 
 
     buffer = MultiAgentEpisodeReplayBuffer(capacity=50_000)
     buffer.add(multi_agent_runner.sample(num_timesteps=...))
-    batches = buffer.sample(n_step=3)        # {module_id: flat batch}
+    episodes = buffer.sample(32, n_step=3)   # 32 transitions per module, each episode with its module_id
+
+As RLlib's `MultiAgentEpisodeReplayBuffer` samples "independently": every module replays its own
+transitions, whatever the other agents did at the time.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from flywheel.episodes.transition_episodes import TransitionEpisodes
 from flywheel.errors import ConfigError
 from flywheel.replay.episode_buffer import EpisodeReplayBuffer
+from flywheel.replay.prioritized import PrioritizedEpisodeReplayBuffer
 from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
 
 
@@ -41,7 +47,7 @@ class MultiAgentEpisodeReplayBuffer:
         seed: int | None = None,
         **buffer_kwargs: Any,
     ):
-        self._buffer_class = buffer_class
+        self.buffer_class = buffer_class
         self._buffer_kwargs = {"capacity": capacity, "batch_size_B": batch_size_B, **buffer_kwargs}
         self._seed = seed
         self._make(DEFAULT_MODULE_ID)  # Invalid arguments fail here, not at the first add().
@@ -49,7 +55,7 @@ class MultiAgentEpisodeReplayBuffer:
 
     def _make(self, module_id: ModuleID) -> EpisodeReplayBuffer:
         seed = None if self._seed is None else [self._seed, zlib.crc32(str(module_id).encode())]
-        return self._buffer_class(seed=seed, **self._buffer_kwargs)
+        return self.buffer_class(seed=seed, **self._buffer_kwargs)
 
     def add(self, episodes: Iterable[Any]) -> None:
         """Stores multi-agent episodes (objects with ``agent_episodes`` and ``module_for(agent_id)``).
@@ -88,14 +94,20 @@ class MultiAgentEpisodeReplayBuffer:
 
     def sample(
         self, num_items: int | None = None, *, module_ids: Iterable[ModuleID] | None = None, **kwargs: Any
-    ) -> dict[ModuleID, dict[str, Any]]:
-        """One batch per module (``module_ids``, default: every module with stored steps).
+    ) -> TransitionEpisodes:
+        """``num_items`` (default ``batch_size_B``) transitions of each module in ``module_ids`` (default:
+        every module with stored steps), module after module; each episode's ``module_id`` says whose.
 
-        Takes the keyword arguments of `EpisodeReplayBuffer.sample` (``n_step``, ``gamma``, ``beta``, ...).
+        Takes the keyword arguments of `EpisodeReplayBuffer.sample` (``n_step``, ``gamma``, ``beta``, ...);
+        ``INDICES`` are ids in the module's own buffer.
         """
         if module_ids is None:
             module_ids = [m for m, buffer in self._buffers.items() if len(buffer)]
-        return {m: self[m].sample(num_items, **kwargs) for m in module_ids}
+        blocks = []
+        for module_id in module_ids:
+            (block,) = self[module_id].sample(num_items, **kwargs).blocks
+            blocks.append(replace(block, module_id=module_id))
+        return TransitionEpisodes(blocks)
 
     def update_priorities(
         self, priorities: dict[ModuleID, np.ndarray], indices: dict[ModuleID, np.ndarray]
@@ -137,4 +149,26 @@ class MultiAgentEpisodeReplayBuffer:
             self._buffers[module_id].set_state(module_state)
 
 
-__all__ = ["MultiAgentEpisodeReplayBuffer"]
+class MultiAgentPrioritizedEpisodeReplayBuffer(MultiAgentEpisodeReplayBuffer):
+    """`MultiAgentEpisodeReplayBuffer` with one `PrioritizedEpisodeReplayBuffer` per module.
+
+    Args:
+        capacity: Maximum number of env steps stored per module.
+        batch_size_B: Default number of transitions per module and `sample` call.
+        alpha: How strongly priorities shape sampling (0 = uniform, 1 = proportional).
+        seed: Seed; each module's buffer gets its own stream derived from it and the module id.
+    """
+
+    def __init__(
+        self, capacity: int = 10_000, *, batch_size_B: int = 16, alpha: float = 0.6, seed: int | None = None
+    ):
+        super().__init__(
+            capacity,
+            batch_size_B=batch_size_B,
+            buffer_class=PrioritizedEpisodeReplayBuffer,
+            seed=seed,
+            alpha=alpha,
+        )
+
+
+__all__ = ["MultiAgentEpisodeReplayBuffer", "MultiAgentPrioritizedEpisodeReplayBuffer"]

@@ -6,9 +6,10 @@ Prioritized experience replay (Schaul et al., 2016) draws stored step ``i`` with
 priority, ``w_i = (p_i^α / min_k p_k^α)^-β``. New steps get the largest priority seen so far,
 so each is likely to be replayed at least once before its TD error is known::
 
-    batch = buffer.sample(n_step=3, beta=0.4)
-    td_errors = ...  # from the learner, one per sampled transition
-    buffer.update_priorities(np.abs(td_errors) + 1e-6, batch[INDICES])
+    episodes = buffer.sample(n_step=3, beta=0.4)    # WEIGHTS and INDICES are extra model outputs
+    results = learner.update(episodes=episodes)     # DQN / SAC: per-row TD errors and INDICES per module
+    module = results["default_policy"]
+    buffer.update_priorities(np.abs(np.concatenate(module[TD_ERROR_KEY])) + 1e-6, np.concatenate(module[INDICES]))
 """
 
 from __future__ import annotations

@@ -71,8 +71,10 @@ class StepStorage:
     def num_episodes(self) -> int:
         return len(self._slot_of)
 
-    def episode_id(self, slot: int) -> str:
-        return self._slot_ids[slot]
+    def episode_ids(self, slots: np.ndarray) -> np.ndarray:
+        """The ids of the episodes in ``slots`` (an object array)."""
+        ids = self._slot_ids
+        return np.array([ids[slot] for slot in slots.tolist()], dtype=object)
 
     def positions_to_ids(self, positions: np.ndarray) -> np.ndarray:
         first = self.first_id

@@ -7,6 +7,7 @@ The broken envs each violate one contract on purpose, for testing error paths.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -116,7 +117,9 @@ class FailingEnv(CountingEnv):
     ``config["fail_after"]`` steps in total (over all its episodes), e.g. to test fault tolerance.
 
     With ``config["fail_on_worker_indices"]`` (a list), only envs on those runners fail, and with
-    ``config["fail_on_vector_indices"]`` only those sub-envs; the others count forever.
+    ``config["fail_on_vector_indices"]`` only those sub-envs; the others count forever. With
+    ``config["fail_once_marker"]`` (a file path), only the first env to fail does: it creates the file,
+    and envs built later (e.g. by a restarted runner) never fail while it exists.
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
@@ -145,6 +148,12 @@ class FailingEnv(CountingEnv):
 
     def _maybe_fail(self, method: str) -> None:
         if self.fails and self.total_steps >= self.fail_after:
+            marker = self.config.get("fail_once_marker")
+            if marker is not None:
+                if os.path.exists(marker):
+                    self.fails = False
+                    return
+                open(marker, "x").close()
             raise RuntimeError(
                 f"FailingEnv.{method}() failed on purpose after {self.total_steps} steps "
                 f"(config['fail_after']={self.fail_after})."

@@ -57,7 +57,7 @@ def trainable(algo: str | type, *, config_class: type | None = None) -> type:
 
 def register(*names: str, **kwargs: Any) -> None:
     """Registers `trainable(name)` with Ray Tune under each name (default: every built-in algorithm,
-    "PPO", "DQN", "SAC"), so `tune.Tuner("PPO", param_space=config)` trains flywheel's PPO.
+    "PPO", "DQN", "SAC", "IMPALA", "APPO"), so `tune.Tuner("PPO", param_space=config)` trains flywheel's PPO.
 
     Call it after your `flywheel.register_env` calls and before building the Tuner: Tune keeps the
     registered class as it is at this call (and without it, Tune would look the name up in RLlib).

@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from flywheel import Algorithm, Columns, DQNConfig
-from flywheel.algorithms.dqn import DQN
-from flywheel.errors import ModuleError
+from flywheel import Algorithm, Columns, ConnectorV2, DQNConfig
+from flywheel.algorithms.dqn import DQN, DQNTorchLearner
+from flywheel.errors import LearnerError, ModuleError
 from flywheel.inference import load_policy
-from flywheel.replay import PrioritizedEpisodeReplayBuffer
+from flywheel.metrics.keys import TD_ERROR_KEY
+from flywheel.replay import INDICES, PrioritizedEpisodeReplayBuffer
 
 
 def small_config(**training):
@@ -38,7 +39,7 @@ def algo():
 
 
 def test_warm_up_then_two_updates_per_training_step(algo):
-    assert isinstance(algo, DQN) and algo._sample_rounds == 1 and algo._updates == 2
+    assert isinstance(algo, DQN) and algo.config.sample_and_train_rounds() == (1, 2)
     algo.training_step()  # 4 env steps: still filling the buffer
     assert len(algo.replay_buffer) == 4 and algo.learner_group.weights_seq_no == 0
     assert "num_env_steps_trained_lifetime" not in algo.metrics
@@ -85,26 +86,107 @@ def test_prioritized_replay_gets_the_td_errors_back(monkeypatch):
         }
     )
     algo = config.build_algo()
-    calls = []
+    calls, updates = [], []
     buffer = algo.replay_buffer
     assert isinstance(buffer, PrioritizedEpisodeReplayBuffer) and buffer.alpha == 1.0
-    original = buffer.update_priorities
+    set_priorities, update = buffer.update_priorities, algo.learner_group.update
 
-    def spy(priorities, indices):
-        td = algo.learner_group.foreach_learner(lambda learner: learner.td_errors["default_policy"])[0]
-        calls.append((priorities.copy(), indices.copy(), td.copy()))
-        original(priorities, indices)
+    def spy_priorities(priorities, indices):
+        calls.append((priorities.copy(), indices.copy()))
+        set_priorities(priorities, indices)
 
-    monkeypatch.setattr(buffer, "update_priorities", spy)
+    def spy_update(**kwargs):
+        updates.append(kwargs["episodes"])
+        results = update(**kwargs)
+        (one_learner,) = results  # RLlib's shape: a list with each learner's results
+        updates.append(one_learner["default_policy"])
+        return results
+
+    monkeypatch.setattr(buffer, "update_priorities", spy_priorities)
+    monkeypatch.setattr(algo.learner_group, "update", spy_update)
     try:
         algo.training_step()
         algo.training_step()
     finally:
         algo.stop()
-    assert len(calls) == 2
-    for priorities, indices, td in calls:
+    assert len(calls) == 2 and len(updates) == 4
+    for (priorities, indices), episodes, results in zip(calls, updates[::2], updates[1::2]):
+        (replayed,) = episodes.blocks  # what the buffer sampled ...
+        np.testing.assert_array_equal(indices, replayed.columns[INDICES])  # ... gets the priorities
         assert indices.shape == (32,) and indices.max() < 8
-        np.testing.assert_allclose(priorities, np.abs(td) + 1e-6)
+        (td_errors,), (learner_indices,) = results[TD_ERROR_KEY], results[INDICES]  # the update's results
+        np.testing.assert_array_equal(learner_indices, indices)
+        np.testing.assert_allclose(priorities, np.abs(td_errors) + 1e-6)
+
+
+class AddFirstObservation(ConnectorV2):
+    """A learner piece that adds a column per replayed transition: its first observation's first entry."""
+
+    def __call__(self, *, episodes, batch, **kwargs):
+        for episode in episodes:
+            self.add_batch_item(batch, "obs0", episode.get_observations(0)[0], single_agent_episode=episode)
+        return batch
+
+
+class LossThatReadsTheColumn(DQNTorchLearner):
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        mismatch = (batch["obs0"] - batch[Columns.OBS][:, 0]).abs().max()
+        self.metrics.log_value((module_id, "obs0_mismatch"), float(mismatch), reduce="max")
+        self.metrics.log_value((module_id, "obs0_rows"), len(batch["obs0"]), reduce="max")
+        return super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+
+
+def test_a_custom_learner_connector_adds_a_column_the_loss_sees():
+    config = small_config().learners(
+        learner_connector=lambda obs_space, act_space: AddFirstObservation(),
+        learner_class=LossThatReadsTheColumn,
+    )
+    algo = config.reporting(min_sample_timesteps_per_iteration=40).build_algo()
+    try:
+        learner = algo.learner_group.foreach_learner(lambda learner: learner)[0]
+        assert [piece.name for piece in learner.learner_connector.connectors][:3] == [
+            "AddFirstObservation",
+            "AddObservationsFromEpisodesToBatch",
+            "AddNextObservationsFromEpisodesToTrainBatch",
+        ]
+        result = algo.train()
+    finally:
+        algo.stop()
+    module = result["learners"]["default_policy"]
+    assert (module["obs0_rows"], module["obs0_mismatch"]) == (32, 0.0)  # every row, row for row
+    assert algo.learner_group.weights_seq_no == 18
+
+
+class DropIndices(ConnectorV2):
+    def __call__(self, *, batch, **kwargs):
+        for columns in batch.values():
+            columns.pop(INDICES)
+        return batch
+
+
+class LearnerThatLosesTheRows(DQNTorchLearner):
+    def build(self):
+        super().build()
+        self.learner_connector.append(DropIndices())
+
+
+def test_priorities_need_the_replay_indices_row_for_row():
+    buffer = {"type": "PrioritizedEpisodeReplayBuffer", "capacity": 1000}
+    algo = (
+        small_config(replay_buffer_config=buffer).learners(learner_class=LearnerThatLosesTheRows).build_algo()
+    )
+    try:
+        algo.training_step()
+        with pytest.raises(
+            LearnerError,
+            match=r"Module 'default_policy' returned 32 TD errors for 0 replayed rows \('replay_indices'\), expected "
+            r"one per row. Fix: keep the 'replay_indices' column row for row",
+        ):
+            algo.training_step()
+    finally:
+        algo.stop()
 
 
 def test_greedy_evaluation():
@@ -149,16 +231,17 @@ def test_checkpoint_with_the_replay_buffer_samples_what_the_saved_one_would(tmp_
         for _ in range(5):
             algo.training_step()
         path = algo.save_to_path(tmp_path / "ckpt")
-        saved = algo.replay_buffer.sample(16, n_step=2, gamma=0.9, beta=0.4)
+        (saved,) = algo.replay_buffer.sample(16, n_step=2, gamma=0.9, beta=0.4).blocks
     finally:
         algo.stop()
     restored = Algorithm.from_checkpoint(path)
     try:
         assert len(restored.replay_buffer) == 20  # 5 training steps of 4 env steps
-        replayed = restored.replay_buffer.sample(16, n_step=2, gamma=0.9, beta=0.4)
-        assert sorted(replayed) == sorted(saved)
-        for column, values in saved.items():  # same rows, n-step sums, priorities and weights
-            np.testing.assert_array_equal(replayed[column], values, err_msg=column)
+        (replayed,) = restored.replay_buffer.sample(16, n_step=2, gamma=0.9, beta=0.4).blocks
+        assert sorted(replayed.columns) == sorted(saved.columns)
+        for column, values in saved.columns.items():  # same rows, n-step sums, priorities and weights
+            np.testing.assert_array_equal(replayed.columns[column], values, err_msg=column)
+        np.testing.assert_array_equal(replayed.episode_ids, saved.episode_ids)
     finally:
         restored.stop()
     algo = small_config().build_algo()  # by default, checkpoints leave the buffer out

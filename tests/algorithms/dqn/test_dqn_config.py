@@ -1,15 +1,21 @@
-"""DQNConfig / OffPolicyConfig: defaults, keywords, validation problems, replay ratio, buffer building."""
+"""DQNConfig / OffPolicyConfig: defaults, keywords, validation problems, replay ratio, buffer building,
+the learner pipeline."""
 
 import subprocess
 import sys
 
 import pytest
 
-from flywheel import AlgorithmConfig, DQNConfig, PPOConfig, SACConfig
+from flywheel import AlgorithmConfig, ConnectorV2, DQNConfig, PPOConfig, SACConfig
 from flywheel.algorithms.dqn import DQNConfig as DQNConfigFromPackage
-from flywheel.algorithms.dqn import OffPolicyConfig
+from flywheel.algorithms.off_policy import OffPolicyConfig
 from flywheel.errors import ConfigError
-from flywheel.replay import EpisodeReplayBuffer, PrioritizedEpisodeReplayBuffer
+from flywheel.replay import (
+    EpisodeReplayBuffer,
+    MultiAgentEpisodeReplayBuffer,
+    MultiAgentPrioritizedEpisodeReplayBuffer,
+    PrioritizedEpisodeReplayBuffer,
+)
 
 DQN_DEFAULTS = {
     "lr": 5e-4,
@@ -17,6 +23,7 @@ DQN_DEFAULTS = {
     "train_batch_size": 32,
     "train_batch_size_per_learner": None,
     "minibatch_size": None,
+    "shuffle_batch_per_epoch": False,
     "rollout_fragment_length": 4,
     "min_sample_timesteps_per_iteration": 1000,
     "replay_buffer_config": {
@@ -107,8 +114,8 @@ def test_a_config_that_can_never_learn_is_one_error_listing_every_problem():
         tau=0.0,
         n_step=[3, 1],
     )
-    message = problems_of(config.learners(learner_connector=lambda obs, act: None))
-    assert message.startswith("Invalid DQNConfig (9 problems):\n")
+    message = problems_of(config)
+    assert message.startswith("Invalid DQNConfig (8 problems):\n")
     assert (
         "- training_intensity=0 would never train (it is the number of replayed env steps per sampled env step). "
         "Fix: pass a number > 0, or None for one update per training step, to config.training(training_intensity=...)."
@@ -118,7 +125,6 @@ def test_a_config_that_can_never_learn_is_one_error_listing_every_problem():
         "hold one train batch. Fix: raise the capacity or lower the batch size."
     ) in message
     assert "- minibatch_size=16, but DQNConfig takes one gradient step per replayed batch." in message
-    assert "- learner_connector is set, but DQNConfig trains on batches replayed from its buffer" in message
     assert "- replay_buffer_config has an unknown key 'typ'. Did you mean 'type'?" in message
     assert "- replay_buffer_config['beta']=-1 must be a number >= 0." in message
     assert "- epsilon=[[0, 1.5], [100, 0.1]] has a probability above 1 (1.5)." in message
@@ -131,18 +137,18 @@ def test_atari_ids_are_refused_since_replayed_frames_are_not_stacked(config_clas
     name = config_class.__name__
     assert problems_of(config_class().environment("ale_py:ALE/Pong-v5")) == (
         f"Invalid {name} (1 problem):\n- env 'ale_py:ALE/Pong-v5' is an Atari id, whose frames flywheel stacks "
-        f"(4 per observation) in the connector pipelines, but {name} trains on single frames replayed from its "
-        "buffer, without a learner pipeline to stack them. Fix: use PPOConfig for Atari ids, or register a creator "
-        "that stacks frames inside the env: register_env('pong', lambda cfg: MyFrameStack("
-        "gymnasium.make('ALE/Pong-v5', **cfg)))."
+        f"(4 per observation) in the connector pipelines, but {name} replays single frames from its buffer. "
+        "Fix: use PPOConfig for Atari ids, or register a creator that stacks frames inside the env: "
+        "register_env('pong', lambda cfg: MyFrameStack(gymnasium.make('ALE/Pong-v5', **cfg)))."
     )
 
 
 def test_replay_type_and_capacity_problems():
     message = problems_of(valid().training(replay_buffer_config={"type": "PrioritizedReplayBuffer"}))
     assert (
-        "replay_buffer_config['type']='PrioritizedReplayBuffer' is not one of "
-        "['EpisodeReplayBuffer', 'PrioritizedEpisodeReplayBuffer']. Did you mean 'PrioritizedEpisodeReplayBuffer'?"
+        "replay_buffer_config['type']='PrioritizedReplayBuffer' is not one of ['EpisodeReplayBuffer', "
+        "'PrioritizedEpisodeReplayBuffer', 'MultiAgentEpisodeReplayBuffer', "
+        "'MultiAgentPrioritizedEpisodeReplayBuffer']. Did you mean 'PrioritizedEpisodeReplayBuffer'?"
     ) in message
     message = problems_of(valid().training(replay_buffer_config={"type": dict}))
     assert "replay_buffer_config['type']=<class 'dict'> is neither a buffer name" in message
@@ -158,13 +164,13 @@ def test_replay_type_and_capacity_problems():
     assert "replay_buffer_config['store_in_checkpoints']='yes' must be True or False." in message
 
 
-def test_multi_agent_is_refused():
-    config = valid().multi_agent(
-        policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p0"
+def test_multi_agent_learner_connectors_and_remote_learners_are_valid():
+    config = (
+        valid()
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p0")
+        .learners(num_learners=2, learner_connector=lambda obs, act: [])
     )
-    assert "DQNConfig trains one module on single-agent episodes, but this config maps agents to modules" in (
-        problems_of(config)
-    )
+    config.validate()
 
 
 def test_other_dqn_problems():
@@ -218,6 +224,54 @@ def test_build_replay_buffer():
     config.validate()
     buffer = config.build_replay_buffer()
     assert type(buffer) is MyBuffer and buffer.alpha == 0.7
+
+
+def two_modules(config):
+    return config.multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p0")
+
+
+@pytest.mark.parametrize(
+    ("buffer_type", "per_module"),
+    [
+        ("EpisodeReplayBuffer", EpisodeReplayBuffer),
+        ("MultiAgentEpisodeReplayBuffer", EpisodeReplayBuffer),
+        ("PrioritizedEpisodeReplayBuffer", PrioritizedEpisodeReplayBuffer),
+        ("MultiAgentPrioritizedEpisodeReplayBuffer", PrioritizedEpisodeReplayBuffer),
+    ],
+)
+def test_multi_agent_configs_replay_per_module(buffer_type, per_module):
+    config = two_modules(valid().training(replay_buffer_config={"type": buffer_type, "alpha": 0.5}))
+    config.validate()
+    buffer = config.build_replay_buffer()
+    assert isinstance(buffer, MultiAgentEpisodeReplayBuffer) and buffer.buffer_class is per_module
+    prioritized = two_modules(
+        valid().training(replay_buffer_config={"type": "MultiAgentPrioritizedEpisodeReplayBuffer"})
+    )
+    assert type(prioritized.build_replay_buffer()) is MultiAgentPrioritizedEpisodeReplayBuffer
+
+
+def test_the_learner_pipeline_adds_next_observations_and_tensors():
+    pipeline = (
+        valid().learners(learner_connector=lambda obs, act: Marker()).build_learner_connector(None, None)
+    )
+    assert [piece.name for piece in pipeline.connectors] == [
+        "Marker",
+        "AddObservationsFromEpisodesToBatch",
+        "AddNextObservationsFromEpisodesToTrainBatch",
+        "AddColumnsFromEpisodesToTrainBatch",
+        "AddTimeDimToBatchAndZeroPad",
+        "BatchIndividualItems",
+        "NumpyToTensor",
+    ]
+    config = valid().learners(
+        learner_connector=lambda obs, act: Marker(), add_default_connectors_to_learner_pipeline=False
+    )
+    assert [piece.name for piece in config.build_learner_connector(None, None).connectors] == ["Marker"]
+
+
+class Marker(ConnectorV2):
+    def __call__(self, *, batch, **kwargs):
+        return batch
 
 
 def test_module_spec_gets_the_dueling_setting():

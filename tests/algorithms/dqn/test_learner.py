@@ -1,5 +1,6 @@
-"""DQNTorchLearner / OffPolicyTorchLearner: the TD loss by hand (double Q, n-step, weights), target
-updates (tau, frequency), the epsilon schedule, update_from_batch results, state and bad modules."""
+"""DQNTorchLearner / OffPolicyTorchLearner: the TD loss by hand (double Q, n-step, weights) on replayed
+transitions run through the learner pipeline, TD errors and replay indices in the results, target
+updates (tau, frequency), the epsilon schedule, state and bad modules."""
 
 import gymnasium as gym
 import numpy as np
@@ -7,12 +8,24 @@ import pytest
 import torch
 from torch import nn
 
-from flywheel import Columns, RLModuleSpec, TargetNetworkAPI, TorchRLModule
+from flywheel import (
+    Columns,
+    MultiRLModuleSpec,
+    RLModuleSpec,
+    TargetNetworkAPI,
+    TorchRLModule,
+)
 from flywheel.algorithms.dqn import DQNConfig
 from flywheel.algorithms.dqn.learner import DQNTorchLearner
 from flywheel.algorithms.dqn.rl_module import QF_PREDS, DefaultDQNTorchRLModule
 from flywheel.core.learner.utils import update_target_network
+from flywheel.core.rl_module import SelfSupervisedLossAPI
 from flywheel.errors import LearnerError
+from flywheel.metrics.keys import TD_ERROR_KEY
+from flywheel.replay import INDICES
+from flywheel.utils.torch_utils import convert_to_torch_tensor
+
+from ..replayed import update as replayed_update
 
 OBS = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
 ACT = gym.spaces.Discrete(2)
@@ -54,6 +67,10 @@ def batch(weights=(1.0, 1.0, 1.0)):
     }
 
 
+def update(learner, t):
+    return replayed_update(learner, t, batch(), observation_space=OBS, action_space=ACT)
+
+
 # Q(s, a) for the batch: s[a] = [2, 3, 0.5].
 # Next states: online Q(s') = s' -> argmax [1, 0, 0]; target Q(s') = [[2, -3], [4, -1], [8, 0]].
 DOUBLE_Q_NEXT = np.array([-3.0, 4.0, 8.0])  # target network at the online argmax
@@ -71,7 +88,7 @@ def huber(x):
 
 
 def loss_of(learner, rows):
-    tensors = learner._to_tensors(rows)
+    tensors = convert_to_torch_tensor(rows)
     module = learner.module["default_policy"]
     fwd_out = module.forward_train(tensors)
     return learner.compute_loss_for_module(
@@ -85,8 +102,11 @@ def test_td_targets_use_double_q_and_n_step_discounts(double_q, q_next):
     loss = loss_of(learner, batch())
     td = np.array([2.0, 3.0, 0.5]) - expected_targets(q_next)
     # double Q: targets [-0.5, 1.0, -1.0]; max over target: [2.0, 1.0, -1.0]
-    np.testing.assert_allclose(learner.td_errors["default_policy"], td, rtol=1e-6)
     assert float(loss.detach()) == pytest.approx(huber(td).mean())
+    results = update(build(double_q=double_q), 1)["default_policy"]
+    (td_errors,), (indices,) = results[TD_ERROR_KEY], results[INDICES]  # one array per minibatch
+    np.testing.assert_allclose(td_errors, td, rtol=1e-6)
+    np.testing.assert_array_equal(indices, [10, 11, 12])
 
 
 def test_weights_and_squared_error_loss():
@@ -96,13 +116,11 @@ def test_weights_and_squared_error_loss():
     assert float(loss.detach()) == pytest.approx(np.mean(np.array([0.5, 2.0, 0.0]) * td**2))
 
 
-def test_update_from_batch_steps_logs_and_counts():
+def test_update_on_replayed_transitions_steps_logs_and_counts():
     learner = build(target_network_update_freq=5)
     module = learner.module["default_policy"]
     before = module.af.weight.detach().clone()
-    results = learner.update_from_batch(
-        {"default_policy": batch()}, timesteps={"num_env_steps_sampled_lifetime": 7}
-    )
+    results = update(learner, 7)
     assert not torch.equal(module.af.weight, before)
     td = np.array([2.0, 3.0, 0.5]) - expected_targets(DOUBLE_Q_NEXT)
     assert results["default_policy"]["qf_loss"] == pytest.approx(huber(td).mean())
@@ -114,7 +132,6 @@ def test_update_from_batch_steps_logs_and_counts():
         "weights_seq_no": 1,
         "num_target_updates": 1,  # lifetime count: 7 env steps since the last one (at 0) >= 5
     }
-    assert learner._timestep == 7
 
 
 def test_update_target_network_moves_targets_by_tau():
@@ -131,7 +148,7 @@ def test_update_target_network_moves_targets_by_tau():
 def test_learner_moves_targets_with_tau_after_the_gradient_step():
     learner = build(tau=0.5, target_network_update_freq=0)
     module = learner.module["default_policy"]
-    learner.update_from_batch({"default_policy": batch()}, timesteps={"num_env_steps_sampled_lifetime": 1})
+    update(learner, 1)
     expected = 0.5 * torch.tensor(TARGET) + 0.5 * module.af.weight.detach()
     torch.testing.assert_close(module.target_af.weight, expected)
     torch.testing.assert_close(
@@ -144,9 +161,7 @@ def test_targets_update_every_target_network_update_freq_sampled_steps():
     module = learner.module["default_policy"]
     copies = []
     for t in (50, 100, 150, 199, 200):
-        learner.update_from_batch(
-            {"default_policy": batch()}, timesteps={"num_env_steps_sampled_lifetime": t}
-        )
+        update(learner, t)
         copies.append(torch.equal(module.target_af.weight, module.af.weight))
     assert copies == [False, True, False, False, True]
     assert learner.get_state(components="last_target_update_ts") == {"last_target_update_ts": 200}
@@ -160,20 +175,23 @@ def test_epsilon_follows_its_schedule_in_the_module():
     learner = build(epsilon=[[0, 1.0], [100, 0.0]])
     module = learner.module["default_policy"]
     assert float(module.epsilon) == 1.0  # set at build, so runners start with it
-    results = learner.update_from_batch(
-        {"default_policy": batch()}, timesteps={"num_env_steps_sampled_lifetime": 25}
-    )
+    results = update(learner, 25)
     assert float(module.epsilon) == 0.75
     assert results["default_policy"]["curr_epsilon"] == 0.75
     assert learner.get_weights()["default_policy"]["epsilon"] == np.float32(0.75)
 
 
-def test_update_on_episodes_is_refused():
-    with pytest.raises(
-        LearnerError,
-        match=r"DQNTorchLearner trains on replayed transitions .* Fix: add the episodes to a replay buffer",
-    ):
-        build().update(episodes=[])
+def test_a_ready_batch_takes_the_same_update_path():
+    learner, other = build(), build()
+    on_episodes = update(learner, 3)["default_policy"]
+    on_batch = other.update(
+        batch={"default_policy": {**batch(), INDICES: np.array([10, 11, 12])}},
+        timesteps={"num_env_steps_sampled_lifetime": 3},
+    )["default_policy"]
+    assert on_batch["qf_loss"] == on_episodes["qf_loss"]
+    np.testing.assert_array_equal(on_batch[TD_ERROR_KEY][0], on_episodes[TD_ERROR_KEY][0])
+    for name, weight in learner.get_weights(inference_only=False)["default_policy"].items():
+        np.testing.assert_array_equal(other.get_weights(inference_only=False)["default_policy"][name], weight)
 
 
 class NoTargets(TorchRLModule):
@@ -212,3 +230,32 @@ def test_modules_without_what_dqn_needs_fail_at_build(module_class, message):
     learner = DQNTorchLearner(config=DQNConfig(), module_spec=RLModuleSpec(module_class, OBS, ACT))
     with pytest.raises(LearnerError, match=message):
         learner.build()
+
+
+class OwnLoss(NoTargets, SelfSupervisedLossAPI):
+    """A model next to the Q-network with a loss of its own (as RLlib's curiosity model): no Q-values, no targets."""
+
+    def compute_self_supervised_loss(self, *, learner, module_id, config, batch, fwd_out, **kwargs):
+        return fwd_out[QF_PREDS].pow(2).mean()
+
+
+def test_a_module_with_its_own_loss_trains_next_to_the_q_network():
+    specs = {
+        "default_policy": RLModuleSpec(DefaultDQNTorchRLModule, OBS, ACT, model_config=MODEL),
+        "own": RLModuleSpec(OwnLoss, OBS, ACT),
+    }
+    config = DQNConfig().training(lr=0.1, target_network_update_freq=0, tau=1.0)
+    learner = DQNTorchLearner(config=config, module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+    learner.build()  # neither TargetNetworkAPI nor compute_q_values asked of "own"
+    own = learner.module["own"]
+    before = own.q.weight.detach().clone()
+    with torch.no_grad():
+        own_loss = own.q(torch.as_tensor(batch()[Columns.OBS])).pow(2).mean()
+    results = learner.update(
+        batch={"default_policy": batch(), "own": batch()}, timesteps={"num_env_steps_sampled_lifetime": 3}
+    )
+    assert results["own"]["total_loss"] == pytest.approx(float(own_loss))
+    assert "qf_loss" in results["default_policy"] and "qf_loss" not in results["own"]
+    assert not torch.equal(own.q.weight, before)
+    module = learner.module["default_policy"]
+    assert torch.equal(module.target_af.weight, module.af.weight)  # tau=1: the Q-network's targets followed

@@ -15,6 +15,10 @@ from flywheel.algorithms.sac.learner import SACTorchLearner, sample_with_logp
 from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS, DefaultSACTorchRLModule
 from flywheel.core.distributions import DiagGaussian, distribution_for_space
 from flywheel.errors import ConfigError, LearnerError
+from flywheel.metrics.keys import TD_ERROR_KEY
+from flywheel.utils.torch_utils import convert_to_torch_tensor
+
+from ..replayed import update
 
 OBS = gym.spaces.Box(-10.0, 10.0, (1,), np.float32)
 ACT = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
@@ -119,7 +123,7 @@ def expected_terms(seed):
 
 
 def loss_terms(learner, seed=0):
-    tensors = learner._to_tensors(BATCH)
+    tensors = convert_to_torch_tensor(BATCH)
     module = learner.module["default_policy"]
     torch.manual_seed(seed)
     fwd_out = module.forward_train(tensors)
@@ -141,7 +145,7 @@ def test_losses_match_the_formulas():
     )
     assert logged["alpha_value"] == pytest.approx(2.0)
     assert logged["entropy"] == pytest.approx(-expected["logp"].mean(), rel=1e-5)
-    np.testing.assert_allclose(learner.td_errors["default_policy"], expected["td"], rtol=1e-5)
+    np.testing.assert_allclose(logged[TD_ERROR_KEY][0], expected["td"], rtol=1e-5)
 
 
 def test_each_loss_reaches_only_its_own_parameters():
@@ -179,12 +183,10 @@ def test_sample_with_logp_is_exact_where_tanh_saturates():
     assert float(dist.logp(actions)) < exact - 5  # inverting tanh at 1.0 loses u
 
 
-def test_update_from_batch_moves_targets_with_tau_and_logs():
+def test_an_update_on_replayed_transitions_moves_targets_with_tau_and_logs():
     learner = build(tau=0.25)
     module = learner.module["default_policy"]
-    results = learner.update_from_batch(
-        {"default_policy": BATCH}, timesteps={"num_env_steps_sampled_lifetime": 10}
-    )
+    results = update(learner, 10, BATCH)
     expected = 0.75 * torch.tensor([[2.0, 0.0]]) + 0.25 * module.qf.weight.detach()
     torch.testing.assert_close(module.target_qf.weight, expected)
     assert not torch.equal(module.qf.weight, torch.tensor([[1.0, 2.0]]))  # the critic stepped
@@ -192,16 +194,16 @@ def test_update_from_batch_moves_targets_with_tau_and_logs():
     assert sorted(results["default_policy"]) == [
         "actor_learning_rate", "alpha_learning_rate", "alpha_loss", "alpha_value", "critic_learning_rate",
         "entropy", "gradients_actor_global_norm", "gradients_alpha_global_norm", "gradients_critic_global_norm",
-        "num_module_steps_trained", "policy_loss", "qf_loss", "qf_mean", "td_error_mean", "total_loss",
+        "num_module_steps_trained", "policy_loss", "qf_loss", "qf_mean", "replay_indices", "td_error",
+        "td_error_mean", "total_loss",
     ]  # fmt: skip
+    np.testing.assert_array_equal(results["default_policy"]["replay_indices"], [[10, 11, 12]])
     assert results["default_policy"]["critic_learning_rate"] == 3e-4
 
 
 def test_learning_rates_and_target_entropy_settings():
     learner = build(actor_lr=1e-3, critic_lr=[[0, 2e-3], [100, 0.0]], alpha_lr=5e-4, target_entropy="auto")
-    results = learner.update_from_batch(
-        {"default_policy": BATCH}, timesteps={"num_env_steps_sampled_lifetime": 50}
-    )
+    results = update(learner, 50, BATCH)
     rates = {k: v for k, v in results["default_policy"].items() if k.endswith("learning_rate")}
     assert rates == {"critic_learning_rate": 1e-3, "actor_learning_rate": 1e-3, "alpha_learning_rate": 5e-4}
     assert learner.target_entropies == {"default_policy": -1.0}  # -(action dimensions)
@@ -210,7 +212,7 @@ def test_learning_rates_and_target_entropy_settings():
 
 def test_log_alpha_is_part_of_the_state():
     learner = build()
-    learner.update_from_batch({"default_policy": BATCH}, timesteps={"num_env_steps_sampled_lifetime": 1})
+    update(learner, 1, BATCH)
     state = learner.get_state()
     fresh = build()
     fresh.set_state(state)

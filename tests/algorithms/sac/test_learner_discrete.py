@@ -14,6 +14,10 @@ from flywheel.algorithms.sac import DefaultSACTorchRLModule, SACConfig
 from flywheel.algorithms.sac.learner import SACTorchLearner
 from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS
 from flywheel.core.distributions import Categorical
+from flywheel.metrics.keys import TD_ERROR_KEY
+from flywheel.utils.torch_utils import convert_to_torch_tensor
+
+from ..replayed import update
 
 OBS = gym.spaces.Box(-10.0, 10.0, (1,), np.float32)
 ACT = gym.spaces.Discrete(2)
@@ -121,7 +125,7 @@ def expected_terms():
 
 
 def loss_terms(learner):
-    tensors = learner._to_tensors(BATCH)
+    tensors = convert_to_torch_tensor(BATCH)
     module = learner.module["default_policy"]
     fwd_out = module.forward_train(tensors)
     total = learner.compute_loss_for_module(
@@ -158,8 +162,8 @@ def test_losses_match_the_formulas():
     assert logged["alpha_value"] == pytest.approx(2.0)
     assert logged["entropy"] == pytest.approx(expected["entropy"], rel=1e-5)
     assert logged["qf_mean"] == pytest.approx(np.mean([2.0, -2.0, 1.0]), rel=1e-6)  # Q1 of the taken actions
-    np.testing.assert_allclose(learner.td_errors["default_policy"], expected["td"], rtol=1e-5)
-    assert learner.td_errors["default_policy"][2] == pytest.approx(0.25)  # (|1.0 - 0.5| + |0.5 - 0.5|) / 2
+    np.testing.assert_allclose(logged[TD_ERROR_KEY][0], expected["td"], rtol=1e-5)
+    assert logged[TD_ERROR_KEY][0][2] == pytest.approx(0.25)  # (|1.0 - 0.5| + |0.5 - 0.5|) / 2
 
 
 def test_each_loss_reaches_only_its_own_parameters():
@@ -182,12 +186,10 @@ def test_each_loss_reaches_only_its_own_parameters():
     assert module.target_qf.weight.grad is None and module.target_qf_twin.weight.grad is None
 
 
-def test_update_from_batch_moves_targets_with_tau():
+def test_an_update_on_replayed_transitions_moves_targets_with_tau():
     learner = build(tau=0.25)
     module = learner.module["default_policy"]
-    results = learner.update_from_batch(
-        {"default_policy": BATCH}, timesteps={"num_env_steps_sampled_lifetime": 10}
-    )
+    results = update(learner, 10, BATCH)
     expected = 0.75 * torch.tensor([0.0, 1.0]) + 0.25 * module.qf.bias.detach()
     torch.testing.assert_close(module.target_qf.bias, expected)
     assert not torch.equal(module.qf.bias, torch.zeros(2)) and not torch.equal(module.pi.bias, torch.zeros(2))

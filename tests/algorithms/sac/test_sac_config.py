@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from flywheel import Columns, SACConfig
-from flywheel.algorithms.dqn import OffPolicyConfig
+from flywheel.algorithms.off_policy import OffPolicyConfig
 from flywheel.algorithms.sac import SACConfig as SACConfigFromPackage
 from flywheel.algorithms.sac.rl_module import QF_PREDS
 from flywheel.errors import ConfigError

@@ -10,7 +10,7 @@ PAGE = Path(__file__).parents[3] / "docs" / "concepts" / "sac.md"
 
 def test_docs_code_blocks_run():
     blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     namespace = {}
     for block in blocks:
         exec(compile(block, str(PAGE), "exec"), namespace)
@@ -23,5 +23,6 @@ def test_docs_code_blocks_run():
     assert cartpole["num_env_steps_sampled_lifetime"] == 400
     assert 0.0 < cartpole["learners"]["default_policy"]["entropy"] <= math.log(2)
     assert cartpole["learners"]["default_policy"]["alpha_value"] < 1.0  # tuned from 1.0
+    assert {"p0", "p1"} <= set(namespace["per_module"])  # the multi-agent section
     greedy = namespace["greedy"]
     assert sum(len(e) for e in greedy) == 10 and {int(a) for e in greedy for a in e.get_actions()} <= {0, 1}

@@ -1,5 +1,7 @@
 """LearnerGroup with remote learners (num_learners=2): sharding, merged results, identical weights."""
 
+from dataclasses import replace
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -7,6 +9,7 @@ import pytest
 from flywheel.algorithms.ppo.config import PPOConfig
 from flywheel.core.learner.learner_group import LearnerGroup, merge_results, shard_batch, shard_episodes
 from flywheel.episodes import SingleAgentEpisode
+from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
 from flywheel.errors import CheckpointError
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -60,6 +63,32 @@ def test_merge_results_adds_counts_keeps_equal_values_and_averages_the_rest():
         "default_policy": {"total_loss": 2.0, "num_module_steps_trained": 22},
         "__all_modules__": {"weights_seq_no": 4},
     }
+
+
+def test_merge_results_joins_per_row_lists_in_rank_order():
+    results = [{"p0": {"td_error": [np.array([1.0, 2.0])]}}, {"p0": {"td_error": [np.array([3.0])]}}]
+    merged = merge_results(results)["p0"]["td_error"]
+    assert [part.tolist() for part in merged] == [[1.0, 2.0], [3.0]]
+
+
+def test_replayed_transitions_shard_by_rows_without_building_episodes():
+    columns = {
+        "obs": np.arange(5.0)[:, None], "new_obs": np.arange(5.0)[:, None], "actions": np.zeros(5, int),
+        "rewards": np.ones(5, np.float32), "terminateds": np.zeros(5, bool), "truncateds": np.zeros(5, bool),
+    }  # fmt: skip
+    block = TransitionBlock(columns, np.array(list("abcde"), dtype=object), np.arange(5), "p0")
+    replayed = TransitionEpisodes([block, replace(block, module_id="p1").rows(0, 3)])
+    shards = shard_episodes(replayed, 2)
+    assert not replayed.touched
+    assert [[(b.module_id, b.columns["obs"][:, 0].tolist()) for b in shard.blocks] for shard in shards] == [
+        [("p0", [0.0, 1.0]), ("p1", [0.0])],
+        [("p0", [2.0, 3.0, 4.0]), ("p1", [1.0, 2.0])],
+    ]
+    assert [len(shard) for shard in shard_episodes(replayed, 4)] == [1, 2, 2, 3]  # p1 is not on learner 0
+    few = TransitionEpisodes([block.rows(0, 3)])
+    assert [len(shard) for shard in shard_episodes(few, 4)] == [
+        3
+    ] * 4  # a learner would get no row: all get all
 
 
 @pytest.mark.ray

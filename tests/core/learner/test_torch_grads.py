@@ -1,5 +1,5 @@
-"""torch_grads: the global norm and in-place clipping (the one place flywheel uses torch's _foreach kernels)
-match the plain formulas."""
+"""torch_grads: the global norm and in-place clipping (on flywheel.compat's foreach functions) match the
+plain formulas."""
 
 import numpy as np
 import pytest

@@ -74,7 +74,7 @@ def test_weights_are_channels_last_and_survive_a_checkpoint_round_trip(tmp_path)
 
     space = gym.spaces.Box(0, 255, (42, 42, 4), np.uint8)
     module = DefaultPPOTorchRLModule(observation_space=space, action_space=gym.spaces.Discrete(3))
-    conv = next(m for m in module.encoder.net if isinstance(m, nn.Conv2d))
+    conv = next(m for m in module.encoder.actor_encoder.net if isinstance(m, nn.Conv2d))
     assert conv.weight.is_contiguous(memory_format=torch.channels_last) and not conv.weight.is_contiguous()
     obs = torch.randint(0, 255, (2, 42, 42, 4), dtype=torch.uint8)
     restored = RLModule.from_checkpoint(module.save_to_path(tmp_path / "m"))

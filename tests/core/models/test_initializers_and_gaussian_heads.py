@@ -45,7 +45,7 @@ def assert_orthogonal(weight, gain):
 def test_cleanrl_init_orthogonal_with_gains_per_layer_kind():
     torch.manual_seed(0)
     module = ppo_module(CLEANRL)
-    for encoder in (module.encoder, module.vf_encoder):
+    for encoder in (module.encoder.actor_encoder, module.encoder.critic_encoder):
         linears = [m for m in encoder if isinstance(m, nn.Linear)]
         assert len(linears) == 2
         for layer in linears:
@@ -87,7 +87,7 @@ def test_a_callable_initializer_is_called_with_its_kwargs():
         }
     )
     assert calls == [(4, 11), (4, 11)]  # the policy's and the value function's encoder
-    assert torch.equal(module.encoder[0].weight, torch.full((4, 11), 0.25))
+    assert torch.equal(module.encoder.actor_encoder[0].weight, torch.full((4, 11), 0.25))
 
 
 def test_without_initializers_the_defaults_stay():

@@ -1,26 +1,15 @@
-"""DQN: `DQNConfig`, and (imported on first use) the `DQN` algorithm, its learner and default module.
-
-`OffPolicyConfig`, `OffPolicyTorchLearner` and the `DQN` training loop are what SAC builds on.
-"""
+"""DQN: `DQNConfig`, and (imported on first use) the `DQN` algorithm, its learner and default module."""
 
 from importlib import import_module
 from typing import Any
 
-from flywheel.algorithms.dqn.config import DQNConfig, OffPolicyConfig
+from flywheel.algorithms.dqn.config import DQNConfig
 
-__all__ = [
-    "DQN",
-    "DQNConfig",
-    "DQNTorchLearner",
-    "DefaultDQNTorchRLModule",
-    "OffPolicyConfig",
-    "OffPolicyTorchLearner",
-]
+__all__ = ["DQN", "DQNConfig", "DQNTorchLearner", "DefaultDQNTorchRLModule"]
 
 _LAZY = {
     "DQN": "flywheel.algorithms.dqn.dqn",
     "DQNTorchLearner": "flywheel.algorithms.dqn.learner",
-    "OffPolicyTorchLearner": "flywheel.algorithms.dqn.learner",
     "DefaultDQNTorchRLModule": "flywheel.algorithms.dqn.rl_module",
 }
 

@@ -10,16 +10,15 @@ import torch
 
 from flywheel.algorithms.ppo.loss_stats import LossStats
 from flywheel.columns import Columns
-from flywheel.core.learner.schedules import Scheduler
+from flywheel.core.learner.coefficients import AdaptiveKLCoeffs, EntropyCoeffSchedules
 from flywheel.core.learner.torch_learner import TorchLearner
-from flywheel.core.rl_module.apis import SelfSupervisedLossAPI, ValueFunctionAPI
-from flywheel.errors import LearnerError
-from flywheel.typing import ModuleID, StateDict
+from flywheel.core.rl_module.apis import ValueFunctionAPI, require_value_function
+from flywheel.typing import ModuleID
 
 logger = logging.getLogger(__name__)
 
 
-class PPOTorchLearner(TorchLearner):
+class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
     """PPO as in Schulman et al. (2017), on batches from the PPO learner pipeline.
 
     The pipeline (see `PPOConfig.build_learner_connector`) provides `ADVANTAGES` (GAE,
@@ -48,52 +47,20 @@ class PPOTorchLearner(TorchLearner):
     }
 
     def build(self) -> None:
-        super().build()
         self._loss_stats = LossStats()
-        self.entropy_coeff_schedulers: dict[ModuleID, Scheduler] = {}
-        self.curr_entropy_coeffs: dict[ModuleID, float] = {}
-        self.curr_kl_coeffs: dict[ModuleID, float] = {}
         self._warned_vf_clipping: set[ModuleID] = set()
+        super().build()
         for module_id in self.module:
-            self._set_up_module(module_id)
+            require_value_function(self, module_id, "PPO")
 
     def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: Any) -> Any:
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
-        self._set_up_module(module_id)
+        require_value_function(self, module_id, "PPO")
         return spec
-
-    def remove_module(self, module_id: ModuleID, **kwargs: Any) -> Any:
-        spec = super().remove_module(module_id, **kwargs)
-        for per_module in (self.entropy_coeff_schedulers, self.curr_entropy_coeffs, self.curr_kl_coeffs):
-            per_module.pop(module_id, None)
-        return spec
-
-    def reset_config(self, config: Any) -> None:
-        """The base class's, and each module's entropy coefficient follows the new `entropy_coeff`
-        (the adaptive KL coefficients keep their values)."""
-        super().reset_config(config)
-        for module_id in self.entropy_coeff_schedulers:
-            self.entropy_coeff_schedulers[module_id] = Scheduler(config.entropy_coeff, name="entropy_coeff")
 
     @classmethod
     def rl_module_required_apis(cls) -> list[type]:
         return [ValueFunctionAPI]
-
-    def _set_up_module(self, module_id: ModuleID) -> None:
-        """Checks a module that trains has a value function; starts its entropy schedule and KL coefficient.
-        A module with its own loss (`SelfSupervisedLossAPI`) needs neither."""
-        module = self.module[module_id]
-        if isinstance(module, SelfSupervisedLossAPI):
-            return
-        if self.should_module_be_updated(module_id) and not hasattr(module, "compute_values"):
-            raise LearnerError(
-                f"PPO needs a value function, but module {module_id!r} ({type(module).__name__}) has no "
-                "compute_values. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
-            )
-        scheduler = Scheduler(self.config.entropy_coeff, name="entropy_coeff")
-        self.entropy_coeff_schedulers[module_id] = scheduler
-        self.curr_entropy_coeffs[module_id] = scheduler.value(self._timestep)
-        self.curr_kl_coeffs[module_id] = float(self.config.kl_coeff)
 
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
@@ -152,14 +119,6 @@ class PPOTorchLearner(TorchLearner):
         )
         return total_loss
 
-    def before_gradient_based_update(self, *, timesteps: dict | None) -> None:
-        """Learning rates and entropy coefficients at the current timestep."""
-        super().before_gradient_based_update(timesteps=timesteps)
-        for module_id, scheduler in self.entropy_coeff_schedulers.items():
-            self.curr_entropy_coeffs[module_id] = scheduler.value(self._timestep)
-            coeff = self.curr_entropy_coeffs[module_id]
-            self.metrics.log_value((module_id, "curr_entropy_coeff"), coeff, reduce="mean")
-
     def log_loss_terms(self) -> None:
         """Logs the loss terms of the minibatches since the last call, each the mean over them (what
         logging every minibatch would give); `update()` calls it once, at its end."""
@@ -186,27 +145,4 @@ class PPOTorchLearner(TorchLearner):
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Logs the loss terms, then adapts each trained module's KL coefficient to this update's mean KL."""
         self.log_loss_terms()
-        for module_id in self.curr_kl_coeffs:  # the modules PPO's loss trains
-            if self.config.use_kl_loss and self.should_module_be_updated(module_id):
-                kl = self.metrics.peek((module_id, "mean_kl_loss"))
-                if kl > 2.0 * self.config.kl_target:
-                    self.curr_kl_coeffs[module_id] *= 1.5
-                elif kl < 0.5 * self.config.kl_target:
-                    self.curr_kl_coeffs[module_id] *= 0.5
-            self.metrics.log_value(
-                (module_id, "curr_kl_coeff"), self.curr_kl_coeffs[module_id], reduce="mean"
-            )
-
-    def get_state(
-        self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
-    ) -> StateDict:
-        state = super().get_state(components, not_components)
-        if (components is None or "curr_kl_coeffs" in components) and "curr_kl_coeffs" not in (
-            not_components or []
-        ):
-            state["curr_kl_coeffs"] = dict(self.curr_kl_coeffs)
-        return state
-
-    def set_state(self, state: StateDict) -> None:
-        super().set_state(state)
-        self.curr_kl_coeffs.update(state.get("curr_kl_coeffs", {}))
+        self.adapt_kl_coeffs()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from flywheel.algorithms import config_validation as checks
 from flywheel.algorithms.config_settings import Schedule, setting
-from flywheel.algorithms.dqn.config import OffPolicyConfig
+from flywheel.algorithms.off_policy.config import OffPolicyConfig
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:

@@ -13,12 +13,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from flywheel.algorithms.dqn.learner import OffPolicyTorchLearner
+from flywheel.algorithms.off_policy.learner import OffPolicyTorchLearner, n_step_targets
 from flywheel.algorithms.sac.rl_module import QF_PREDS, QF_TWIN_PREDS
+from flywheel.checkpoints.checkpointable import select
 from flywheel.columns import Columns
 from flywheel.core.distributions import Categorical, DiagGaussian, SquashedGaussian
 from flywheel.core.learner.torch_learner import adam
 from flywheel.errors import ConfigError, LearnerError
+from flywheel.metrics.keys import TD_ERROR_KEY
 from flywheel.typing import ModuleID, StateDict
 
 _LOG_2 = math.log(2.0)
@@ -36,7 +38,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
     """Soft actor-critic (Haarnoja et al., 2018) on replayed n-step transitions.
 
     Box actions (squashed-Gaussian policy), with `a' ~ pi(s')`, `alpha = exp(log_alpha)` and the
-    buffer's discounted reward sum `R`::
+    discounted n-step reward sum `R` (`REWARDS` of the replayed transitions)::
 
         y           = R + gamma**n * (1 - terminated) * (min_i Q_target_i(s', a') - alpha * log pi(a'|s'))
         critic_loss = sum_i mean(weights * (Q_i(s, a) - y)**2)
@@ -56,8 +58,8 @@ class SACTorchLearner(OffPolicyTorchLearner):
     on one backward pass over the sum: the actor's Q-values reach it without gradient to the
     critics (frozen weights for Box, detached for Discrete) and the alpha loss sees detached
     log-probs, so each loss reaches only its own parameters. Box log-probabilities are computed
-    from the pre-tanh sample (exact even where tanh saturates). The critics' TD errors (mean over
-    twins) go to `td_errors` for prioritized replay.
+    from the pre-tanh sample (exact even where tanh saturates). The critics' absolute TD errors
+    (mean over twins) are logged per row (`TD_ERROR_KEY`) for prioritized replay.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -137,7 +139,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         alpha_loss = -torch.mean(log_alpha * (logp + self.target_entropies[module_id]))
 
         td_error = torch.stack(td_errors).abs().mean(0).detach()
-        self.td_errors[module_id] = td_error.cpu().numpy()
+        self.metrics.log_value((module_id, TD_ERROR_KEY), td_error, reduce="item_series")
         self.metrics.log_dict(
             {
                 "qf_loss": critic_loss.detach(),
@@ -163,7 +165,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             next_inputs = module.forward_train({Columns.OBS: next_obs})[Columns.ACTION_DIST_INPUTS]
             next_actions, next_logp = sample_with_logp(dist_cls.from_logits(next_inputs))
             target_q = _min_q(module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_actions}))
-            targets = _targets(batch, config, target_q - alpha * next_logp)
+            targets = n_step_targets(batch, config.gamma, target_q - alpha * next_logp)
 
         q = module.compute_q_values(batch)
         actions, logp = sample_with_logp(dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]))
@@ -186,7 +188,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             next_logp = dist_cls.from_logits(next_inputs).log_probs
             target_q = _min_q(module.forward_target(next_batch))
             next_value = (next_logp.exp() * (target_q - alpha * next_logp)).sum(-1)
-            targets = _targets(batch, config, next_value)
+            targets = n_step_targets(batch, config.gamma, next_value)
 
         q = module.compute_q_values(batch)
         taken = batch[Columns.ACTIONS].long().unsqueeze(-1)
@@ -200,7 +202,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
     ) -> StateDict:
         state = super().get_state(components, not_components)
-        if self._selected("log_alphas", components, not_components):
+        if select("log_alphas", components, not_components)[0]:
             state["log_alphas"] = {mid: float(p.detach()) for mid, p in self.log_alphas.items()}
         return state
 
@@ -224,13 +226,6 @@ def sample_with_logp(dist: SquashedGaussian) -> tuple[torch.Tensor, torch.Tensor
     action = low + (torch.tanh(u) + 1.0) * half_range
     log_det = (2.0 * (_LOG_2 - u - F.softplus(-2.0 * u)) + half_range.log()).sum(-1)
     return action, DiagGaussian.logp(dist, u) - log_det
-
-
-def _targets(batch: dict, config: Any, next_value: torch.Tensor) -> torch.Tensor:
-    """`y = R + gamma**n * (1 - terminated) * next_value`."""
-    not_done = 1.0 - batch[Columns.TERMINATEDS].float()
-    discount = config.gamma ** batch[Columns.N_STEP].float()
-    return batch[Columns.REWARDS].float() + discount * not_done * next_value
 
 
 def _min_q(q: dict) -> torch.Tensor:

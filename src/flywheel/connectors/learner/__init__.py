@@ -6,7 +6,9 @@ The learner pipeline runs once per update on the sampled episodes::
 
 Custom pieces (`config.learners(learner_connector=...)`) run first, then
 `default_learner_connectors()`; PPO adds `AddOneTsToEpisodesAndTruncate` at the front and
-`GeneralAdvantageEstimation` at the end.
+`GeneralAdvantageEstimation` at the end; DQN and SAC add `AddNextObservationsFromEpisodesToTrainBatch`
+after `AddObservationsFromEpisodesToBatch`; IMPALA and APPO add `AddOneTsToEpisodesAndTruncate` at the
+front and `AddTimeDimToBatchAndBootstrap` (in place of `AddTimeDimToBatchAndZeroPad`) at the end.
 """
 
 from typing import Any
@@ -16,6 +18,7 @@ from flywheel.connectors.learner.add_next_observations import AddNextObservation
 from flywheel.connectors.learner.add_observations import AddObservationsFromEpisodesToBatch
 from flywheel.connectors.learner.add_one_ts_and_truncate import AddOneTsToEpisodesAndTruncate
 from flywheel.connectors.learner.add_time_dim import AddTimeDimToBatchAndZeroPad
+from flywheel.connectors.learner.add_time_dim_and_bootstrap import AddTimeDimToBatchAndBootstrap
 from flywheel.connectors.learner.batch import BatchIndividualItems
 from flywheel.connectors.learner.compute_returns_to_go import ComputeReturnsToGo
 from flywheel.connectors.learner.gae import GeneralAdvantageEstimation
@@ -40,6 +43,7 @@ __all__ = [
     "AddNextObservationsFromEpisodesToTrainBatch",
     "AddObservationsFromEpisodesToBatch",
     "AddOneTsToEpisodesAndTruncate",
+    "AddTimeDimToBatchAndBootstrap",
     "AddTimeDimToBatchAndZeroPad",
     "BatchIndividualItems",
     "ComputeReturnsToGo",

@@ -14,9 +14,11 @@ from flywheel.connectors.learner.module_episodes import (
     modules_with_column,
     stack_leaves,
     terminated_column,
+    transition_blocks,
 )
 
 _OWN_COLUMNS = (Columns.ACTIONS, Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS)
+_OBSERVATIONS = (Columns.OBS, Columns.NEXT_OBS)  # the observation pieces add these
 
 
 class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
@@ -27,7 +29,9 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
     Done flags are True only on a chunk's last step (terminated / truncated). With
     `AddOneTsToEpisodesAndTruncate` earlier in the pipeline the columns get the extra bootstrap
     row (last action and extra outputs repeated, reward 0.0) and that piece's done flags are kept.
-    A column an earlier piece set for a module is left alone for that module.
+    A column an earlier piece set for a module is left alone for that module. Replayed transitions
+    give their columns as they are (`REWARDS`: the n-step sums; `N_STEP`, `WEIGHTS`, ... as extra
+    model outputs).
     """
 
     def __call__(
@@ -41,6 +45,15 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        blocks = transition_blocks(episodes)
+        if blocks is not None:
+            preset_columns = {module_id: set(columns) for module_id, columns in batch.items()}
+            for module_id, block in blocks:
+                preset_here = preset_columns.get(module_id, ())
+                for column, data in block.columns.items():
+                    if column not in _OBSERVATIONS and column not in preset_here:
+                        add_module_item(batch, module_id, column, data)
+            return batch
         extend = shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data
         preset = {column: modules_with_column(batch, column) for column in _OWN_COLUMNS}
         preset_extra: dict[str, set] = {}

@@ -1,4 +1,4 @@
-"""`AddNextObservationsFromEpisodesToTrainBatch`: the observation after each step, as `NEXT_OBS`."""
+"""`AddNextObservationsFromEpisodesToTrainBatch`: the observation after each step (`NEXT_OBS`)."""
 
 from typing import Any
 
@@ -7,19 +7,22 @@ from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
     BOOTSTRAP_CHUNK_LENS,
     add_module_item,
+    add_transition_column,
     append_last,
     module_episodes,
     modules_with_column,
+    transition_blocks,
 )
 
 
 class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
-    """Adds `NEXT_OBS`: for step `t` of a chunk the observation at `t + 1` (one row per step).
+    """Adds `NEXT_OBS`: for each step of each chunk, the observation that followed it (a chunk of
+    `len` steps gives its observations `1..len`), row for row with `AddObservationsFromEpisodesToBatch`'s
+    `OBS`. For replayed n-step transitions that is `o_{t+n}`, the observation to bootstrap from.
 
-    With `AddOneTsToEpisodesAndTruncate` earlier in the pipeline, the bootstrap row's next
-    observation repeats the chunk's last one (RLlib's extra timestep does the same). Modules whose
-    `NEXT_OBS` an earlier piece set are left alone. Curiosity models (RLlib's ICM learners insert
-    it after `AddObservationsFromEpisodesToBatch`) read it.
+    Off-policy algorithms (DQN, SAC) put it right after `AddObservationsFromEpisodesToBatch`. With
+    `AddOneTsToEpisodesAndTruncate` earlier in the pipeline, the extra bootstrap row repeats the
+    last observation. Modules whose `NEXT_OBS` an earlier piece set are skipped.
     """
 
     def __call__(
@@ -33,8 +36,12 @@ class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        extend = shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data
         preset = modules_with_column(batch, Columns.NEXT_OBS)
+        blocks = transition_blocks(episodes)
+        if blocks is not None:
+            add_transition_column(batch, blocks, Columns.NEXT_OBS, preset)
+            return batch
+        extend = shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data
         for module_id, episode in module_episodes(episodes):
             if module_id in preset:
                 continue

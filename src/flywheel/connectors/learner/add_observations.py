@@ -6,10 +6,12 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
     add_module_item,
+    add_transition_column,
     chunk_rows,
     module_episodes,
     modules_with_column,
     place_episode_items,
+    transition_blocks,
 )
 
 
@@ -22,7 +24,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     (`add_batch_item` with an episode) are moved into the module-keyed layout first. Modules whose
     `OBS` a custom piece already set
     (e.g. frame stacking in learner mode) are skipped; such a piece must produce
-    the same number of rows per chunk.
+    the same number of rows per chunk. Replayed transitions give their `o_t` column.
     """
 
     def __call__(
@@ -38,6 +40,10 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     ) -> dict[str, Any]:
         place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
         preset = modules_with_column(batch, Columns.OBS)
+        blocks = transition_blocks(episodes)
+        if blocks is not None:
+            add_transition_column(batch, blocks, Columns.OBS, preset)
+            return batch
         for module_id, episode in module_episodes(episodes):
             if module_id in preset:
                 continue

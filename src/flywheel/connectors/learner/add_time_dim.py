@@ -12,8 +12,10 @@ from flywheel.connectors.learner.module_episodes import (
     module_episodes,
     num_rows,
     stack_leaves,
+    transition_blocks,
 )
 from flywheel.errors import ConnectorError
+from flywheel.utils.nested import take
 from flywheel.utils.numpy import convert_to_numpy
 
 _DEFAULT_MAX_SEQ_LEN = 20
@@ -48,6 +50,9 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        blocks = transition_blocks(episodes)
+        if blocks is not None and not any(_stateful(rl_module, module_id) for module_id, _ in blocks):
+            return batch  # replayed transitions of stateless modules: nothing to do, episodes untouched
         chunks: dict[str, list] = {}
         for module_id, episode in module_episodes(episodes):
             chunks.setdefault(module_id, []).append(episode)
@@ -65,10 +70,14 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
                 columns[column] = [_to_sequences(item, max_seq_len) for item in per_chunk]
             columns[Columns.SEQ_LENS] = [_seq_lens(n, max_seq_len) for n in rows]
             columns[Columns.STATE_IN] = [
-                _states_at_sequence_starts(module, episode, n, max_seq_len)
+                states_at_sequence_starts(module, episode, list(range(0, n, max_seq_len)))
                 for episode, n in zip(module_chunks, rows)
             ]
         return batch
+
+
+def _stateful(rl_module: Any, module_id: str) -> bool:
+    return module_id in rl_module and rl_module[module_id].is_stateful()
 
 
 def _split_per_chunk(items: Any, rows: list[int], module_id: str, column: str) -> list:
@@ -81,7 +90,7 @@ def _split_per_chunk(items: Any, rows: list[int], module_id: str, column: str) -
                 f"timestep of the module's chunks). Fix the piece that sets {column!r}."
             )
         bounds = np.cumsum(rows)[:-1]
-        return [_take(items, slice(start, end)) for start, end in zip([0, *bounds], [*bounds, total])]
+        return [take(items, slice(start, end)) for start, end in zip([0, *bounds], [*bounds, total])]
     for item, n in zip(items, rows):
         if num_rows(item) != n:
             raise ConnectorError(
@@ -89,14 +98,6 @@ def _split_per_chunk(items: Any, rows: list[int], module_id: str, column: str) -
                 f"Fix the piece that sets {column!r}: one row per timestep of each chunk."
             )
     return items
-
-
-def _take(data: Any, index: Any) -> Any:
-    if isinstance(data, dict):
-        return {key: _take(value, index) for key, value in data.items()}
-    if isinstance(data, tuple):
-        return tuple(_take(value, index) for value in data)
-    return data[index]
 
 
 def _to_sequences(data: Any, max_seq_len: int) -> Any:
@@ -119,9 +120,11 @@ def _seq_lens(rows: int, max_seq_len: int) -> np.ndarray:
     return lens
 
 
-def _states_at_sequence_starts(module: Any, episode: Any, rows: int, max_seq_len: int) -> dict:
-    """`STATE_IN` for each sequence: the stored `STATE_OUT` of the step before its start."""
-    before_starts = list(range(max_seq_len - 1, rows - 1, max_seq_len))
+def states_at_sequence_starts(module: Any, episode: Any, starts: list[int]) -> dict:
+    """`STATE_IN` for sequences of `episode` (a chunk) starting at the steps `starts` (the first is
+    0): the stored `STATE_OUT` of the step before each start (from the lookback buffer for step 0),
+    or the module's initial state at an episode's very first step."""
+    before_starts = [start - 1 for start in starts[1:]]
     if episode.t_started == 0:
         initial = convert_to_numpy(module.get_initial_state(), reduce_type=False)
         first = {name: np.asarray(value) for name, value in initial.items()}

@@ -7,8 +7,9 @@ import torch
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.learner.module_episodes import BOOTSTRAP_CHUNK_LENS
+from flywheel.connectors.learner.module_episodes import bootstrap_chunk_lens
 from flywheel.errors import ConnectorError
+from flywheel.utils.nested import take
 
 
 class GeneralAdvantageEstimation(ConnectorV2):
@@ -56,12 +57,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        chunk_lens = (shared_data or {}).get(BOOTSTRAP_CHUNK_LENS)
-        if chunk_lens is None:
-            raise ConnectorError(
-                "GeneralAdvantageEstimation needs the bootstrap timestep of each chunk, but no "
-                "AddOneTsToEpisodesAndTruncate ran before it. Fix: pipeline.prepend(AddOneTsToEpisodesAndTruncate())."
-            )
+        chunk_lens = bootstrap_chunk_lens(shared_data, "GeneralAdvantageEstimation")
         for module_id, columns in batch.items():
             module = rl_module[module_id]
             if not hasattr(module, "compute_values"):
@@ -98,7 +94,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
             return
         keep = ~is_bootstrap
         for column, data in columns.items():
-            columns[column] = _take(data, keep)
+            columns[column] = take(data, keep)
         columns[Columns.ADVANTAGES] = _like(advantages[keep], like)
         columns[Columns.VALUE_TARGETS] = _like(targets[keep], like)
         columns[Columns.VF_PREDS] = _like(vf_preds[keep], like)
@@ -189,16 +185,6 @@ def _to_tensors(data: Any, device: torch.device) -> Any:
     if isinstance(data, np.ndarray) and data.dtype != object:
         return torch.from_numpy(data).to(device)
     return data
-
-
-def _take(data: Any, index: np.ndarray) -> Any:
-    if isinstance(data, dict):
-        return {key: _take(value, index) for key, value in data.items()}
-    if isinstance(data, tuple):
-        return tuple(_take(value, index) for value in data)
-    if isinstance(data, torch.Tensor):
-        return data[torch.from_numpy(index).to(data.device)]
-    return data[index]
 
 
 def _numpy(data: Any) -> np.ndarray:

@@ -4,6 +4,10 @@ The learner batch is `{module_id: {column: items}}`. While the pipeline runs, `i
 with one array per episode chunk (leading dim = that chunk's rows, chunks in the order
 `module_episodes` yields them) or, when a piece already built the whole column, one array;
 `BatchIndividualItems` concatenates the lists.
+
+Replayed transitions (`TransitionEpisodes`) are one-step episodes held as columns: while no piece
+has asked for their episode objects, `transition_blocks` gives the default pieces those columns,
+one block per module, and each piece adds a block's column in one go.
 """
 
 from collections.abc import Iterator
@@ -13,6 +17,8 @@ import numpy as np
 import tree
 
 from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, stack_rows, take_rows
+from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
+from flywheel.errors import ConnectorError
 from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
 
 # `shared_data` key under which `AddOneTsToEpisodesAndTruncate` records, per module, the number
@@ -36,6 +42,34 @@ def module_episodes(episodes: list[Any]) -> Iterator[tuple[ModuleID, Any]]:
         for agent_id, agent_episode in agent_episodes.items():
             if len(agent_episode) > 0:
                 yield agent_episode.module_id or episode.module_for(agent_id), agent_episode
+
+
+def transition_blocks(episodes: Any) -> list[tuple[ModuleID, TransitionBlock]] | None:
+    """`[(module_id, block)]` of replayed transitions whose episode objects no piece asked for (their
+    columns are still the data), else None (read the episodes with `module_episodes`)."""
+    if not isinstance(episodes, TransitionEpisodes) or episodes.touched:
+        return None
+    return [(block.module_id or DEFAULT_MODULE_ID, block) for block in episodes.blocks]
+
+
+def add_transition_column(
+    batch: dict, blocks: list[tuple[ModuleID, TransitionBlock]], column: str, preset: set[ModuleID]
+) -> None:
+    """Adds `column` of every block (`transition_blocks`) whose module is not in `preset`."""
+    for module_id, block in blocks:
+        if module_id not in preset:
+            add_module_item(batch, module_id, column, block.columns[column])
+
+
+def bootstrap_chunk_lens(shared_data: dict | None, piece: str) -> dict:
+    """The chunk lengths `AddOneTsToEpisodesAndTruncate` recorded, which `piece` (its name) needs."""
+    chunk_lens = (shared_data or {}).get(BOOTSTRAP_CHUNK_LENS)
+    if chunk_lens is None:
+        raise ConnectorError(
+            f"{piece} needs the bootstrap timestep of each chunk, but no AddOneTsToEpisodesAndTruncate ran "
+            "before it. Fix: pipeline.prepend(AddOneTsToEpisodesAndTruncate())."
+        )
+    return chunk_lens
 
 
 def chunk_rows(episode: Any, shared_data: dict | None) -> int:
@@ -126,6 +160,8 @@ def terminated_column(rows: int, last_real: int, flag: bool) -> np.ndarray:
 __all__ = [
     "BOOTSTRAP_CHUNK_LENS",
     "add_module_item",
+    "add_transition_column",
+    "bootstrap_chunk_lens",
     "append_last",
     "chunk_rows",
     "concat_leaves",
@@ -135,4 +171,5 @@ __all__ = [
     "place_episode_items",
     "stack_leaves",
     "terminated_column",
+    "transition_blocks",
 ]

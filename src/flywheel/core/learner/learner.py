@@ -38,6 +38,7 @@ from flywheel.core.rl_module.apis import SelfSupervisedLossAPI
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
+from flywheel.episodes.transition_episodes import num_env_steps
 from flywheel.errors import ConfigError, LearnerError
 from flywheel.metrics.keys import NUM_ENV_STEPS_TRAINED, WEIGHTS_SEQ_NO
 from flywheel.metrics.metrics_logger import MetricsLogger
@@ -319,9 +320,10 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
             self.metrics.log_value((module_id, "num_module_steps_trained"), steps, reduce="sum")
         self._weights_seq_no += 1
         self.after_gradient_based_update(timesteps=timesteps)
-        env_steps = (
-            sum(map(len, episodes)) if episodes is not None else sum(map(num_steps, train_batch.values()))
-        )
+        if episodes is not None:
+            env_steps = num_env_steps(episodes)
+        else:
+            env_steps = sum(map(num_steps, train_batch.values()))
         return self._reduce_metrics(env_steps * num_epochs, self._non_finite_before_update)
 
     def _reduce_metrics(self, num_env_steps_trained: int, non_finite_before: int) -> dict:

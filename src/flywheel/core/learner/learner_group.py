@@ -31,6 +31,7 @@ from flywheel.core.learner.learner import Learner
 from flywheel.core.learner.learner_hosts import LearnerHost, RemoteLearners
 from flywheel.core.learner.minibatches import num_rows
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
+from flywheel.episodes.transition_episodes import TransitionEpisodes
 from flywheel.errors import CheckpointError
 from flywheel.typing import ModuleID, StateDict
 
@@ -276,8 +277,11 @@ def shard_episodes(episodes: list, num_shards: int) -> list[list]:
     to the shard with the fewest steps so far; shards differ by at most one episode's length).
 
     With fewer episodes than shards, every shard gets all episodes: each learner must take part
-    in every gradient exchange, and identical shards give the single-learner gradients.
+    in every gradient exchange, and identical shards give the single-learner gradients. Replayed
+    transitions split by rows (`TransitionEpisodes.split`), without building episode objects.
     """
+    if isinstance(episodes, TransitionEpisodes):
+        return episodes.split(num_shards)
     if len(episodes) < num_shards:
         return [list(episodes) for _ in range(num_shards)]
     shards: list[list] = [[] for _ in range(num_shards)]
@@ -302,6 +306,7 @@ def shard_batch(batch: dict, num_shards: int) -> list[dict]:
 
 def merge_results(results: list[dict]) -> dict:
     """Merges the learners' `update` results leaf by leaf: counts (keys starting with `num_`) add up,
+    lists (values logged with `reduce="item_series"`, e.g. per-row TD errors) join in rank order,
     values equal on every learner (e.g. `weights_seq_no`) stay, others are averaged."""
     first = results[0]
     merged = {}
@@ -309,6 +314,8 @@ def merge_results(results: list[dict]) -> dict:
         values = [result[key] for result in results if key in result]
         if isinstance(value, dict):
             merged[key] = merge_results(values)
+        elif isinstance(value, list):
+            merged[key] = [item for items in values for item in items]
         elif str(key).startswith("num_"):
             merged[key] = sum(values)
         elif all(v == value for v in values):

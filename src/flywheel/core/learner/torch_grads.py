@@ -1,14 +1,11 @@
-"""Gradient arithmetic on lists of tensors: the global norm and in-place clipping.
-
-The one place flywheel uses torch's `_foreach_*` kernels (one fused call per list instead of
-one per tensor: for the small networks of RL the per-tensor Python loop costs more than the
-arithmetic). `tests/core/learner/test_torch_grads.py` pins their results against the plain
-formulas, so a torch release that changes them fails there first.
-"""
+"""Gradient arithmetic on lists of tensors: the global norm and in-place clipping, with one fused
+call per list (`flywheel.compat`'s foreach functions)."""
 
 from __future__ import annotations
 
 import torch
+
+from flywheel.compat import foreach_clamp_, foreach_mul_, foreach_norm
 
 CLIP_BY = ("value", "norm", "global_norm")
 """The ways `grad_clip_by` may clip: each entry, each tensor's norm, or all tensors' joint norm."""
@@ -18,7 +15,7 @@ def global_norm(grads: list[torch.Tensor]) -> torch.Tensor:
     """The L2 norm of all `grads` taken together (a 0-d tensor; 0 for an empty list)."""
     if not grads:
         return torch.zeros(())
-    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    return torch.linalg.vector_norm(torch.stack(foreach_norm(grads)))
 
 
 def clip_(grads: list[torch.Tensor], clip: float, by: str, norm: torch.Tensor) -> None:
@@ -28,10 +25,8 @@ def clip_(grads: list[torch.Tensor], clip: float, by: str, norm: torch.Tensor) -
     if not grads:
         return
     if by == "value":
-        torch._foreach_clamp_min_(grads, -clip)
-        torch._foreach_clamp_max_(grads, clip)
+        foreach_clamp_(grads, -clip, clip)
     elif by == "norm":
-        norms = torch._foreach_norm(grads)
-        torch._foreach_mul_(grads, [torch.clamp(clip / (n + 1e-6), max=1.0) for n in norms])
+        foreach_mul_(grads, [torch.clamp(clip / (n + 1e-6), max=1.0) for n in foreach_norm(grads)])
     else:
-        torch._foreach_mul_(grads, torch.clamp(clip / (norm + 1e-6), max=1.0))
+        foreach_mul_(grads, torch.clamp(clip / (norm + 1e-6), max=1.0))

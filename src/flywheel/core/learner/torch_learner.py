@@ -14,6 +14,7 @@ from flywheel.core.learner.torch_grads import clip_, global_norm
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.errors import ConfigError
 from flywheel.typing import ALL_MODULES, ModuleID
+from flywheel.utils.nested import take
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ class TorchLearner(Learner):
 
     def _take_rows(self, columns: dict, rows: np.ndarray) -> dict:
         index = torch.from_numpy(rows).to(self._device)
-        return {column: _take(data, index) for column, data in columns.items()}
+        return {column: take(data, index) for column, data in columns.items()}
 
     # Optimizer state.
 
@@ -221,6 +222,8 @@ def _to_tensor(data: Any, device: torch.device) -> Any:
         return {key: _to_tensor(value, device) for key, value in data.items()}
     if isinstance(data, tuple):  # Tuple action spaces
         return tuple(_to_tensor(value, device) for value in data)
+    if isinstance(data, torch.Tensor):  # the pipeline's NumpyToTensor made it
+        return data.to(device)
     if isinstance(data, np.ndarray):
         if data.dtype == object:
             return data
@@ -229,16 +232,6 @@ def _to_tensor(data: Any, device: torch.device) -> Any:
             tensor.to(device=device, dtype=torch.float32) if data.dtype == np.float64 else tensor.to(device)
         )
     return data
-
-
-def _take(data: Any, index: torch.Tensor) -> Any:
-    if isinstance(data, dict):
-        return {key: _take(value, index) for key, value in data.items()}
-    if isinstance(data, tuple):
-        return tuple(_take(value, index) for value in data)
-    if isinstance(data, torch.Tensor):
-        return data[index]
-    return data[index.cpu().numpy()]
 
 
 def _to_plain(data: Any) -> Any:

@@ -12,6 +12,7 @@ import copy
 
 import torch
 
+from flywheel.compat import foreach_copy_, foreach_lerp_
 from flywheel.errors import ArgumentError
 
 
@@ -43,9 +44,9 @@ def update_target_network(main_net: torch.nn.Module, target_net: torch.nn.Module
             f"{len(mains)}. Fix: build the target with make_target_network(main_net)."
         )
     if tau == 1.0:
-        torch._foreach_copy_(targets, mains)
+        foreach_copy_(targets, mains)
     else:
-        torch._foreach_lerp_(targets, mains, tau)
+        foreach_lerp_(targets, mains, tau)
     for target, main in zip(_other_buffers(target_net), _other_buffers(main_net)):
         target.copy_(main)
 

@@ -11,6 +11,11 @@ from typing import Any
 
 import torch
 
+from flywheel.errors import LearnerError
+
+TARGET_NETWORK_ACTION_DIST_INPUTS = "target_network_action_dist_inputs"
+"""Output key of `TargetNetworkAPI.forward_target` for policy networks (APPO's old policy), as in RLlib."""
+
 
 class ValueFunctionAPI(abc.ABC):
     """A module that estimates state values (needed by PPO's GAE and value loss)."""
@@ -73,3 +78,16 @@ class SelfSupervisedLossAPI(abc.ABC):
         self, *, learner: Any, module_id: str, config: Any, batch: dict, fwd_out: dict, **kwargs: Any
     ) -> torch.Tensor:
         """The module's scalar loss on one minibatch (`learner.metrics` logs its terms)."""
+
+
+def require_value_function(learner: Any, module_id: str, algorithm: str) -> None:
+    """Raises `LearnerError` unless `learner.module[module_id]` computes values (learners call it when
+    built). Modules the learner does not train, or that bring their own loss, need none."""
+    sub = learner.module[module_id]
+    if isinstance(sub, SelfSupervisedLossAPI) or not learner.should_module_be_updated(module_id):
+        return
+    if not hasattr(sub, "compute_values"):
+        raise LearnerError(
+            f"{algorithm} needs a value function, but module {module_id!r} ({type(sub).__name__}) has no "
+            "compute_values. Fix: inherit from flywheel.ValueFunctionAPI and implement compute_values."
+        )

@@ -1,0 +1,60 @@
+"""The one place flywheel calls other libraries' private APIs, each behind a small function.
+
+- torch's `_foreach_*` kernels: one fused call per list of tensors instead of one per tensor; for
+  the small networks of RL the per-tensor Python loop costs more than the arithmetic (gradient
+  clipping, target-network updates).
+- gymnasium's `VectorEnv._add_info`: how a vector env merges one sub-env's info dict into the batch's
+  infos (`FastSyncVectorEnv` builds the same infos as gymnasium's own `SyncVectorEnv`).
+
+`tests/test_compat.py` pins each function against the public formula it stands for, so a release
+of torch or gymnasium that changes or drops one fails there first, and only this file changes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _torch() -> Any:
+    # Imported by the functions that use it, so gymnasium's helper below costs no torch import
+    # (building and validating configs imports no torch); tensors exist only once torch is imported.
+    import torch
+
+    return torch
+
+
+def foreach_norm(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """`[torch.linalg.vector_norm(t) for t in tensors]`."""
+    return list(_torch()._foreach_norm(tensors))
+
+
+def foreach_clamp_(tensors: list[torch.Tensor], low: float, high: float) -> None:
+    """`t.clamp_(low, high)` for every tensor."""
+    _torch()._foreach_clamp_min_(tensors, low)
+    _torch()._foreach_clamp_max_(tensors, high)
+
+
+def foreach_mul_(tensors: list[torch.Tensor], factors: torch.Tensor | list[torch.Tensor]) -> None:
+    """`t.mul_(f)` for every tensor: one factor for all, or one per tensor."""
+    _torch()._foreach_mul_(tensors, factors)
+
+
+def foreach_copy_(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
+    """`target.copy_(source)` for every pair."""
+    _torch()._foreach_copy_(targets, sources)
+
+
+def foreach_lerp_(targets: list[torch.Tensor], sources: list[torch.Tensor], weight: float) -> None:
+    """`target.lerp_(source, weight)` (`target + weight * (source - target)`) for every pair."""
+    _torch()._foreach_lerp_(targets, sources, weight)
+
+
+def add_vector_info(
+    vector_env: Any, infos: dict[str, Any], info: dict[str, Any], index: int
+) -> dict[str, Any]:
+    """`infos` with sub-env `index`'s `info` merged in, as gymnasium's vector envs build them (each key
+    an array over the sub-envs plus a `_key` mask of the sub-envs that set it)."""
+    return vector_env._add_info(infos, info, index)

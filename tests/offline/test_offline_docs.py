@@ -1,0 +1,7 @@
+"""docs/concepts/offline.md: its code blocks run as written."""
+
+
+def test_offline_page_runs(run_doc_blocks):
+    namespace = run_doc_blocks("docs/concepts/offline.md", blocks=3)
+    assert namespace["table"].num_rows == 500
+    assert namespace["result"]["evaluation"]["env_runners"]["num_episodes"] == 2
