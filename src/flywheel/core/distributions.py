@@ -14,8 +14,11 @@ so `cls.from_logits(inputs)` always works.
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+import operator
+from collections.abc import Iterable
+from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -28,6 +31,22 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _SQUASH_EPS = 1e-6
 _MIN_EXP_NOISE = 1e-30
 
+_SpaceT = TypeVar("_SpaceT", bound=gym.Space)
+
+
+def _expect_space(space: gym.Space, kind: type[_SpaceT], dist_name: str) -> _SpaceT:
+    if not isinstance(space, kind):
+        raise ModuleError(
+            f"{dist_name} needs a {kind.__name__} action space, got {space}. "
+            "Fix: use the distribution that fits the space (distribution_for_space(space) picks it)."
+        )
+    return space
+
+
+def _total(terms: Iterable[torch.Tensor]) -> torch.Tensor:
+    """The sum of the tensors in order (as the builtin `sum`, typed as a tensor)."""
+    return functools.reduce(operator.add, terms)
+
 
 class Distribution:
     """Interface of all action distributions (see the module docstring), with RLlib's method names."""
@@ -35,7 +54,8 @@ class Distribution:
     @classmethod
     def from_logits(cls, logits: torch.Tensor, **kwargs: Any) -> Distribution:
         """Builds the distribution from a module's `ACTION_DIST_INPUTS`."""
-        return cls(logits, **kwargs)
+        # Subclasses' constructors take the logits first; the base class declares no constructor.
+        return cast(Any, cls)(logits, **kwargs)
 
     @classmethod
     def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
@@ -113,6 +133,11 @@ class Deterministic(Distribution):
 
     @classmethod
     def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
+        if space.shape is None:
+            raise ModuleError(
+                f"Deterministic needs an action space with a shape, got {space}. "
+                "Fix: use a Box, Discrete or MultiDiscrete action space."
+            )
         return int(np.prod(space.shape))
 
     def sample(self) -> Any:
@@ -133,18 +158,20 @@ class Categorical(Distribution):
     (given `probs` instead, the logits are their logs)."""
 
     def __init__(self, logits: torch.Tensor | None = None, probs: torch.Tensor | None = None):
-        if (logits is None) == (probs is None):
+        if logits is None and probs is not None:
+            logits = torch.log(probs)
+        elif logits is None or probs is not None:
             raise ModuleError(
                 "Categorical takes exactly one of logits= and probs=. Fix: pass the module's "
                 "ACTION_DIST_INPUTS as logits (Categorical.from_logits(inputs))."
             )
-        self.logits = logits if probs is None else torch.log(probs)
+        self.logits = logits
         self.probs = probs
         self._log_probs: torch.Tensor | None = None
 
     @classmethod
     def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
-        return int(space.n)
+        return int(_expect_space(space, gym.spaces.Discrete, "Categorical").n)
 
     @property
     def log_probs(self) -> torch.Tensor:
@@ -243,7 +270,9 @@ class SquashedGaussian(DiagGaussian):
     low: torch.Tensor = torch.tensor(-1.0)
     high: torch.Tensor = torch.tensor(1.0)
 
-    def __init__(self, loc: torch.Tensor, scale: torch.Tensor = 1.0, low: Any = None, high: Any = None):
+    def __init__(
+        self, loc: torch.Tensor, scale: torch.Tensor | float = 1.0, low: Any = None, high: Any = None
+    ):
         super().__init__(loc, torch.as_tensor(scale))
         if low is not None:
             self.low = torch.as_tensor(low, dtype=torch.float32)
@@ -293,13 +322,13 @@ class MultiCategorical(Distribution):
         cls, logits: torch.Tensor, input_lens: Any = None, temperatures: Any = None, **kwargs: Any
     ) -> MultiCategorical:
         """`input_lens` (default: the class's) splits the logits; `temperatures` divide each part."""
-        parts = torch.split(logits, tuple(input_lens or cls.input_lens), dim=-1)
+        parts = torch.split(logits, list(input_lens or cls.input_lens), dim=-1)
         temperatures = temperatures or [1.0] * len(parts)
         return cls([Categorical(x if t == 1.0 else x / t) for x, t in zip(parts, temperatures)])
 
     @classmethod
     def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
-        return int(np.sum(space.nvec))
+        return int(np.sum(_expect_space(space, gym.spaces.MultiDiscrete, "MultiCategorical").nvec))
 
     def sample(self) -> torch.Tensor:
         return torch.stack([c.sample() for c in self.categoricals], dim=-1)
@@ -308,13 +337,13 @@ class MultiCategorical(Distribution):
         return torch.stack([c.deterministic_sample() for c in self.categoricals], dim=-1)
 
     def logp(self, value: torch.Tensor) -> torch.Tensor:
-        return sum(c.logp(value[..., i]) for i, c in enumerate(self.categoricals))
+        return _total(c.logp(value[..., i]) for i, c in enumerate(self.categoricals))
 
     def entropy(self) -> torch.Tensor:
-        return sum(c.entropy() for c in self.categoricals)
+        return _total(c.entropy() for c in self.categoricals)
 
     def kl(self, other: MultiCategorical) -> torch.Tensor:
-        return sum(c.kl(o) for c, o in zip(self.categoricals, other.categoricals))
+        return _total(c.kl(o) for c, o in zip(self.categoricals, other.categoricals))
 
 
 class MultiDistribution(Distribution):
@@ -329,10 +358,15 @@ class MultiDistribution(Distribution):
     child_classes: dict[str, type[Distribution]] | tuple[type[Distribution], ...] = ()
     input_lens: tuple[int, ...] = ()
 
-    def __init__(self, child_distribution_struct: dict[str, Distribution] | tuple[Distribution, ...]):
-        self.children = child_distribution_struct
-        if isinstance(child_distribution_struct, list):
-            self.children = tuple(child_distribution_struct)
+    def __init__(
+        self,
+        child_distribution_struct: dict[str, Distribution] | tuple[Distribution, ...] | list[Distribution],
+    ):
+        self.children: dict[str, Distribution] | tuple[Distribution, ...] = (
+            tuple(child_distribution_struct)
+            if isinstance(child_distribution_struct, list)
+            else child_distribution_struct
+        )
 
     @classmethod
     def from_logits(
@@ -349,7 +383,7 @@ class MultiDistribution(Distribution):
         )
         lens = cls.input_lens if input_lens is None else input_lens
         lens = tuple(lens.values()) if isinstance(lens, dict) else tuple(lens)
-        parts = torch.split(logits, lens, dim=-1)
+        parts = torch.split(logits, list(lens), dim=-1)
         if isinstance(classes, dict):
             return cls({k: c.from_logits(x) for (k, c), x in zip(classes.items(), parts)})
         return cls(tuple(c.from_logits(x) for c, x in zip(classes, parts)))
@@ -358,7 +392,13 @@ class MultiDistribution(Distribution):
     def required_input_dim(cls, space: gym.Space, input_lens: Any = None, **kwargs: Any) -> int:
         if input_lens is not None:
             return sum(input_lens.values() if isinstance(input_lens, dict) else input_lens)
-        return sum(distribution_for_space(space).input_lens)
+        dist_cls = distribution_for_space(space)
+        if not issubclass(dist_cls, MultiDistribution | MultiCategorical):
+            raise ModuleError(
+                f"MultiDistribution needs a Dict or Tuple action space, got {space}. "
+                "Fix: use the distribution that fits the space (distribution_for_space(space) picks it)."
+            )
+        return sum(dist_cls.input_lens)
 
     def to_deterministic(self) -> MultiDistribution:
         """Each child's deterministic counterpart, in the same structure (as RLlib)."""
@@ -366,7 +406,8 @@ class MultiDistribution(Distribution):
             return MultiDistribution({k: c.to_deterministic() for k, c in self.children.items()})
         return MultiDistribution(tuple(c.to_deterministic() for c in self.children))
 
-    def _items(self):
+    def _items(self) -> Iterable[tuple[Any, Distribution]]:
+        """(key, child) pairs; a key (str or int) indexes values structured like the children."""
         return self.children.items() if isinstance(self.children, dict) else enumerate(self.children)
 
     def _map(self, method: str) -> dict | tuple:
@@ -384,13 +425,13 @@ class MultiDistribution(Distribution):
         return self._map("deterministic_sample")
 
     def logp(self, value: dict | tuple) -> torch.Tensor:
-        return sum(c.logp(value[k]) for k, c in self._items())
+        return _total(c.logp(value[k]) for k, c in self._items())
 
     def entropy(self) -> torch.Tensor:
-        return sum(c.entropy() for _, c in self._items())
+        return _total(c.entropy() for _, c in self._items())
 
     def kl(self, other: MultiDistribution) -> torch.Tensor:
-        return sum(c.kl(other.children[k]) for k, c in self._items())
+        return _total(c.kl(other.children[k]) for k, c in self._items())
 
 
 def _box_action_size(space: gym.Space) -> int:

@@ -10,7 +10,7 @@ from flywheel.algorithms.ppo.config import PPOConfig
 from flywheel.core.learner.learner_group import LearnerGroup, merge_results, shard_batch, shard_episodes
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
-from flywheel.errors import CheckpointError
+from flywheel.errors import CheckpointError, LearnerError
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACT_SPACE = gym.spaces.Discrete(2)
@@ -127,6 +127,10 @@ def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session
         assert results["default_policy"]["num_module_steps_trained"] == rows
         assert group.foreach_learner(lambda learner: learner.weights_seq_no) == [2, 2]
         assert len(group) == 2 and group.is_remote
+        with pytest.raises(
+            LearnerError, match=r"LearnerGroup.update\(\) takes a batch or episodes, got neither"
+        ):
+            group.update()
     finally:
         group.shutdown()
 

@@ -11,6 +11,7 @@ from torch import nn
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
 from flywheel.columns import Columns
 from flywheel.core.learner.torch_learner import TorchLearner
+from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.core.rl_module.spec import RLModuleSpec
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.episodes import SingleAgentEpisode
@@ -238,3 +239,13 @@ def test_modules_not_in_policies_to_train_do_not_change():
     assert all(np.array_equal(before[k], weights(learner)[k]) for k in before)
     assert "default_policy" not in results
     assert learner.get_optimizers_for_module("default_policy") == []
+
+
+def test_get_parameters_of_a_weightless_module_is_empty():
+    class Heuristic(RLModule):
+        def _forward(self, batch, **kwargs):
+            return {Columns.ACTIONS: np.zeros(len(batch[Columns.OBS]), np.int64)}
+
+    learner = KnownGradsLearner(config=AlgorithmConfig(), module=Linear(OBS_SPACE, ACT_SPACE))
+    assert learner.get_parameters(Heuristic(OBS_SPACE, ACT_SPACE)) == []
+    assert [p.tolist() for p in learner.get_parameters(Linear(OBS_SPACE, ACT_SPACE))] == [[1.0, 2.0], [3.0]]

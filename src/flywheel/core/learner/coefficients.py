@@ -12,14 +12,21 @@ once per update (`curr_entropy_coeff`, `curr_kl_coeff`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.checkpoints.checkpointable import select
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.typing import ModuleID, StateDict
 
+if TYPE_CHECKING:
+    from flywheel.core.learner.learner import Learner
 
-class EntropyCoeffSchedules:
+    _LearnerMixin = Learner  # the mixins extend a Learner's methods (`super()`) and read its attributes
+else:
+    _LearnerMixin = object
+
+
+class EntropyCoeffSchedules(_LearnerMixin):
     """`config.entropy_coeff` (a number or a schedule over sampled env steps) per module:
     `curr_entropy_coeffs[module_id]` holds its value for the current update."""
 
@@ -60,7 +67,7 @@ class EntropyCoeffSchedules:
             self.metrics.log_value((module_id, "curr_entropy_coeff"), coeff, reduce="mean")
 
 
-class AdaptiveKLCoeffs:
+class AdaptiveKLCoeffs(_LearnerMixin):
     """`curr_kl_coeffs[module_id]`, starting at `config.kl_coeff`; with `config.use_kl_loss`,
     `adapt_kl_coeffs()` moves it after each update: ×1.5 when the update's `mean_kl_loss` exceeded
     2 × `kl_target`, ×0.5 below 0.5 × `kl_target`. Saved in the learner's state."""

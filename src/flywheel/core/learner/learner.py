@@ -47,11 +47,13 @@ from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID, ModuleID, StateDict
 if TYPE_CHECKING:
     from flywheel.checkpoints.registry import Allowed
     from flywheel.checkpoints.tree import Node
+    from flywheel.connectors.pipeline import ConnectorPipelineV2
 
 __all__ = ["DEFAULT_OPTIMIZER", "Learner"]
 
 TIMESTEP_KEY = "num_env_steps_sampled_lifetime"
 _GRAD_CLIP_BY = ("value", "norm", "global_norm")
+_NOT_BUILT = "{what} was used before build(). Fix: call learner.build() first."
 
 
 class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
@@ -94,9 +96,10 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         self._module_spec = module_spec
         self._module_obj = module
         self._spaces = spaces
-        self.module: MultiRLModule | None = None
+        self._module: MultiRLModule | None = None
         self.metrics = MetricsLogger()
-        self._learner_connector = None
+        self._learner_connector: ConnectorPipelineV2 | None = None
+        self._timestep = 0
         self._weights_seq_no = 0
         self._num_non_finite_updates = 0
         self._non_finite_before_update = 0  # count when the current update started (warn once per update)
@@ -107,18 +110,18 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
 
     def build(self) -> None:
         """Builds the module, the learner pipeline and the optimizers (a second call does nothing)."""
-        if self.module is not None:
+        if self._module is not None:
             return
         if self.config.grad_clip_by not in _GRAD_CLIP_BY:
             raise ConfigError(
                 f"grad_clip_by must be one of {list(_GRAD_CLIP_BY)}, got {self.config.grad_clip_by!r}. "
                 "Fix: config.training(grad_clip_by='global_norm')."
             )
-        self.module = self._build_module()
+        self._module = self._build_module()
         self._learner_connector = self._build_learner_connector()
         self.configure_optimizers()
 
-    def _build_learner_connector(self) -> Any:
+    def _build_learner_connector(self) -> ConnectorPipelineV2:
         spaces = (None, None)
         if DEFAULT_MODULE_ID in self.module:
             default = self.module[DEFAULT_MODULE_ID]
@@ -135,7 +138,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         for slot in self.optimizer_slots():
             if slot.lr_scheduler is not None and slot.lr_scheduler == old_lr:
                 slot.lr_scheduler = Scheduler(config.lr, name="lr")
-        state = self._learner_connector.get_state()
+        state = self._built_connector.get_state()
         self._learner_connector = self._build_learner_connector()
         self._learner_connector.set_state(state)
 
@@ -167,8 +170,21 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         """Releases what the learner holds (nothing by default)."""
 
     @property
-    def learner_connector(self) -> Any:
-        """The learner connector pipeline (episodes → train batch)."""
+    def module(self) -> MultiRLModule:
+        """The `MultiRLModule` this learner trains (there once `build()` ran)."""
+        if self._module is None:
+            raise LearnerError(_NOT_BUILT.format(what="learner.module"))
+        return self._module
+
+    @property
+    def learner_connector(self) -> ConnectorPipelineV2 | None:
+        """The learner connector pipeline (episodes → train batch); None before `build()`."""
+        return self._learner_connector
+
+    @property
+    def _built_connector(self) -> ConnectorPipelineV2:
+        if self._learner_connector is None:
+            raise LearnerError(_NOT_BUILT.format(what="The learner connector pipeline"))
         return self._learner_connector
 
     @property
@@ -286,7 +302,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         `timesteps["num_env_steps_sampled_lifetime"]` drives the schedules (lr, coefficients).
         Returns plain numbers: `{module_id: {...}, "__all_modules__": {...}}`.
         """
-        if self.module is None:
+        if self._module is None:
             raise LearnerError("Learner.update() was called before build(). Fix: call learner.build() first.")
         if (batch is None) == (episodes is None):
             raise LearnerError(
@@ -294,7 +310,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
                 "Fix: pass episodes=[...] (run through the learner pipeline) or batch={module_id: columns}."
             )
         config = self.config
-        num_epochs = config.num_epochs if num_epochs is None else num_epochs
+        epochs: int = config.num_epochs if num_epochs is None else num_epochs
         minibatch_size = config.minibatch_size if minibatch_size is None else minibatch_size
         shuffle = (
             config.shuffle_batch_per_epoch if shuffle_batch_per_epoch is None else shuffle_batch_per_epoch
@@ -304,7 +320,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         train_batch = self._train_batch(batch, episodes)
         self._non_finite_before_update = self._num_non_finite_updates
         minibatches = iter_minibatches(
-            train_batch, num_epochs, minibatch_size, rng=self._shuffle_rng() if shuffle else None,
+            train_batch, epochs, minibatch_size, rng=self._shuffle_rng() if shuffle else None,
             take_rows=self._take_rows, minibatch_counts=self._minibatch_counts,
         )  # fmt: skip
         self._minibatch_values = {}
@@ -316,7 +332,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         finally:
             self._minibatch_values = None
         for module_id, columns in train_batch.items():  # every epoch covers every row once
-            steps = num_steps(columns) * num_epochs
+            steps = num_steps(columns) * epochs
             self.metrics.log_value((module_id, "num_module_steps_trained"), steps, reduce="sum")
         self._weights_seq_no += 1
         self.after_gradient_based_update(timesteps=timesteps)
@@ -324,7 +340,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
             env_steps = num_env_steps(episodes)
         else:
             env_steps = sum(map(num_steps, train_batch.values()))
-        return self._reduce_metrics(env_steps * num_epochs, self._non_finite_before_update)
+        return self._reduce_metrics(env_steps * epochs, self._non_finite_before_update)
 
     def _reduce_metrics(self, num_env_steps_trained: int, non_finite_before: int) -> dict:
         """Logs the update's counters under `__all_modules__`, then reduces: the result holds them, and
@@ -339,7 +355,8 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
     def _train_batch(self, batch: dict | None, episodes: list | None) -> dict[ModuleID, dict]:
         """The tensors of the modules that train: the learner pipeline's output, or `batch`."""
         if batch is None:
-            batch = self._learner_connector(
+            assert episodes is not None  # update() took exactly one of them
+            batch = self._built_connector(
                 rl_module=self.module, batch={}, episodes=episodes, shared_data={}, metrics=self.metrics
             )
         unknown = [module_id for module_id in batch if module_id not in self.module]
@@ -436,7 +453,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
             "weights_seq_no": self._weights_seq_no,
             "timestep": self._timestep,
             "num_non_finite_updates": self._num_non_finite_updates,
-            "learner_connector": self._learner_connector.get_state(),
+            "learner_connector": self._built_connector.get_state(),
         }
         keep = [components] if isinstance(components, str) else components
         drop = [not_components] if isinstance(not_components, str) else (not_components or [])
@@ -454,7 +471,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         self._timestep = state.get("timestep", self._timestep)
         self._num_non_finite_updates = state.get("num_non_finite_updates", self._num_non_finite_updates)
         if "learner_connector" in state:
-            self._learner_connector.set_state(state["learner_connector"])
+            self._built_connector.set_state(state["learner_connector"])
 
     def _configure_missing_optimizers(self, module_id: ModuleID) -> bool:
         """An optimizer state names a module whose optimizers are not set up yet: sets them up if the

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,7 @@ from flywheel.core.learner.learner_hosts import LearnerHost, RemoteLearners
 from flywheel.core.learner.minibatches import num_rows
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.episodes.transition_episodes import TransitionEpisodes
-from flywheel.errors import CheckpointError
+from flywheel.errors import CheckpointError, LearnerError
 from flywheel.typing import ModuleID, StateDict
 
 
@@ -80,6 +80,11 @@ class LearnerGroup(Checkpointable):
         return self._local is not None
 
     @property
+    def _remotes(self) -> RemoteLearners:
+        assert self._remote is not None  # a group holds either a local learner or remote ones
+        return self._remote
+
+    @property
     def is_remote(self) -> bool:
         """Whether the learners are Ray actors."""
         return self._remote is not None
@@ -93,7 +98,7 @@ class LearnerGroup(Checkpointable):
         raises `LearnerDiedError` when one of them died)."""
         if self._local is not None:
             return [func(self._local.learner)]
-        return self._remote.call("apply", func)
+        return self._remotes.call("apply", func)
 
     @contextlib.contextmanager
     def atomic(self) -> Iterator[None]:
@@ -123,9 +128,9 @@ class LearnerGroup(Checkpointable):
         if self._local is not None:
             getattr(self._local, method)()
         elif method == "rollback":
-            self._remote.rollback()
+            self._remotes.rollback()
         else:
-            self._remote.call(method, ranks=self._remote.live_ranks)
+            self._remotes.call(method, ranks=self._remotes.live_ranks)
 
     def update(
         self,
@@ -147,14 +152,20 @@ class LearnerGroup(Checkpointable):
             "minibatch_size": minibatch_size,
             "shuffle_batch_per_epoch": shuffle_batch_per_epoch,
         }
+        if (batch is None) == (episodes is None):
+            raise LearnerError(
+                f"LearnerGroup.update() takes a batch or episodes, got {'both' if batch is not None else 'neither'}. "
+                "Fix: pass episodes=[...] (run through the learner pipeline) or batch={module_id: columns}."
+            )
         with self.atomic():
             if self._local is not None:
                 return [self._local.update(batch=batch, episodes=episodes, **kwargs)]
             if episodes is not None:
                 shards = [{"episodes": shard} for shard in shard_episodes(episodes, len(self))]
             else:
+                assert batch is not None  # checked above
                 shards = [{"batch": shard} for shard in shard_batch(batch, len(self))]
-            return list(self._remote.update(shards, kwargs))
+            return list(self._remotes.update(shards, kwargs))
 
     def add_module(
         self, *, module_id: ModuleID, module_spec: RLModuleSpec, **kwargs: Any
@@ -204,7 +215,7 @@ class LearnerGroup(Checkpointable):
         """`func` on the local learner or on the first live rank (all ranks hold the same state)."""
         if self._local is not None:
             return func(self._local.learner)
-        return self._remote.first(func)
+        return self._remotes.first(func)
 
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
@@ -261,8 +272,8 @@ class LearnerGroup(Checkpointable):
                 f"LearnerGroup has no component {component!r}: at the top level the components are "
                 "['learner']. Fix: pass a path of these names."
             )
-        if self._remote.broken:
-            self._remote.heal()
+        if self._remotes.broken:
+            self._remotes.heal()
         node = read_tree(path)
         kind = self.foreach_learner(
             lambda learner: (learner._component(sub) if sub else learner).checkpoint_kind()
@@ -272,7 +283,7 @@ class LearnerGroup(Checkpointable):
         self.foreach_learner(lambda learner: (learner._component(sub) if sub else learner).set_state(state))
 
 
-def shard_episodes(episodes: list, num_shards: int) -> list[list]:
+def shard_episodes(episodes: list, num_shards: int) -> Sequence[Sequence]:
     """Splits `episodes` into `num_shards` lists with near-equal env-step counts (each episode goes
     to the shard with the fewest steps so far; shards differ by at most one episode's length).
 

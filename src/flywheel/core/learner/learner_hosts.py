@@ -131,7 +131,8 @@ class RemoteLearners:
         from flywheel.env_runners.group import ensure_ray
 
         ensure_ray(self.config)
-        actor_class = ray.remote(
+        # Ray's typed overloads of `ray.remote(**options)` omit the actor option `concurrency_groups`.
+        actor_class = ray.remote(  # pyright: ignore[reportCallIssue]
             num_cpus=self.config.num_cpus_per_learner,
             num_gpus=self.config.num_gpus_per_learner,
             max_restarts=0,
@@ -233,17 +234,17 @@ class RemoteLearners:
         """The calls' results in rank order. A rank whose actor died is recorded and raised as
         `LearnerDiedError` (after every call finished); an exception a learner raised is re-raised
         as it was raised in the learner (the first rank's)."""
-        import ray
+        from ray.exceptions import RayActorError, RayError
 
         outcomes = self._wait(what, calls)
-        died = {r: e for r, e in outcomes.items() if isinstance(e, ray.exceptions.RayActorError)}
+        died = {r: e for r, e in outcomes.items() if isinstance(e, RayActorError)}
         if died and what == "start":  # e.g. the learner's constructor raised: Ray's error shows it
             raise died[min(died)]
         for rank, error in died.items():
             self._dead.setdefault(rank, f"died during {what}: {str(error).splitlines()[0]}")
         if died:
             raise self._died_error() from died[min(died)]
-        failed = {r: e for r, e in outcomes.items() if isinstance(e, ray.exceptions.RayError)}
+        failed = {r: e for r, e in outcomes.items() if isinstance(e, RayError)}
         if failed:
             error = failed[min(failed)]
             cause = getattr(error, "cause", None)
@@ -253,6 +254,7 @@ class RemoteLearners:
     def _wait(self, what: str, calls: dict[int, Any]) -> dict[int, Any]:
         """Each rank's result, or the `RayError` its call raised; warns while calls are pending."""
         import ray
+        from ray.exceptions import RayError
 
         outcomes: dict[int, Any] = {}
         pending = dict(calls)
@@ -265,7 +267,7 @@ class RemoteLearners:
                     del pending[rank]
                     try:
                         outcomes[rank] = ray.get(ref)
-                    except ray.exceptions.RayError as error:
+                    except RayError as error:
                         outcomes[rank] = error
             if pending:
                 self._warn_hang(what, sorted(pending), time.monotonic() - start)

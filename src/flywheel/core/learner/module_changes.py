@@ -8,15 +8,30 @@ RLlib 2.60's keywords.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.errors import ConfigError
 from flywheel.typing import ModuleID
 
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+
 
 class ModuleChanges:
     """`add_module` / `remove_module` for `Learner` (which provides the module, config, optimizers)."""
+
+    if TYPE_CHECKING:  # what `Learner` provides
+        config: Any
+        metrics: MetricsLogger
+        _module_spec: RLModuleSpec | MultiRLModuleSpec | None
+
+        @property
+        def module(self) -> MultiRLModule: ...
+        def remove_optimizers(self, module_id: ModuleID) -> None: ...
+        def should_module_be_updated(self, module_id: ModuleID, multi_agent_batch: Any = None) -> bool: ...
+        def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None: ...
 
     def add_module(
         self,
@@ -40,10 +55,10 @@ class ModuleChanges:
         policies = (
             {**policies, module_id: module_spec} if isinstance(policies, dict) else {*policies, module_id}
         )
-        self._reconfigure(policies, new_should_module_be_updated)
+        module_spec_after = self._reconfigure(policies, new_should_module_be_updated)
         if self.should_module_be_updated(module_id):
             self.configure_optimizers_for_module(module_id=module_id, config=self.config)
-        return self._module_spec
+        return module_spec_after
 
     def remove_module(
         self, module_id: ModuleID, *, new_should_module_be_updated: Any = None
@@ -58,12 +73,11 @@ class ModuleChanges:
             policies = {mid: spec for mid, spec in policies.items() if mid != module_id}
         else:
             policies = set(policies) - {module_id}
-        self._reconfigure(policies, new_should_module_be_updated)
-        return self._module_spec
+        return self._reconfigure(policies, new_should_module_be_updated)
 
-    def _reconfigure(self, policies: Any, policies_to_train: Any) -> None:
+    def _reconfigure(self, policies: Any, policies_to_train: Any) -> MultiRLModuleSpec:
         """A config with the new module ids (and `policies_to_train`, when given), frozen like the
-        old one; the module spec checkpoints rebuild from follows the module."""
+        old one; the module spec checkpoints rebuild from follows the module (and is returned)."""
         config = self.config.copy()
         config.multi_agent(policies=policies)
         if policies_to_train is not None:
@@ -71,7 +85,8 @@ class ModuleChanges:
         if self.config.is_frozen:
             config.freeze()
         self.config = config
-        self._module_spec = MultiRLModuleSpec.from_module(self.module)
+        self._module_spec = spec = MultiRLModuleSpec.from_module(self.module)
+        return spec
 
 
 def _refuse_overrides(config_overrides: dict | None) -> None:

@@ -51,7 +51,7 @@ class Scheduler:
             return NotImplemented
         return np.array_equal(self._steps, other._steps) and np.array_equal(self._values, other._values)
 
-    __hash__ = None  # compared by value (like a list), so not hashable
+    # With `__eq__` defined here and no `__hash__`, Python makes schedules unhashable (compared by value).
 
     def __repr__(self) -> str:
         points = [[int(s), float(v)] for s, v in zip(self._steps, self._values)]

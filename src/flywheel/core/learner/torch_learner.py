@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from flywheel.core.learner.learner import Learner
 from flywheel.core.learner.optimizers import OptimizerSlot
 from flywheel.core.learner.torch_grads import clip_, global_norm
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.errors import ConfigError
 from flywheel.typing import ALL_MODULES, ModuleID
 from flywheel.utils.nested import take
@@ -67,8 +69,9 @@ class TorchLearner(Learner):
         algorithm checks the APIs its loss needs itself)."""
         return isinstance(module, torch.nn.Module)
 
-    def get_parameters(self, module: torch.nn.Module) -> list[torch.nn.Parameter]:
-        return list(module.parameters())
+    def get_parameters(self, module: RLModule | torch.nn.Module) -> list[torch.nn.Parameter]:
+        """The module's torch parameters (none for a weightless `RLModule`, e.g. a heuristic policy)."""
+        return list(module.parameters()) if isinstance(module, torch.nn.Module) else []
 
     def get_param_ref(self, param: torch.Tensor) -> torch.Tensor:
         return param
@@ -254,7 +257,7 @@ def _from_plain(data: Any) -> Any:
     return data
 
 
-def adam(params: list[torch.Tensor], eps: float = 1e-8) -> torch.optim.Adam:
+def adam(params: Sequence[torch.Tensor], eps: float = 1e-8) -> torch.optim.Adam:
     """Adam over `params` with epsilon `eps`, fused into one kernel per step where torch has one for
     them (CPU and CUDA floating-point tensors): for the small networks of RL, the per-tensor Python
     loop of the default implementation costs more than the arithmetic (3.5x slower per step on CPU)."""

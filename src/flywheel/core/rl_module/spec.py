@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast, overload
 
 import gymnasium as gym
 
@@ -150,6 +150,10 @@ class MultiRLModuleSpec:
         if self.inference_only is None:
             self.inference_only = all(spec.inference_only for spec in self.rl_module_specs.values())
 
+    @overload
+    def build(self, module_id: None = None) -> MultiRLModule: ...
+    @overload
+    def build(self, module_id: ModuleID) -> RLModule: ...
     def build(self, module_id: ModuleID | None = None) -> MultiRLModule | RLModule:
         """Builds the `MultiRLModule` (every sub-module, then the container), or with `module_id`
         only that sub-module."""
@@ -253,7 +257,7 @@ def _plain_model_config(model_config: Any) -> dict | None:
     """A `model_config` given as a dataclass (e.g. `DefaultModelConfig`) as the dict modules read."""
     if dataclasses.is_dataclass(model_config) and not isinstance(model_config, type):
         return dataclasses.asdict(model_config)
-    return model_config
+    return cast(dict | None, model_config)  # any other model_config is a dict (or None)
 
 
 def _known_fields(cls: type, d: Mapping[str, Any]) -> dict[str, Any]:
