@@ -79,7 +79,11 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     def __init__(self, algo_class: type | None = None):
         """`algo_class`: the Algorithm subclass `build_algo()` creates (None: the config's default)."""
         for field in self._setting_fields():
-            value = field.default_factory() if field.default is dataclasses.MISSING else field.default
+            value = field.default
+            if value is dataclasses.MISSING:
+                factory = field.default_factory
+                assert factory is not dataclasses.MISSING  # every setting has a default or a factory
+                value = factory()
             object.__setattr__(self, field.name, value)
         object.__setattr__(self, "_algo_class", algo_class)
 
@@ -362,7 +366,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         so one sample() call over all runners and sub-envs yields at least the train batch.
         """
         if self.rollout_fragment_length != "auto":
-            return self.rollout_fragment_length
+            return int(self.rollout_fragment_length)
         sub_envs = max(1, self.num_env_runners) * self.num_envs_per_env_runner
         return math.ceil(self.total_train_batch_size / sub_envs)
 

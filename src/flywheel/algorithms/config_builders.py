@@ -33,7 +33,7 @@ def merge_module_specs(
     from flywheel.core.rl_module.spec import RLModuleSpec
 
     specs = (default,) if user is None else (user, default)
-    merged = {
+    merged: dict[str, Any] = {
         name: next((getattr(s, name) for s in specs if getattr(s, name) is not None), None)
         for name in _SPEC_FIELDS
     }
@@ -95,7 +95,7 @@ def _positional_capacity(hook: Callable, available: int) -> int:
     return min(available, sum(kind in positional for kind in kinds))
 
 
-def env_spaces(env: Any, spaces: tuple | dict | None) -> tuple:
+def env_spaces(env: Any, spaces: tuple | dict | None) -> tuple[Any, Any]:
     """The single-env `(observation_space, action_space)`: `spaces` if given (a pair, or RLlib's dict
     with `"__env_single__"`), else the (vector) env's single spaces."""
     if isinstance(spaces, dict):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import difflib
 import numbers
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback
 from flywheel.core.rl_module.default_model_config import model_config_problems
@@ -44,11 +44,13 @@ def where(config: AlgorithmConfig, name: str) -> str:
     return f"config.{config.section_of(name)}({name}=...)"
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
+    """A real number (numpy's included), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
+    """An integer (numpy's included), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -433,7 +435,7 @@ def _check_rest(config: AlgorithmConfig) -> list[str | None]:
     return problems
 
 
-_SECTION_CHECKS: tuple[Callable[[AlgorithmConfig], list[str | None]], ...] = (
+_SECTION_CHECKS: tuple[Callable[[AlgorithmConfig], Sequence[str | None]], ...] = (
     _check_attributes,
     _check_env,
     _check_env_runners,

@@ -15,6 +15,7 @@ A piece that changes what the module sees declares it in `recompute_output_obser
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -58,7 +59,7 @@ class ConnectorV2(Checkpointable, abc.ABC):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: Sequence[Any],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,

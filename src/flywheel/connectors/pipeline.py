@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 import gymnasium as gym
@@ -45,7 +45,7 @@ class ConnectorPipelineV2(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: Sequence[Any],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,

@@ -16,7 +16,7 @@ with `use_kl_loss` the KL coefficient adapts to the update's mean KL.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -25,7 +25,7 @@ from flywheel.checkpoints.checkpointable import select
 from flywheel.columns import Columns
 from flywheel.core.learner.coefficients import AdaptiveKLCoeffs
 from flywheel.core.learner.utils import update_target_network
-from flywheel.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS
+from flywheel.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS, TargetNetworkAPI
 from flywheel.errors import LearnerError
 from flywheel.metrics import keys
 from flywheel.typing import ALL_MODULES, ModuleID, StateDict
@@ -54,7 +54,8 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
         return spec
 
     def _make_target_networks(self, module_id: ModuleID) -> None:
-        module = self.module[module_id]
+        # Duck-typed: the module needs no API base class, only the methods used here (target networks, checked below).
+        module: Any = self.module[module_id]
         for method in ("make_target_networks", "get_target_network_pairs", "forward_target"):
             if not hasattr(module, method):
                 raise LearnerError(
@@ -67,7 +68,8 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
-        module = self.module[module_id]
+        # Duck-typed: the module needs no API base class, only the methods used here (target networks and values).
+        module: Any = self.module[module_id]
         tm = TimeMajor(batch)
         dist_cls = module.get_train_action_dist_cls()
         dist = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
@@ -108,7 +110,9 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
         if trained - self._last_target_update_ts >= period:
             for module_id, module in self.module.items():
                 if self.should_module_be_updated(module_id):
-                    for main, target in module.get_target_network_pairs():
+                    # `_make_target_networks` checked the module has the TargetNetworkAPI methods.
+                    pairs = cast(TargetNetworkAPI, module).get_target_network_pairs()
+                    for main, target in pairs:
                         update_target_network(main_net=main, target_net=target, tau=config.tau)
             self._last_target_update_ts = trained
             self.metrics.log_value((ALL_MODULES, keys.NUM_TARGET_UPDATES), 1, reduce="lifetime_sum")

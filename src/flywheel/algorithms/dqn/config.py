@@ -74,7 +74,7 @@ class DQNConfig(OffPolicyConfig):
     ) -> RLModuleSpec:
         """The merged spec, with `model_config["dueling"]` = the `dueling` training setting."""
         spec = super().get_rl_module_spec(spaces, module_id, **kwargs)
-        spec.model_config = {**spec.model_config, "dueling": self.dueling}
+        spec.model_config = {**(spec.model_config or {}), "dueling": self.dueling}
         return spec
 
     def validation_problems(self) -> list[str]:

@@ -59,6 +59,11 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
     """
 
     uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
+    action_space: gym.spaces.Discrete  # setup() refuses other action spaces
+    epsilon: torch.Tensor  # a buffer (registered in setup)
+    target_encoder: nn.Module  # the target networks (made in `make_target_networks`)
+    target_af: nn.Module
+    target_vf: nn.Module | None
 
     def setup(self) -> None:
         if not isinstance(self.action_space, gym.spaces.Discrete):

@@ -60,7 +60,8 @@ class MARWILTorchLearner(TorchLearner):
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
-        module = self.module[module_id]
+        # Duck-typed: the module needs no API base class, only the methods used here (compute_values (checked when added)).
+        module: Any = self.module[module_id]
         mask = batch.get(Columns.LOSS_MASK)
         mean = torch.mean if mask is None else (lambda x: x[mask].mean())
         dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])

@@ -109,11 +109,14 @@ class OffPolicyAlgorithm(Algorithm):
             buffer.update_priorities(np.abs(td_errors) + PRIORITY_EPSILON, indices)
 
     def _module_buffer(self, module_id: ModuleID) -> PrioritizedEpisodeReplayBuffer | None:
-        """The buffer holding `module_id`'s transitions (None for `__all_modules__` and modules without one)."""
+        """The prioritized buffer holding `module_id`'s transitions (None for `__all_modules__` and modules
+        without one)."""
         buffer = self.replay_buffer
         if isinstance(buffer, MultiAgentEpisodeReplayBuffer):
-            return buffer[module_id] if module_id in buffer else None  # noqa: SIM401 (no .get on the buffer)
-        return buffer if module_id == DEFAULT_MODULE_ID else None
+            buffer = buffer[module_id] if module_id in buffer else None  # noqa: SIM401 (no .get on the buffer)
+        elif module_id != DEFAULT_MODULE_ID:
+            buffer = None
+        return buffer if isinstance(buffer, PrioritizedEpisodeReplayBuffer) else None
 
     # Checkpoints.
 

@@ -95,7 +95,8 @@ class OffPolicyTorchLearner(TorchLearner):
         if self._timestep - self._last_target_update_ts < self.config.target_network_update_freq:
             return
         for module_id, module in self.module.items():
-            if self.trains_with_algorithm_loss(module_id):
+            # Such modules implement TargetNetworkAPI (`_make_target_networks` refused the others).
+            if self.trains_with_algorithm_loss(module_id) and isinstance(module, TargetNetworkAPI):
                 for main, target in module.get_target_network_pairs():
                     update_target_network(main, target, self.config.tau)
         self._last_target_update_ts = self._timestep

@@ -65,7 +65,8 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
-        module = self.module[module_id]
+        # Duck-typed: the module needs no API base class, only the methods used here (compute_values).
+        module: Any = self.module[module_id]
         mask = batch.get(Columns.LOSS_MASK)
         mean = torch.mean if mask is None else (lambda x: x[mask].mean())
 

@@ -27,6 +27,7 @@ from flywheel.core.models import (
     resolve_model_config,
     split_masked,
 )
+from flywheel.core.models.catalog import Encoder
 from flywheel.core.rl_module.apis import ValueFunctionAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.errors import ModuleError
@@ -58,9 +59,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         self.recurrent = isinstance(encoder, LSTMEncoder)
         self.shared_encoder = bool(cfg["vf_share_layers"]) or self.recurrent
         self.encoder = encoder if self.shared_encoder else ActorCriticEncoder(encoder)
-        self.pi = build_policy_head(
-            encoder.output_dim, self.action_space, self.get_train_action_dist_cls(), cfg
-        )
+        dist_cls = self.get_train_action_dist_cls()  # a ModuleError for a module without action space
+        assert self.action_space is not None
+        self.pi = build_policy_head(encoder.output_dim, self.action_space, dist_cls, cfg)
         if self.inference_only:
             return
         if not self.shared_encoder:
@@ -68,7 +69,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         self.vf = build_value_head(encoder.output_dim, cfg)
 
     def get_initial_state(self) -> dict:
-        return self.encoder.get_initial_state() if self.recurrent else {}
+        return self.encoder.get_initial_state() if isinstance(self.encoder, LSTMEncoder) else {}
 
     def get_non_inference_attributes(self) -> list[str]:
         return ["encoder.critic_encoder", "vf"]
@@ -89,7 +90,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
             embeddings = self.encoder(obs)
         out[Columns.ACTION_DIST_INPUTS] = self._logits(embeddings, allowed)
         if not self.inference_only:
-            out[Columns.EMBEDDINGS] = embeddings if self.shared_encoder else self.encoder.critic_encoder(obs)
+            encoder = self.encoder
+            out[Columns.EMBEDDINGS] = (
+                encoder.critic_encoder(obs) if isinstance(encoder, ActorCriticEncoder) else embeddings
+            )
         return out
 
     def compute_values(self, batch: dict, embeddings: torch.Tensor | None = None) -> torch.Tensor:
@@ -115,7 +119,8 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         obs = self._observations(batch)[0]
         if self.recurrent:
             return self.encoder(obs, self._state_in(batch))[0]
-        return self.encoder(obs) if self.shared_encoder else self.encoder.critic_encoder(obs)
+        encoder = self.encoder
+        return encoder.critic_encoder(obs) if isinstance(encoder, ActorCriticEncoder) else encoder(obs)
 
     def _state_in(self, batch: dict) -> dict:
         if Columns.STATE_IN not in batch:
@@ -132,7 +137,9 @@ class ActorCriticEncoder(torch.nn.Module):
     (code such as a learner with one optimizer per branch reads them); calling it encodes for
     acting. Inference-only modules have no `critic_encoder`."""
 
-    def __init__(self, actor_encoder: torch.nn.Module) -> None:
+    critic_encoder: torch.nn.Module  # set by the module on learners
+
+    def __init__(self, actor_encoder: Encoder) -> None:
         super().__init__()
         self.actor_encoder = actor_encoder
         self.output_dim = actor_encoder.output_dim

@@ -82,7 +82,7 @@ class SACConfig(OffPolicyConfig):
     ) -> RLModuleSpec:
         """The merged spec, with `model_config["twin_q"]` = the `twin_q` training setting."""
         spec = super().get_rl_module_spec(spaces, module_id, **kwargs)
-        spec.model_config = {**spec.model_config, "twin_q": self.twin_q}
+        spec.model_config = {**(spec.model_config or {}), "twin_q": self.twin_q}
         return spec
 
     def validation_problems(self) -> list[str]:

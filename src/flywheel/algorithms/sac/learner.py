@@ -71,7 +71,8 @@ class SACTorchLearner(OffPolicyTorchLearner):
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config: Any) -> None:
         """Critic, actor and alpha optimizers (Adam) with their own learning rates."""
-        module = self.module[module_id]
+        # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
+        module: Any = self.module[module_id]
         self.discrete[module_id] = self._check_module(module_id, module)
         log_alpha = torch.nn.Parameter(torch.tensor(math.log(config.initial_alpha), device=self.device))
         self.log_alphas[module_id] = log_alpha
@@ -135,7 +136,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         # logp per row: log pi of the actor's sample (Box) or its expectation sum_a pi log pi (Discrete).
         q_taken, targets, actor_loss, logp = terms(module_id, config, batch, fwd_out, alpha)
         td_errors = [q_taken[key] - targets for key in (QF_PREDS, QF_TWIN_PREDS) if key in q_taken]
-        critic_loss = sum(torch.mean(batch[Columns.WEIGHTS] * td**2) for td in td_errors)
+        critic_loss = torch.stack([torch.mean(batch[Columns.WEIGHTS] * td**2) for td in td_errors]).sum()
         alpha_loss = -torch.mean(log_alpha * (logp + self.target_entropies[module_id]))
 
         td_error = torch.stack(td_errors).abs().mean(0).detach()
@@ -158,7 +159,8 @@ class SACTorchLearner(OffPolicyTorchLearner):
         self, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict, alpha: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(critics' Q of the taken actions, targets y, actor loss, detached log pi of the actor's samples)."""
-        module = self.module[module_id]
+        # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
+        module: Any = self.module[module_id]
         dist_cls = module.get_train_action_dist_cls()
         with torch.no_grad():
             next_obs = batch[Columns.NEXT_OBS]
@@ -180,7 +182,8 @@ class SACTorchLearner(OffPolicyTorchLearner):
         self, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict, alpha: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(critics' Q of the taken actions, targets y, actor loss, detached sum_a pi log pi per row)."""
-        module = self.module[module_id]
+        # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
+        module: Any = self.module[module_id]
         dist_cls = module.get_train_action_dist_cls()
         with torch.no_grad():
             next_batch = {Columns.OBS: batch[Columns.NEXT_OBS]}

@@ -33,6 +33,7 @@ from flywheel.core.models import (
     resolve_model_config,
     split_masked,
 )
+from flywheel.core.models.catalog import Encoder
 from flywheel.core.rl_module.apis import TargetNetworkAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.errors import ModuleError
@@ -70,6 +71,7 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
     """
 
     uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
+    action_space: gym.spaces.Discrete | gym.spaces.Box  # setup() refuses other action spaces
 
     def setup(self) -> None:
         self._check_spaces()
@@ -97,17 +99,20 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
 
     def _output_layout(self) -> tuple[type[Distribution], int, int]:
         """(distribution class, policy outputs, outputs per critic)."""
-        if self.discrete:
+        if isinstance(self.action_space, gym.spaces.Discrete):
             return Categorical, int(self.action_space.n), int(self.action_space.n)
         size = int(self.action_space.shape[0])
         unit_box = gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
         return distribution_for_space(unit_box, squashed=True), 2 * size, 1
 
-    def _critic_encoder(self, cfg: dict) -> nn.Module:
+    def _critic_encoder(self, cfg: dict) -> Encoder:
         """Discrete: an encoder of the observations; Box: an MLP over `[obs, action]`."""
         if self.discrete:
             return build_encoder(self._encoder_space, cfg)
-        critic_input = int(self.observation_space.shape[0]) + int(self.action_space.shape[0])
+        obs_space, action_space = self.observation_space, self.action_space
+        # Both are 1-D Boxes here: setup() refused others (`_check_box_spaces`).
+        assert isinstance(obs_space, gym.spaces.Box) and isinstance(action_space, gym.spaces.Box)
+        critic_input = int(obs_space.shape[0]) + int(action_space.shape[0])
         return build_mlp_encoder(critic_input, cfg)
 
     def _check_spaces(self) -> None:

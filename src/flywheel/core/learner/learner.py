@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import copy
 import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
@@ -289,7 +290,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         self,
         batch: dict[ModuleID, dict] | None = None,
         *,
-        episodes: list | None = None,
+        episodes: Sequence | None = None,
         timesteps: dict | None = None,
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
@@ -352,7 +353,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         m.log_value((ALL_MODULES, WEIGHTS_SEQ_NO), self._weights_seq_no, reduce="max", window=1)
         return m.reduce()
 
-    def _train_batch(self, batch: dict | None, episodes: list | None) -> dict[ModuleID, dict]:
+    def _train_batch(self, batch: dict | None, episodes: Sequence | None) -> dict[ModuleID, dict]:
         """The tensors of the modules that train: the learner pipeline's output, or `batch`."""
         if batch is None:
             assert episodes is not None  # update() took exactly one of them

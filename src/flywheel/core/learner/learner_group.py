@@ -136,7 +136,7 @@ class LearnerGroup(Checkpointable):
         self,
         batch: dict | None = None,
         *,
-        episodes: list | None = None,
+        episodes: Sequence | None = None,
         timesteps: dict | None = None,
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
@@ -283,7 +283,7 @@ class LearnerGroup(Checkpointable):
         self.foreach_learner(lambda learner: (learner._component(sub) if sub else learner).set_state(state))
 
 
-def shard_episodes(episodes: list, num_shards: int) -> Sequence[Sequence]:
+def shard_episodes(episodes: Sequence, num_shards: int) -> Sequence[Sequence]:
     """Splits `episodes` into `num_shards` lists with near-equal env-step counts (each episode goes
     to the shard with the fewest steps so far; shards differ by at most one episode's length).
 

@@ -26,7 +26,9 @@ terms like `alpha * log_prob` and `prob * log_prob` stay finite (with -inf or th
 `0 * -inf` makes the entropy and SAC's losses NaN)."""
 
 
-def masked_observation_space(observation_space: gym.Space, action_space: gym.Space) -> gym.Space | None:
+def masked_observation_space(
+    observation_space: gym.Space | None, action_space: gym.Space | None
+) -> gym.Space | None:
     """The ``"observations"`` space when `observation_space` is an action-mask Dict (checked against
     `action_space`), else None."""
     if not (

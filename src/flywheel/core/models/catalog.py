@@ -28,8 +28,11 @@ ENCODER_OUT = "encoder_out"
 POLICY_OUTPUT_STD = 0.01
 VALUE_OUTPUT_STD = 1.0
 
+Encoder = MLPEncoder | OneHotMLPEncoder | CNNEncoder | LSTMEncoder
+"""What `build_encoder` returns: every encoder has `output_dim` (the size of its embeddings)."""
 
-def build_encoder(observation_space: gym.Space, model_config: dict) -> nn.Module:
+
+def build_encoder(observation_space: gym.Space | None, model_config: dict) -> Encoder:
     """The encoder for `observation_space`: `MLPEncoder`, `OneHotMLPEncoder` or `CNNEncoder`,
     wrapped in an `LSTMEncoder` when `use_lstm`. Every encoder has `output_dim`."""
     base = _stateless_encoder(observation_space, model_config)
@@ -44,7 +47,7 @@ def build_mlp_encoder(input_dim: int, model_config: dict) -> MLPEncoder:
     return MLPEncoder(input_dim, model_config["fcnet_hiddens"], model_config["fcnet_activation"], init)
 
 
-def _stateless_encoder(space: gym.Space, cfg: dict) -> nn.Module:
+def _stateless_encoder(space: gym.Space | None, cfg: dict) -> MLPEncoder | OneHotMLPEncoder | CNNEncoder:
     hiddens, act = cfg["fcnet_hiddens"], cfg["fcnet_activation"]
     init = LayerInit.from_model_config(cfg, "fcnet")
     if isinstance(space, gym.spaces.Box | gym.spaces.MultiBinary) and len(space.shape) == 1:
@@ -99,6 +102,9 @@ class GaussianOutput(nn.Linear):
     to ±`log_std_clip` (one clamp with per-column bounds; a Linear itself, so the head's parameter
     names are those of a plain output layer)."""
 
+    upper: torch.Tensor  # buffers
+    lower: torch.Tensor
+
     def __init__(self, in_features: int, out_features: int, log_std_clip: float):
         super().__init__(in_features, out_features)
         half = out_features // 2
@@ -148,8 +154,10 @@ def build_policy_head(
     output_cls = nn.Linear if clip == math.inf else functools.partial(GaussianOutput, log_std_clip=clip)
     head = build_head(input_dim, out_dim, model_config, "pi", POLICY_OUTPUT_STD, output_cls=output_cls)
     output_layer = head[-1] if isinstance(head, nn.Sequential) else head
+    bias = output_layer.bias
+    assert isinstance(bias, torch.Tensor)  # the output layer is a Linear
     with torch.no_grad():
-        output_layer.bias[out_dim // 2 :] = log_std_init
+        bias[out_dim // 2 :] = log_std_init
     return head
 
 

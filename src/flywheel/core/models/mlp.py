@@ -105,6 +105,8 @@ class OneHotMLPEncoder(MLPEncoder):
     """Discrete (`[...]` ints) or MultiDiscrete (`[..., k]` ints) observations, one-hot
     encoded (multi-hot for MultiDiscrete: one block per component) before the MLP."""
 
+    offsets: torch.Tensor  # a buffer
+
     def __init__(
         self,
         nvec: Sequence[int],

@@ -111,7 +111,7 @@ def _int_list(value: Any) -> bool:
 
 
 def _positive_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 1
 
 
 def _activation(value: Any) -> bool:
@@ -178,10 +178,17 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "dueling": (lambda v: isinstance(v, bool), "True or False"),
     "twin_q": (lambda v: isinstance(v, bool), "True or False"),
 }
+
+
+def _default(field: dataclasses.Field) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    assert field.default_factory is not dataclasses.MISSING  # every field has a default or a factory
+    return field.default_factory()
+
+
 _NOT_IMPLEMENTED = {
-    f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
-    for f in dataclasses.fields(DefaultModelConfig)
-    if f.name not in _CHECKS
+    f.name: _default(f) for f in dataclasses.fields(DefaultModelConfig) if f.name not in _CHECKS
 }
 KNOWN_KEYS = (*_CHECKS, *_NOT_IMPLEMENTED)
 
