@@ -38,7 +38,7 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _NO_ACCESS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
-def save_directory(path: str | os.PathLike | None, write: Callable[[Path], None]) -> str:
+def save_directory(path: str | os.PathLike | None, write: Callable[[Path], object]) -> str:
     """Runs `write(tmp_dir)` and puts `tmp_dir` at `path` only if it succeeded; returns the resolved
     path. `path=None` saves to a new temporary directory. See the module docstring for the rules."""
     target = Path(os.path.realpath(tempfile.mkdtemp(prefix="flywheel_checkpoint_") if path is None else path))

@@ -16,13 +16,16 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import gymnasium as gym
 import numpy as np
 
 from flywheel.checkpoints.registry import Allowed
 from flywheel.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 _TAGS = (
     "__tuple__",
@@ -85,8 +88,9 @@ def _encode(value: Any, where: str, pickles: list | None) -> Any:
             for f in dataclasses.fields(value)
         }
         return {"__dataclass__": import_path(type(value), where, by_value_ok=False), "fields": fields}
-    if callable(getattr(value, "to_dict", None)) and callable(getattr(type(value), "from_dict", None)):
-        settings = value.to_dict()
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict) and callable(getattr(type(value), "from_dict", None)):
+        settings = cast(dict, to_dict())  # a config's settings
         return {
             "__config__": import_path(type(value), where, by_value_ok=False),
             "settings": {name: encode(item, f"{where}.{name}", pickles) for name, item in settings.items()},
@@ -94,10 +98,11 @@ def _encode(value: Any, where: str, pickles: list | None) -> Any:
     raise NotPlainError(where, f"a {type(value).__name__} ({value!r:.80})")
 
 
-def _built_from_fields(value: Any) -> bool:
+def _built_from_fields(value: Any) -> TypeGuard[DataclassInstance]:
     return (
         dataclasses.is_dataclass(value)
-        and type(value).__dataclass_params__.init
+        # typeshed's DataclassInstance declares only `__dataclass_fields__`, not the params every dataclass has.
+        and type(value).__dataclass_params__.init  # pyright: ignore[reportAttributeAccessIssue]
         and all(f.init for f in dataclasses.fields(value))
     )
 
@@ -136,7 +141,7 @@ def _encode_array(value: np.ndarray | np.generic, where: str) -> dict:
 
 def _encode_space(space: gym.Space, where: str) -> dict:
     kind = type(space)
-    if kind is gym.spaces.Box:
+    if kind is gym.spaces.Box and isinstance(space, gym.spaces.Box):  # exact types only (no subclasses)
         return {
             "type": "Box",
             "low": _uniform(space.low),
@@ -144,23 +149,23 @@ def _encode_space(space: gym.Space, where: str) -> dict:
             "shape": list(space.shape),
             "dtype": np.dtype(space.dtype).str,
         }
-    if kind is gym.spaces.Discrete:
+    if kind is gym.spaces.Discrete and isinstance(space, gym.spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
-    if kind is gym.spaces.MultiDiscrete:
+    if kind is gym.spaces.MultiDiscrete and isinstance(space, gym.spaces.MultiDiscrete):
         return {
             "type": "MultiDiscrete",
             "nvec": space.nvec.tolist(),
             "start": space.start.tolist(),
             "dtype": np.dtype(space.dtype).str,
         }
-    if kind is gym.spaces.MultiBinary:
+    if kind is gym.spaces.MultiBinary and isinstance(space, gym.spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
-    if kind is gym.spaces.Dict:
+    if kind is gym.spaces.Dict and isinstance(space, gym.spaces.Dict):
         return {
             "type": "Dict",
             "spaces": [[k, _encode_space(s, f"{where}[{k!r}]")] for k, s in space.items()],
         }
-    if kind is gym.spaces.Tuple:
+    if kind is gym.spaces.Tuple and isinstance(space, gym.spaces.Tuple):
         return {"type": "Tuple", "spaces": [_encode_space(s, f"{where}[{i}]") for i, s in enumerate(space)]}
     raise NotPlainError(
         where,

@@ -23,7 +23,7 @@ import os
 import stat
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 import numpy as np
@@ -99,7 +99,8 @@ def write_state(directory: Path, state: dict[str, Any], owner: str) -> dict[str,
             "arrays numeric (bool, int, uint, float); object arrays are not supported."
         ) from e
     try:
-        structure = msgpack.packb(packed, use_bin_type=True)
+        # msgpack is untyped, and its pure-Python Packer may return None (only with autoreset=False).
+        structure = cast(bytes, msgpack.packb(packed, use_bin_type=True))
     except (OverflowError, ValueError, TypeError) as e:
         raise CheckpointError(f"Cannot store {owner}'s state as msgpack ({e}).") from e
     write_bytes(directory / TENSORS_FILE, tensors)

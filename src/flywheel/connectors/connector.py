@@ -36,6 +36,8 @@ class ConnectorV2(Checkpointable, abc.ABC):
     pass them on) and saved in checkpoints, which rebuild the piece as `cls(*args, **kwargs)`.
     """
 
+    _ctor_args_and_kwargs: tuple[tuple, dict[str, Any]]
+
     def __new__(cls, *args: Any, **kwargs: Any):
         piece = super().__new__(cls)
         piece._ctor_args_and_kwargs = (args, kwargs)

@@ -51,9 +51,9 @@ def column_dicts(batch: dict[str, Any], episodes: list[Any]) -> Iterable[dict[st
 def agent_rows(episodes: list[Any], shared_data: dict | None = None) -> dict[ModuleID, ModuleRows]:
     """The row layout of the agents to act in `episodes` (from `shared_data` when already there)."""
     if shared_data is not None:
-        rows = shared_data.get(AGENT_ROWS)
-        if rows is not None:
-            return rows
+        cached = shared_data.get(AGENT_ROWS)
+        if cached is not None:
+            return cached
     rows: dict[ModuleID, ModuleRows] = {}
     for index, episode in enumerate(episodes):
         agent_episodes = episode.agent_episodes

@@ -153,11 +153,13 @@ def _flatten_leaf(leaf: _Leaf, observations: list[Any]) -> np.ndarray:
     if leaf.path:
         observations = [_at_path(observation, leaf.path) for observation in observations]
     values = np.asarray(observations).reshape(len(observations), -1)
-    if leaf.one_hot_sizes is None:
+    sizes, starts = leaf.one_hot_sizes, leaf.starts
+    if sizes is None:
         return values
+    assert starts is not None  # set together with one_hot_sizes
     one_hots = [
         np.eye(size, dtype=np.float32)[values[:, index] - start]
-        for index, (size, start) in enumerate(zip(leaf.one_hot_sizes, leaf.starts))
+        for index, (size, start) in enumerate(zip(sizes, starts))
     ]
     return one_hots[0] if len(one_hots) == 1 else np.concatenate(one_hots, axis=1)
 

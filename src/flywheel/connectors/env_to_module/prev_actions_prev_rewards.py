@@ -59,15 +59,16 @@ class PrevActionsPrevRewards(ConnectorV2):
             # One-hot rows; padded positions hold a valid action (masked to zeros after encoding).
             self._action_dim, self._discrete_start = int(act_space.n), int(act_space.start)
             self._action_pad = self._discrete_start
+            self._action_shape: tuple[int, ...] = ()  # a Discrete action is a scalar
         elif isinstance(act_space, gym.spaces.Box):
             self._action_dim, self._discrete_start = int(np.prod(act_space.shape)), None
             self._action_pad = 0
+            self._action_shape = act_space.shape
         else:
             raise ConnectorError(
                 f"PrevActionsPrevRewards needs a Discrete or Box action space, got {act_space}; encode "
                 f"other action spaces with a custom piece."
             )
-        self._action_shape = act_space.shape
         extra = self.n_prev_actions * self._action_dim + self.n_prev_rewards
         low = np.concatenate([obs_space.low.reshape(-1), np.full(extra, -np.inf)]).astype(np.float32)
         high = np.concatenate([obs_space.high.reshape(-1), np.full(extra, np.inf)]).astype(np.float32)
