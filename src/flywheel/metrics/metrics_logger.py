@@ -8,7 +8,7 @@ from typing import Any
 from flywheel.errors import MetricKeyError, MetricsError
 from flywheel.metrics.reduced import THROUGHPUT_SUFFIX, ReducedMetrics, stat_states
 from flywheel.metrics.settings import make_stats, make_stats_like, resolve_reduce, warn_deprecated_args
-from flywheel.metrics.stats import Number, Stats, to_number
+from flywheel.metrics.stats import Number, Stats, SumStats, to_number
 
 Key = str | tuple[str, ...] | list[str]
 Path = tuple[str, ...]
@@ -214,7 +214,7 @@ class MetricsLogger:
         if group:
             return group
         base = self._stats.get((*path[:-1], path[-1][: -len(THROUGHPUT_SUFFIX)]))
-        if path[-1].endswith(THROUGHPUT_SUFFIX) and base is not None and base.with_throughput:
+        if path[-1].endswith(THROUGHPUT_SUFFIX) and isinstance(base, SumStats) and base.with_throughput:
             return _rate(base.increment, time.perf_counter() - self._last_reduce_time)
         if default is not _MISSING:
             return default
@@ -235,7 +235,11 @@ class MetricsLogger:
         handed_over: dict[str, dict] = {}
         for path, stats in self._stats.items():
             handed_over[_name(path)] = stats.get_state(new_only=True)
-            rate = _rate(stats.increment, seconds) if stats.with_throughput else None
+            rate = (
+                _rate(stats.increment, seconds)
+                if isinstance(stats, SumStats) and stats.with_throughput
+                else None
+            )
             _set_nested(result, path, stats.reduce())
             if rate is not None:
                 _set_nested(result, _throughput_path(path), rate)
@@ -331,12 +335,12 @@ class MetricsLogger:
             if len(other) > depth and other[:depth] == path:
                 if not throughput_only:
                     _set_nested(group, other[depth:], stats.peek())
-                if stats.with_throughput:
+                if isinstance(stats, SumStats) and stats.with_throughput:
                     _set_nested(group, _throughput_path(other[depth:]), _rate(stats.increment, seconds))
         return group
 
     def _throughput_of(self, path: Path, stats: Stats) -> float:
-        if not stats.with_throughput:
+        if not (isinstance(stats, SumStats) and stats.with_throughput):  # only sums have throughputs
             raise MetricsError(
                 f"Metric {_name(path)!r} has no throughput: it was not logged with with_throughput=True "
                 "(only sums can be). Fix: log it with reduce='sum' or 'lifetime_sum' and with_throughput=True."

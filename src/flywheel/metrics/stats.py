@@ -18,6 +18,7 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
@@ -139,11 +140,14 @@ class SeriesStats(Stats):
     """
 
     __slots__ = ("window", "_fn", "_values", "_num_new", "_last")
+    _fn: Callable[[Any], Any]
 
     def __init__(self, mode: str, window: int | None = None) -> None:
         self.mode = mode
         self.window = window
-        self._fn = _SERIES_FNS.get(mode)
+        fn = _SERIES_FNS.get(mode)
+        if fn is not None:  # else a subclass sets its own reduction (percentiles)
+            self._fn = fn
         self._values: deque | list = deque(maxlen=window) if window else []
         self._num_new = 0
         self._last: Any = None
@@ -211,6 +215,7 @@ class PercentilesStats(SeriesStats):
     """
 
     __slots__ = ("percentiles", "_key")
+    percentiles: list
 
     def __init__(self, key: str, window: int | None = None, percentiles: list | None = None) -> None:
         super().__init__("percentiles", window)
@@ -301,6 +306,7 @@ class EmaStats(Stats):
     """
 
     __slots__ = ("ema_coeff", "_value", "_merged")
+    ema_coeff: float
 
     def __init__(self, ema_coeff: float = DEFAULT_EMA_COEFF) -> None:
         self.mode = "ema"
