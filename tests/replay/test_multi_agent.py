@@ -101,6 +101,10 @@ def test_prioritized_modules_update_their_own_priorities():
     np.testing.assert_allclose(p1[Columns.WEIGHTS][p1[INDICES] == 2], 1 / 97)
     with pytest.raises(ConfigError, match=r"for the same modules, got \['p0'\] and \['p1'\]"):
         buffer.update_priorities({"p0": np.ones(1)}, {"p1": np.zeros(1, int)})
+    uniform = MultiAgentEpisodeReplayBuffer(capacity=10)
+    uniform.add([_episode(0)])
+    with pytest.raises(ConfigError, match=r"needs prioritized buffers, but module 'p1' has a EpisodeReplayBuffer"):
+        uniform.update_priorities({"p1": np.ones(1)}, {"p1": np.zeros(1, int)})
     with pytest.raises(ConfigError, match="Expected alpha to be a number >= 0"):
         MultiAgentEpisodeReplayBuffer(buffer_class=PrioritizedEpisodeReplayBuffer, alpha=-1.0)
 

@@ -124,6 +124,7 @@ class EpisodeReplayBuffer:
             raise EpisodeError(f"{type(self).__name__} holds no env steps yet; add episodes before sampling.")
         positions, weights = self._draw(size, beta)
         storage = self._storage
+        assert storage.obs is not None and storage.actions is not None  # it holds env steps
         window = storage.n_step(positions, lengths, gamma)
         columns = {
             Columns.OBS: storage.obs.read(positions),

@@ -119,7 +119,13 @@ class MultiAgentEpisodeReplayBuffer:
                 f"{sorted(indices)}."
             )
         for module_id, module_priorities in priorities.items():
-            self[module_id].update_priorities(module_priorities, indices[module_id])
+            buffer = self[module_id]
+            if not isinstance(buffer, PrioritizedEpisodeReplayBuffer):
+                raise ConfigError(
+                    f"update_priorities() needs prioritized buffers, but module {module_id!r} has a "
+                    f"{type(buffer).__name__}. Fix: use MultiAgentPrioritizedEpisodeReplayBuffer."
+                )
+            buffer.update_priorities(module_priorities, indices[module_id])
 
     def __len__(self) -> int:
         """Stored env steps over all modules."""

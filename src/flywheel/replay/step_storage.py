@@ -122,6 +122,7 @@ class StepStorage:
             self.actions = ColumnStore("action", columns["actions"], self.capacity)
             self.final_obs = ColumnStore("observation", columns["obs"], len(self.ep_end_t))
             self.spaces = (episode.observation_space, episode.action_space)
+        assert self.obs is not None and self.actions is not None  # set up by the first episode
         self.obs.check(columns["obs"])
         self.actions.check(columns["actions"])
         for key, data in columns["extras"].items():
@@ -164,7 +165,9 @@ class StepStorage:
         for key, present in self.extra_present.items():
             self.extra_count[key] -= int(present[positions].sum())
         if self.ep_num_steps[slot] == 0:
-            del self._slot_of[self._slot_ids[slot]]
+            episode_id = self._slot_ids[slot]
+            assert episode_id is not None  # the slot held this chunk's episode
+            del self._slot_of[episode_id]
             self._slot_ids[slot] = None
             self._free_slots.append(slot)
         return positions
@@ -199,6 +202,8 @@ class StepStorage:
     ) -> None:
         n = len(rows)
         obs = columns["obs"]
+        assert self.obs is not None and self.actions is not None and self.final_obs is not None
+        # (all set up by `_chunk_columns` for the first episode)
         self.obs.write(rows, take(obs, slice(0, n)))
         self.final_obs.write(np.array([slot]), take(obs, slice(n, n + 1)))
         self.actions.write(rows, columns["actions"])
@@ -222,7 +227,7 @@ class StepStorage:
 
     # ---------------------------------------------------------------------- read
 
-    def n_step(self, positions: np.ndarray, n_step: np.ndarray, gamma: float) -> dict[str, np.ndarray]:
+    def n_step(self, positions: np.ndarray, n_step: int | np.ndarray, gamma: float) -> dict[str, np.ndarray]:
         """The n-step transitions that start at the rows ``positions``.
 
         A window stops early at its episode's newest stored observation: at a termination or
@@ -241,6 +246,7 @@ class StepStorage:
             following = self.row_next[current]
             current = np.where(active & (following >= 0), following, current)
         at_end = t + n == end
+        assert self.obs is not None and self.final_obs is not None  # rows are stored
         next_obs = self.obs.read(current)
         if at_end.any():
             final = self.final_obs.read(slots[at_end])
