@@ -319,3 +319,19 @@ def test_record_video_plays_one_episode_with_its_history_and_saves_it(tmp_path_f
     assert [int(round(f.mean())) for f in frames] == pytest.approx([0, 10, 20, 30, 40], abs=2)
     short = policy.record_video("painted", tmp_path / "short.mp4", env_config={"episode_len": 4}, max_steps=2)
     assert short["episode_len"] == 2 and len(imageio.mimread(short["path"])) == 3
+
+
+def test_export_torchscript_of_a_module_without_observation_space_names_it(tmp_path):
+    from flywheel.connectors.pipeline import ConnectorPipelineV2
+    from flywheel.core.rl_module.torch_rl_module import TorchRLModule
+    from flywheel.inference import Policy
+
+    class Spaceless(TorchRLModule):
+        def _forward(self, batch, **kwargs):
+            return {}
+
+    policy = Policy(Spaceless(), ConnectorPipelineV2(), ConnectorPipelineV2())
+    with pytest.raises(
+        ModuleError, match=r"Spaceless has none\. Fix: build the module with its observation_space"
+    ):
+        policy.export_torchscript(tmp_path / "p.pt")

@@ -29,6 +29,7 @@ from flywheel.columns import Columns
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.env.make import make_env
+from flywheel.env.recording import RecordEpisodeFrames
 from flywheel.env.observation_checks import check_explore, check_observations
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import CheckpointError, ModuleError
@@ -96,8 +97,8 @@ class Policy:
         self.module_to_env = module_to_env
         self._observation_space = env_to_module.input_observation_space
         for piece in env_to_module.connectors:
-            if hasattr(piece, "update_stats"):
-                piece.update_stats = False
+            if hasattr(piece, "update_stats"):  # any piece with the flag (e.g. MeanStdFilter) freezes
+                setattr(piece, "update_stats", False)  # noqa: B010 (the attribute is not on ConnectorV2)
 
     def compute_actions(self, obs_batch: Any, explore: bool = False) -> np.ndarray:
         """Actions for the env (after unsquashing/clipping) for a batch of observations (rows or a list)."""
@@ -152,11 +153,13 @@ class Policy:
         """
         check_explore(explore)
         rendering = make_env(env, env_config, render=True)
+        assert isinstance(rendering, RecordEpisodeFrames)  # what make_env(render=True) returns
         try:
             episode = self._play_episode(rendering, explore, seed, max_steps)
             frames = rendering.flywheel_pop_episode_frames()
             if frames is None:  # stopped at max_steps: the frames of the unfinished episode
                 frames = rendering.flywheel_pop_episode_frames(unfinished=True)
+            assert frames is not None  # reset() recorded the first frame
         finally:
             rendering.close()
         saved = save_video(frames, path, fps=fps)
@@ -191,13 +194,20 @@ class Policy:
                 f"{type(self.module).__name__} is recurrent; export_torchscript() exports stateless "
                 "`obs -> action dist inputs` graphs only. Fix: export a module without use_lstm."
             )
-        example = np.asarray(self.module.observation_space.sample())[None]
+        space = self.module.observation_space
+        if space is None:
+            raise ModuleError(
+                f"export_torchscript() traces the module on a sample of its observation space, but this "
+                f"{type(self.module).__name__} has none. Fix: build the module with its observation_space."
+            )
+        example = np.asarray(space.sample())[None]
         example = torch.as_tensor(example.astype(np.float32) if example.dtype.kind == "f" else example)
         graph = _InferenceGraph(self.module).eval()
         with warnings.catch_warnings(), torch.no_grad():
             # torch marks TorchScript deprecated, but it is still what C++ (libtorch) deployments load.
             warnings.simplefilter("ignore", DeprecationWarning)
             traced = torch.jit.trace(graph, example)
+        assert isinstance(traced, torch.jit.ScriptModule)  # tracing a torch module gives a module
         traced.save(str(path))
         return str(path)
 

@@ -103,7 +103,9 @@ def test_prioritized_modules_update_their_own_priorities():
         buffer.update_priorities({"p0": np.ones(1)}, {"p1": np.zeros(1, int)})
     uniform = MultiAgentEpisodeReplayBuffer(capacity=10)
     uniform.add([_episode(0)])
-    with pytest.raises(ConfigError, match=r"needs prioritized buffers, but module 'p1' has a EpisodeReplayBuffer"):
+    with pytest.raises(
+        ConfigError, match=r"needs prioritized buffers, but module 'p1' has a EpisodeReplayBuffer"
+    ):
         uniform.update_priorities({"p1": np.ones(1)}, {"p1": np.zeros(1, int)})
     with pytest.raises(ConfigError, match="Expected alpha to be a number >= 0"):
         MultiAgentEpisodeReplayBuffer(buffer_class=PrioritizedEpisodeReplayBuffer, alpha=-1.0)
