@@ -29,8 +29,8 @@ from flywheel.columns import Columns
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.env.make import make_env
-from flywheel.env.recording import RecordEpisodeFrames
 from flywheel.env.observation_checks import check_explore, check_observations
+from flywheel.env.recording import RecordEpisodeFrames
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import CheckpointError, ModuleError
 from flywheel.reporting.media import VIDEO_FPS
