@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 
 ATARI_ENTRY_POINT = "ale_py.env:AtariEnv"
 ATARI_FRAME_SKIP = 4
@@ -28,7 +29,7 @@ ATARI_FRAME_STACK = 4
 """Frames the module sees per observation (the last 4 preprocessed frames, oldest first)."""
 
 
-def is_atari_spec(spec: gym.envs.registration.EnvSpec | None) -> bool:
+def is_atari_spec(spec: EnvSpec | None) -> bool:
     """Whether `spec` makes an ALE Atari env (its entry point is `ale_py`'s `AtariEnv`)."""
     return spec is not None and spec.entry_point == ATARI_ENTRY_POINT
 

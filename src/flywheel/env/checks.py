@@ -271,6 +271,7 @@ def _explain_bounds(value: np.ndarray, space: gym.spaces.Space) -> tuple[str, st
     elif isinstance(space, gym.spaces.MultiDiscrete):
         low, high = space.start, space.start + space.nvec - 1
     else:
+        assert space.shape is not None  # the value is an array, so its space has a shape
         low, high = np.zeros(space.shape, space.dtype), np.ones(space.shape, space.dtype)
     bad = ~((value >= low) & (value <= high))
     if not bad.any():

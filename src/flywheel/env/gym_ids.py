@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 
 from flywheel.errors import EnvError
 
@@ -14,7 +15,7 @@ from flywheel.errors import EnvError
 NAMESPACES = {"ALE": ("ale_py", None, "ale"), "MinAtar": ("minatar.gym", "register_envs", "minatar")}
 
 
-def gym_spec(env_id: str) -> gym.envs.registration.EnvSpec | None:
+def gym_spec(env_id: str) -> EnvSpec | None:
     """The gymnasium spec of ``env_id``, or None when gymnasium does not know it."""
     module, _, name = env_id.rpartition(":")
     if module:

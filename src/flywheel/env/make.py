@@ -14,7 +14,7 @@ import contextlib
 import difflib
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 
@@ -152,7 +152,7 @@ def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> E
             f"Fix: pass its class {type(env).__name__} or a callable that creates one."
         )
     if callable(env):
-        return env
+        return cast(EnvCreator, env)  # a user's creator: what it returns is checked when it is called
     raise EnvError(f"Cannot make an env from {env!r} (type {type(env).__name__}). {_HOW_TO_PASS}")
 
 
@@ -327,7 +327,7 @@ class RestartingThunk:
     """Builds one sub-env from ``thunk`` wrapped in ``wrapper`` (a `RestartOnFailure` class, e.g.
     :class:`_RestartingEnv`); picklable whenever the thunk is."""
 
-    def __init__(self, thunk: Callable[[], Any], wrapper: type[RestartOnFailure]) -> None:
+    def __init__(self, thunk: Callable[[], Any], wrapper: Callable[..., RestartOnFailure]) -> None:
         self.thunk = thunk
         self.wrapper = wrapper
 

@@ -12,6 +12,7 @@ import contextlib
 import numbers
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from flywheel.env.checks import (
@@ -210,6 +211,8 @@ class _Checker:
 class MultiAgentObservationMonitor(ObservationMonitor):
     """`ObservationMonitor` for multi-agent runners: every `every`-th step, each agent's observation
     in each sub-env is checked against that agent's space (`space` maps agent ids to spaces)."""
+
+    space: dict[Any, gym.Space]
 
     def check(self, obs: list[dict], episodes: list, terminateds: Any = None, truncateds: Any = None) -> None:
         self._countdown -= 1

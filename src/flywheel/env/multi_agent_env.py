@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -41,6 +41,14 @@ class MultiAgentEnv(gym.Env):
     agents: list[AgentID]
     observation_spaces: dict[AgentID, gym.Space]
     action_spaces: dict[AgentID, gym.Space]
+    _agent_ids: set[AgentID]
+
+    if TYPE_CHECKING:  # what subclasses implement (gymnasium's Env declares single-agent signatures)
+
+        def reset(
+            self, *, seed: int | None = None, options: dict | None = None
+        ) -> tuple[dict[AgentID, Any], dict[AgentID, Any]]: ...
+        def step(self, action_dict: dict[AgentID, Any]) -> tuple[dict, dict, dict, dict, dict]: ...
 
     def __init__(self) -> None:
         # Fresh containers only where a subclass did not already provide them (e.g. as class attributes).
@@ -171,11 +179,14 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], gym.Env]) -> typ
     name = env_name_or_creator if isinstance(env_name_or_creator, str) else None
 
     class MultiEnv(MultiAgentEnv):
-        def __init__(self, config: Mapping | None = None) -> None:
+        def __init__(self, config: dict | None = None) -> None:
             super().__init__()
             config = copy.deepcopy(config) if config is not None else {}  # EnvContext attributes kept
             num_agents = config.pop("num_agents", 1)
-            creator = make_env_creator(name) if name is not None else env_name_or_creator
+            source = env_name_or_creator
+            creator: Callable[[Any], gym.Env] = (
+                make_env_creator(source) if isinstance(source, str) else source
+            )
             self.envs = [creator(config) for _ in range(num_agents)]
             self.agents = list(range(num_agents))
             self.possible_agents = list(self.agents)
@@ -211,7 +222,7 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], gym.Env]) -> typ
 
         def render(self) -> Any:
             """The copies' frames side by side (on top of each other for frames wider than tall)."""
-            frames = [env.render() for env in self.envs]
+            frames = [np.asarray(env.render()) for env in self.envs]
             return np.concatenate(frames, axis=0 if frames[0].shape[1] > frames[0].shape[0] else 1)
 
         def close(self) -> None:

@@ -18,7 +18,7 @@ import contextlib
 import multiprocessing
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 
@@ -153,7 +153,12 @@ class MultiAgentAsyncVectorEnv(_MultiAgentVectorEnv):
     the call, with the worker's traceback; the worker keeps running.
     """
 
-    def __init__(self, env_fns: Sequence[Callable[[], MultiAgentEnv]], *, context: str | None = None) -> None:
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], MultiAgentEnv]],
+        *,
+        context: Literal["fork", "spawn", "forkserver"] | None = None,
+    ) -> None:
         ctx = multiprocessing.get_context(context)
         self.num_envs = len(env_fns)
         self._pipes, self._processes = [], []

@@ -48,7 +48,7 @@ def check_explore(explore: Any) -> None:
 
 def _array_batch(space: gym.Space, obs: Any, single: bool, call: str) -> np.ndarray:
     array = _numeric(obs, call, space)
-    shape = tuple(space.shape)
+    shape = tuple(space.shape or ())  # array spaces always have one (a Discrete's is ())
     if single:
         if array.shape != shape:
             raise InferenceError(_single_shape_message(call, shape, array.shape))
@@ -155,7 +155,7 @@ def _expected(space: gym.Space | None, single: bool) -> str:
     if space is None:
         return "an observation" if single else "a batch of observations"
     if isinstance(space, _ARRAY_SPACES):
-        shape = tuple(space.shape)
+        shape = tuple(space.shape or ())  # a Discrete's is ()
         return f"one observation of shape {shape}" if single else f"a batch of shape {_batch_shape(shape)}"
     return f"an observation of {space}" if single else f"a list of observations of {space}"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -35,7 +35,10 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
             and isinstance(self.single_action_space, _ARRAY_SPACES)
         )
         if self._fast:
-            self._obs_buffer = create_empty_array(self.single_observation_space, self.num_envs)
+            # One array for an array space (Box, Discrete, ...).
+            self._obs_buffer = cast(
+                np.ndarray, create_empty_array(self.single_observation_space, self.num_envs)
+            )
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._fast:

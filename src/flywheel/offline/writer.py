@@ -97,7 +97,8 @@ class OfflineWriter:
             for column, leaves in _leaf_paths(table.schema).items()
             for leaf in leaves
         }
-        pq.write_table(table, temporary, compression=compression)
+        # pyarrow's stubs type `compression` as one codec name; it takes one per column too (documented).
+        pq.write_table(table, temporary, compression=compression)  # pyright: ignore[reportArgumentType]
         os.replace(temporary, final)
         self._num_files += 1
         self.num_rows_written += table.num_rows

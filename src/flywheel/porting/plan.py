@@ -7,7 +7,7 @@ the same planner on the rewritten file, so every import that is still RLlib's co
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -59,7 +59,7 @@ class Plan:
     decorators: set[cst.Decorator] = field(default_factory=set)
     torch_assigns: dict[cst.Assign, TorchNames] = field(default_factory=dict)
     attribute_renames: dict[cst.Attribute, str] = field(default_factory=dict)
-    chains: dict[cst.BaseExpression, str] = field(default_factory=dict)
+    chains: dict[cst.CSTNode, str] = field(default_factory=dict)
     """``ray.rllib.x.y`` expressions (uses of ``import ray.rllib.x.y``) -> the flywheel module's dotted name."""
     problems: list[tuple[int, str]] = field(default_factory=list)
     """(line, "what: what to do instead") for every RLlib import that stays."""
@@ -110,7 +110,7 @@ class _Planner:
                 )
 
     @cached_property
-    def parents(self) -> dict:
+    def parents(self) -> Mapping[cst.CSTNode, cst.CSTNode]:
         return self.wrapper.resolve(ParentNodeProvider)
 
     @cached_property
@@ -144,10 +144,10 @@ class _Planner:
                 )
             return
         for alias in node.names:
-            name = alias.name.value
+            name = cst.ensure_type(alias.name, cst.Name).value  # `from m import a.b` is not Python
             if not self.table.touches(module, name):
                 continue
-            local = alias.asname.name.value if alias.asname else name
+            local = cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname else name
             action = self.from_action(node, module, name, local)
             if action is not None:
                 self.plan.actions[alias] = action
@@ -207,7 +207,7 @@ class _Planner:
             if mapped is None:
                 self.plan.problems.append((self.line(alias), f"{module}: {self.table.problem(module)}"))
                 continue
-            local = alias.asname.name.value if alias.asname else module
+            local = cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname else module
             # Uses matter for a [modules] mapping (attributes are checked) or without `as` (they are rewritten).
             refs = self.refs(node, local) if not (mapped[1] and alias.asname) else []
             problems = self.module_use_problems(module, mapped, local, refs)
@@ -256,19 +256,19 @@ class _Planner:
         unrecognized = [ref for ref, use in found.items() if use is None]
         if commit and not unrecognized:
             for use in found.values():
-                if kind == DROP_DECORATOR:
+                if isinstance(use, cst.Decorator):
                     self.plan.decorators.add(use)
-                else:
+                elif use is not None:  # (none is: all were recognized)
                     self.plan.torch_assigns[use[0]] = use[1]
         return unrecognized
 
     def decorator_of(self, ref: cst.CSTNode) -> cst.Decorator | None:
         """The decorator `ref` is (``@name``) or calls (``@name(...)``), if any."""
-        return self.statements.decorators.get(ref)
+        return self.statements.decorators.get(ref) if isinstance(ref, cst.Name) else None
 
     def torch_assign_of(self, ref: cst.CSTNode) -> tuple[cst.Assign, TorchNames] | None:
         """``a, b = try_import_torch(...)`` around `ref`, with the two names it binds."""
-        return self.statements.pair_calls.get(ref)
+        return self.statements.pair_calls.get(ref) if isinstance(ref, cst.Name) else None
 
 
 def make_plan(module: cst.Module, tree: ast.Module, table: ImportTable) -> Plan:

@@ -21,7 +21,9 @@ _PRAGMA = re.compile(r"#\s*(noqa|type:|pylint:|pyright:|mypy:|isort:|fmt:)")
 
 
 def _expression(dotted_name: str) -> cst.Attribute | cst.Name:
-    return cst.parse_expression(dotted_name)  # type: ignore[return-value]
+    expression = cst.parse_expression(dotted_name)
+    assert isinstance(expression, cst.Attribute | cst.Name)  # a dotted name parses as one of these
+    return expression
 
 
 def _asname(local: str | None, name: str, original: cst.AsName | None = None) -> cst.AsName | None:
@@ -53,6 +55,7 @@ def _last_comma(
 
     Without parentheses: none. With them: the alias's own when it ends a line (keeping a comment
     there), indented as the statement's last line so ``)`` stays in place; else the statement's last."""
+    assert not isinstance(statement.names, cst.ImportStar)  # split imports name their aliases
     closing = statement.names[-1].comma
     if statement.lpar is None:
         return cst.MaybeSentinel.DEFAULT
@@ -66,6 +69,15 @@ def _last_comma(
     return closing
 
 
+def _aliases(
+    groups: dict[object, list[cst.ImportAlias] | cst.Import], module: str | None
+) -> list[cst.ImportAlias]:
+    """The aliases grouped under `module` (the other keys, ids of aliases, hold whole imports)."""
+    aliases = groups.setdefault(module, [])
+    assert isinstance(aliases, list)
+    return aliases
+
+
 def _split_part(
     statement: cst.ImportFrom, module: object, aliases: list[cst.ImportAlias] | cst.Import, index: int
 ) -> cst.BaseSmallStatement:
@@ -76,10 +88,11 @@ def _split_part(
     changes: dict = {"names": _with_commas(aliases, statement)}
     if isinstance(module, str):
         changes["module"] = _expression(module)
-    opening = statement.lpar.whitespace_after if statement.lpar is not None else None
-    if index and isinstance(opening, cst.ParenthesizedWhitespace):
+    lpar = statement.lpar
+    opening = lpar.whitespace_after if lpar is not None else None
+    if index and lpar is not None and isinstance(opening, cst.ParenthesizedWhitespace):
         plain = opening.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=())
-        changes["lpar"] = statement.lpar.with_changes(whitespace_after=plain)
+        changes["lpar"] = lpar.with_changes(whitespace_after=plain)
     return statement.with_changes(**changes)
 
 
@@ -204,11 +217,11 @@ class Rewriter(cst.CSTTransformer):
                 groups[id(alias)] = cst.Import(names=[new_alias])
             elif isinstance(action, FromImport):
                 asname = _asname(action.asname, action.name, alias.asname)
-                groups.setdefault(action.module, []).append(
+                _aliases(groups, action.module).append(
                     alias.with_changes(name=cst.Name(action.name), asname=asname)
                 )
             elif action != DROP:
-                groups.setdefault(None, []).append(alias)
+                _aliases(groups, None).append(alias)
         return [
             _split_part(updated, module, items, index) for index, (module, items) in enumerate(groups.items())
         ]

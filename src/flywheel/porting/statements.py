@@ -25,14 +25,12 @@ def _pair_call(statement: cst.BaseSmallStatement) -> tuple[cst.Name, TorchNames]
         return None
     if not isinstance(target, cst.Tuple | cst.List) or len(target.elements) != 2:
         return None
-    if not all(
-        type(element) is cst.Element and isinstance(element.value, cst.Name) for element in target.elements
-    ):
-        return None
-    first, second = (
-        None if element.value.value == "_" else element.value.value for element in target.elements
-    )
-    return call.func, (first, second)
+    names: list[str | None] = []
+    for element in target.elements:
+        if type(element) is not cst.Element or not isinstance(element.value, cst.Name):
+            return None
+        names.append(None if element.value.value == "_" else element.value.value)
+    return call.func, (names[0], names[1])
 
 
 class Statements(cst.CSTVisitor):
@@ -48,7 +46,7 @@ class Statements(cst.CSTVisitor):
             if isinstance(statement, cst.Import | cst.ImportFrom):
                 self.imports.append(statement)
             elif (found := _pair_call(statement)) is not None:
-                self.pair_calls[found[0]] = (statement, found[1])  # type: ignore[assignment]
+                self.pair_calls[found[0]] = (cst.ensure_type(statement, cst.Assign), found[1])
         return False
 
     def _decorated(self, decorators: Sequence[cst.Decorator]) -> bool:

@@ -42,7 +42,9 @@ def to_media(tag: str, value: Any) -> list[Media] | None:
         if value and all(_is_number(v) for v in value):
             return [Media(tag, "histogram", np.asarray(value, dtype=np.float64))]
         parts = [to_media(f"{tag}/{i}", item) for i, item in enumerate(value)]
-        return None if not parts or None in parts else [m for part in parts for m in part]
+        if not parts or None in parts:
+            return None
+        return [m for part in parts if part is not None for m in part]
     if not isinstance(value, np.ndarray) or value.size == 0 or value.dtype.kind not in "biuf":
         return None
     if value.ndim == 1:

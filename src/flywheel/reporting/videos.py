@@ -45,7 +45,7 @@ def save_video(frames: np.ndarray, path: str | os.PathLike, *, fps: int = VIDEO_
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     # yuv420p (what players expect) needs even sides: pad by one row/column rather than rescale.
     pad = ((0, 0), (0, frames.shape[1] % 2), (0, frames.shape[2] % 2), (0, 0))
-    imageio.mimwrite(str(path), np.pad(frames, pad), fps=fps, macro_block_size=1)
+    imageio.mimwrite(str(path), list(np.pad(frames, pad)), fps=fps, macro_block_size=1)
     return str(path)
 
 

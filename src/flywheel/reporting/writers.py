@@ -134,7 +134,8 @@ class TensorBoardWriter(ResultWriter):
 
     def _add_video(self, tag: str, frames: np.ndarray, step: int) -> None:
         # SummaryWriter.add_video needs moviepy < 2; an animated GIF is what it would write.
-        from tensorboard.compat.proto.summary_pb2 import Summary
+        # The protobuf-generated module defines its classes at import time, invisible to type checkers.
+        from tensorboard.compat.proto.summary_pb2 import Summary  # pyright: ignore[reportAttributeAccessIssue]
 
         _, height, width, channels = frames.shape
         image = Summary.Image(
@@ -143,7 +144,9 @@ class TensorBoardWriter(ResultWriter):
             colorspace=1 if channels == 1 else 3,
             encoded_image_string=gif_bytes(frames),
         )
-        self._writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
+        file_writer = self._writer.file_writer
+        assert file_writer is not None  # SummaryWriter makes it in its constructor
+        file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
 
     def close(self) -> None:
         self._writer.close()
@@ -179,6 +182,7 @@ class CSVWriter(ResultWriter):
             self._use_header(new_keys, write_it=True)
         elif new_keys:
             self._widen(new_keys)
+        assert self._writer is not None  # `_use_header` made it
         self._writer.writerow(row)
         self._file.flush()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -87,9 +87,15 @@ class ObsOutOfSpaceEnv(CountingEnv):
         obs, info = super().reset(seed=seed, options=options)
         return (self._break(obs) if self.at == "reset" else obs), info
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        obs, *rest = super().step(action)
-        return (self._break(obs) if self.at == "step" and self.t > self.after else obs), *rest
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        return (
+            (self._break(obs) if self.at == "step" and self.t > self.after else obs),
+            reward,
+            terminated,
+            truncated,
+            info,
+        )
 
     def _break(self, obs: np.ndarray) -> np.ndarray:
         if self.problem == "nan":

@@ -40,6 +40,7 @@ class StatelessCartPole(gym.ObservationWrapper):
         config = config if config is not None else {}
         super().__init__(gym.make("CartPole-v1", render_mode=config.get("render_mode")))
         full = self.env.observation_space
+        assert isinstance(full, gym.spaces.Box)
         self.observation_space = gym.spaces.Box(full.low[_KEPT], full.high[_KEPT], dtype=np.float32)
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
