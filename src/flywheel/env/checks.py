@@ -341,7 +341,10 @@ class ObservationMonitor:
     disable_env_checking=True)` turns it off, with the one-time check.
     """
 
-    def __init__(self, env_name: str, space: gym.spaces.Space, worker_index: int, every: int = 16) -> None:
+    space: gym.spaces.Space
+
+    # `space`: the observation space (the multi-agent monitor's: a dict of them by agent id).
+    def __init__(self, env_name: str, space: Any, worker_index: int, every: int = 16) -> None:
         self.env_name, self.space, self.worker_index, self.every = env_name, space, worker_index, every
         self._countdown = 1  # the first step is checked
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -30,6 +30,9 @@ from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
 
+if TYPE_CHECKING:
+    from flywheel.connectors.pipeline import ConnectorPipelineV2
+
 
 class EnvRunner(Checkpointable, abc.ABC):
     """Steps an env with an RLModule and records episodes.
@@ -42,6 +45,10 @@ class EnvRunner(Checkpointable, abc.ABC):
     """
 
     ctor_args_may_pickle = True
+    # Built by the subclasses: the vector env and the two connector pipelines around the module.
+    env: Any
+    _env_to_module: ConnectorPipelineV2
+    _module_to_env: ConnectorPipelineV2
 
     def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
         self.config = config
@@ -114,7 +121,7 @@ class EnvRunner(Checkpointable, abc.ABC):
                 "(an algorithm's config, e.g. PPOConfig, has a default module)."
             )
         if explore is None:
-            explore = self.config.explore
+            explore = bool(self.config.explore)
         if num_timesteps is None and num_episodes is None:
             num_timesteps = self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
         if force_reset or num_episodes is not None or self._episodes is None:
@@ -123,6 +130,7 @@ class EnvRunner(Checkpointable, abc.ABC):
             if num_episodes is not None:
                 episodes, stats = self._sample_episodes(num_episodes, explore, random_actions)
             else:
+                assert num_timesteps is not None  # set above when neither was given
                 episodes, stats = self._sample_timesteps(num_timesteps, explore, random_actions)
         self._log_sample_metrics(episodes, stats)
         if self.config.output is not None and not self.config.in_evaluation:

@@ -159,6 +159,7 @@ class EnvRunnerGroup:
         if source is not None:
             weights = source.get_weights(policies, inference_only=inference_only)
             weights_seq_no = source.weights_seq_no
+        assert weights is not None  # given, or read from the source above
         if not self.config.is_multi_agent:
             weights = weights[DEFAULT_MODULE_ID]
         # While sampling asynchronously, weights go with each runner's next sample() (forced ones,

@@ -68,6 +68,12 @@ class MultiAgentEnvRunner(EnvRunner):
 
     # ------------------------------------------------------------------ setup
 
+    @property
+    def _ongoing(self) -> list[MultiAgentEpisode]:
+        """The sub-envs' current episodes (from a reset until episodes are sampled or modules change)."""
+        assert self._episodes is not None
+        return self._episodes
+
     def _check_env(self, env: Any) -> None:
         check_multi_agent_env(env)
 
@@ -105,7 +111,7 @@ class MultiAgentEnvRunner(EnvRunner):
         """Per module, its first agent's spaces; observation spaces as the env-to-module pipeline outputs
         them (when it outputs a Dict keyed by agent id), else the env's."""
         out = self._env_to_module.observation_space
-        observation_spaces = dict(self.env.observation_spaces)
+        observation_spaces: dict[Any, gym.Space] = dict(self.env.observation_spaces)
         if isinstance(out, gym.spaces.Dict):
             observation_spaces = {a: out.spaces.get(a, space) for a, space in observation_spaces.items()}
         return module_spaces(config, self.env.possible_agents, observation_spaces, self.env.action_spaces)
@@ -166,10 +172,10 @@ class MultiAgentEnvRunner(EnvRunner):
     def _cut_ongoing(self) -> list[MultiAgentEpisode]:
         chunks = []
         lookback = max(self.config.episode_lookback_horizon, self._env_to_module.required_episode_lookback)
-        for i, episode in enumerate(self._episodes):
+        for i, episode in enumerate(self._ongoing):
             if len(episode) == 0:
                 continue
-            self._episodes[i] = episode.cut(len_lookback_buffer=lookback)
+            self._ongoing[i] = episode.cut(len_lookback_buffer=lookback)
             self._stats[i].add_chunk(episode)
             self._chunk_steps[i] = 0
             chunks.append(episode.to_numpy())
@@ -180,12 +186,12 @@ class MultiAgentEnvRunner(EnvRunner):
         actions, to_env, extras = self._random_actions() if random_actions else self._compute_actions(explore)
         obs, rewards, terminateds, truncateds, infos = self.env.step(to_env)
         if self._obs_monitor is not None:
-            self._obs_monitor.check(obs, self._episodes)
+            self._obs_monitor.check(obs, self._ongoing)
         stepped = sum(map(len, actions)) if self._count_agent_steps else len(actions)
         self._env_steps_sampled += len(actions)
         restarted = self._count_chunk_steps(actions, infos) if self._restart_sub_envs else ()
         finished, starting = [], []
-        for i, episode in enumerate(self._episodes):
+        for i, episode in enumerate(self._ongoing):
             info = infos[i]
             final_obs = info.get(FINAL_OBS)
             if final_obs is not None:
@@ -240,14 +246,14 @@ class MultiAgentEnvRunner(EnvRunner):
                 starting.append(i)
         self._prepare_forward(explore)
         for i in starting:
-            self._episode_callback("on_episode_start", self._episodes[i], i)
+            self._episode_callback("on_episode_start", self._ongoing[i], i)
 
     def _prepare_forward(self, explore: bool) -> None:
         """Lays out the rows of the next forward pass (checking each module the mapping names once)
         and has the env-to-module pipeline build its batch."""
         shared_data: dict[str, Any] = {}
         self._shared_data = shared_data  # also passed to the module-to-env pipeline of this step, as in RLlib
-        self._rows = agent_rows(self._episodes, shared_data)
+        self._rows = agent_rows(self._ongoing, shared_data)
         if self.module is None:
             return
         for module_id, rows in self._rows.items():
@@ -256,11 +262,11 @@ class MultiAgentEnvRunner(EnvRunner):
                     index, agent_id = rows.keys[0]
                     raise_unknown_module(agent_id, module_id, self.module.keys())
                 self._checked_modules.add(module_id)
-        self._to_module = self._call_env_to_module(self._episodes, explore, shared_data)
+        self._to_module = self._call_env_to_module(self._ongoing, explore, shared_data)
 
     def _random_actions(self) -> tuple[list[dict], list[dict], list[dict]]:
         actions = []
-        for episode in self._episodes:
+        for episode in self._ongoing:
             actions.append(
                 {
                     agent_id: self.env.get_action_space(agent_id).sample()
@@ -271,12 +277,13 @@ class MultiAgentEnvRunner(EnvRunner):
 
     def _compute_actions(self, explore: bool) -> tuple[list[dict], list[dict], list[dict]]:
         """The module-to-env output mapped back to `{agent_id: ...}` per sub-env (actions, to env, extras)."""
+        assert self.module is not None  # sample() refuses to compute actions without one
         if explore:
             out = self.module.forward_exploration(self._to_module, t=self._global_env_steps())
         else:
             out = self.module.forward_inference(self._to_module)
         to_env = self._module_to_env(
-            rl_module=self.module, batch=out, episodes=self._episodes, explore=explore,
+            rl_module=self.module, batch=out, episodes=self._ongoing, explore=explore,
             shared_data=self._shared_data, metrics=self.metrics,
         )  # fmt: skip
         return _per_sub_env(to_env, self._rows, self.num_envs, self.weights_seq_no)
@@ -303,7 +310,7 @@ class MultiAgentEnvRunner(EnvRunner):
         for i in range(self.num_envs):
             self._new_episode(i, obs[i], infos[i])
         self._prepare_forward(explore)
-        for i, episode in enumerate(self._episodes):
+        for i, episode in enumerate(self._ongoing):
             self._episode_callback("on_episode_start", episode, i)
 
     def _new_episode(self, index: int, observations: dict, infos: dict) -> None:
@@ -314,7 +321,9 @@ class MultiAgentEnvRunner(EnvRunner):
             action_space=self.env.action_spaces,
             agent_to_module_mapping_fn=self._mapping_fn,
         )
-        self._episodes[index] = episode
+        episodes = self._episodes
+        assert episodes is not None  # `_reset_envs` made the slots
+        episodes[index] = episode
         self._stats[index] = EpisodeStats()
         self._chunk_steps[index] = 0
         self._episode_callback("on_episode_created", episode, index)
@@ -330,6 +339,7 @@ class MultiAgentEnvRunner(EnvRunner):
         spec = module_spec(config, module_id, self._module_spaces_for(config).get(module_id), own=spec)
         self.module_spec.rl_module_specs[module_id] = spec
         self._checked_modules.discard(module_id)  # checked again when the mapping names it
+        assert self.module is not None  # a runner without modules samples random actions only
         self.module.add_module(
             module_id, dataclasses.replace(spec, inference_only=True).build(), override=True
         )
@@ -339,6 +349,7 @@ class MultiAgentEnvRunner(EnvRunner):
         """Removes a module; ongoing episodes restart, since their agents may still map to it."""
         self._use_config(config)
         self.module_spec.rl_module_specs.pop(module_id, None)
+        assert self.module is not None
         self.module.remove_module(module_id)
         self._checked_modules.discard(module_id)
         self._episodes = None

@@ -101,11 +101,12 @@ class RemoteRunners:
         """`(True, result)` of the finished call `ref` to runner `index`, after checking the calls
         `before` it; `(False, None)` when one of them failed (handled by `_on_failure`)."""
         import ray
+        from ray.exceptions import RayError
 
         try:
             ray.get(before)  # ran before `ref` on the same actor
             return True, ray.get(ref)
-        except ray.exceptions.RayError as error:
+        except RayError as error:
             self._on_failure(index, error)
             return False, None
 
@@ -171,6 +172,7 @@ class RemoteRunners:
     def _on_failure(self, index: int, error: BaseException) -> None:
         """Kills the failed runner; raises unless it will be restarted or may be ignored."""
         import ray
+        from ray.exceptions import RayTaskError
 
         self._counts["failures"] += 1
         self._unconfirmed.pop(index, None)
@@ -200,7 +202,7 @@ class RemoteRunners:
                 what, sum(a is not None for a in self._actors.values()),
             )  # fmt: skip
         else:
-            if isinstance(error, ray.exceptions.RayTaskError) and error.cause is not None:
+            if isinstance(error, RayTaskError) and error.cause is not None:
                 raise error.cause from error
             raise error
 
@@ -269,6 +271,7 @@ class RemoteRunners:
     def _collect_started(self, timeout: float) -> None:
         """Moves the starting runners whose first call returned into service (or to `_on_failure`)."""
         import ray
+        from ray.exceptions import RayError
 
         refs = {ref: index for index, (ref, _) in self._starting.items()}
         done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout)
@@ -276,7 +279,7 @@ class RemoteRunners:
             index = refs[ref]
             try:
                 ray.get(ref)
-            except ray.exceptions.RayError as error:
+            except RayError as error:
                 self._on_failure(index, error)
                 continue
             del self._starting[index]

@@ -8,6 +8,7 @@ batch; metrics are counted in plain numbers and logged once per `sample()`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -144,6 +145,7 @@ class SingleAgentEnvRunner(EnvRunner):
                     self._episode_callback("on_episode_step", episode, i)
         episodes = [recorder.episodes[i] for i in finished]
         for i, episode in zip(finished, episodes):
+            assert episode is not None  # a finished sub-env ran one
             stats.append((float(self._returns[i]), episode.t_started + recorder.steps_of(episode)))
             self._reset_pending[i] = self._next_step_autoreset
         self._end_and_start_episodes(finished, starting, explore)
@@ -227,7 +229,11 @@ class SingleAgentEnvRunner(EnvRunner):
         return self._call_env_to_module(self._recorder.episodes, explore, self._shared_data)
 
     def _call_env_to_module(
-        self, episodes: list[SingleAgentEpisode], explore: bool, shared_data: dict | None = None
+        # The recorder's slots: every sub-env holds an episode whenever the pipeline runs.
+        self,
+        episodes: Sequence[SingleAgentEpisode | None],
+        explore: bool,
+        shared_data: dict | None = None,
     ) -> dict[str, Any]:
         if self.module is None:  # nothing will read the batch
             return {}

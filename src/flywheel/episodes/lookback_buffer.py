@@ -114,7 +114,7 @@ class LookbackBuffer:
             and data_equivalence(self.data, other.data)
         )
 
-    __hash__ = None  # Mutable and compared by value.
+    # Mutable and compared by value: with `__eq__` defined here and no `__hash__`, Python makes it unhashable.
 
     def __repr__(self) -> str:
         return f"LookbackBuffer(len={len(self)}, lookback={self.lookback}, finalized={self.finalized})"

@@ -18,7 +18,7 @@ step (``get_actions(-1, env_steps=False)``); ``indices=None`` returns the stored
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from flywheel.episodes.lookback_buffer import Indices, LookbackBuffer
 from flywheel.errors import EpisodeError, EpisodeIndexError, EpisodeKeyError
@@ -40,6 +40,11 @@ class _Query(NamedTuple):
     neg_index_as_lookback: bool
     fill: Any
     one_hot_discrete: bool
+
+
+def _episode(getters: MultiAgentGetters) -> MultiAgentEpisode:
+    """The episode these getters belong to (`MultiAgentEpisode` is their one subclass)."""
+    return cast("MultiAgentEpisode", getters)
 
 
 class MultiAgentGetters:
@@ -67,7 +72,7 @@ class MultiAgentGetters:
         `SingleAgentEpisode`). ``agent_ids`` is one id or a collection (default: every agent).
         """
         query = _Query("observations", None, neg_index_as_lookback, fill, one_hot_discrete)
-        return get_data(self, query, indices, agent_ids, env_steps, return_list)
+        return get_data(_episode(self), query, indices, agent_ids, env_steps, return_list)
 
     def get_infos(
         self,
@@ -80,7 +85,7 @@ class MultiAgentGetters:
         return_list: bool = False,
     ) -> dict | list[dict]:
         query = _Query("infos", None, neg_index_as_lookback, fill, False)
-        return get_data(self, query, indices, agent_ids, env_steps, return_list)
+        return get_data(_episode(self), query, indices, agent_ids, env_steps, return_list)
 
     def get_actions(
         self,
@@ -95,7 +100,7 @@ class MultiAgentGetters:
     ) -> dict | list[dict]:
         """Actions; at env step ``i``, those of the agent steps that began at ``i`` (in-flight ones too)."""
         query = _Query("actions", None, neg_index_as_lookback, fill, one_hot_discrete)
-        return get_data(self, query, indices, agent_ids, env_steps, return_list)
+        return get_data(_episode(self), query, indices, agent_ids, env_steps, return_list)
 
     def get_rewards(
         self,
@@ -109,7 +114,7 @@ class MultiAgentGetters:
     ) -> dict | list[dict]:
         """Rewards per agent step (summed while the agent waited; an in-flight step: summed so far)."""
         query = _Query("rewards", None, neg_index_as_lookback, fill, False)
-        return get_data(self, query, indices, agent_ids, env_steps, return_list)
+        return get_data(_episode(self), query, indices, agent_ids, env_steps, return_list)
 
     def get_extra_model_outputs(
         self,
@@ -127,7 +132,7 @@ class MultiAgentGetters:
         Agents that have no such column (e.g. ones whose module does not output it) are left out.
         """
         query = _Query("extra_model_outputs", key, neg_index_as_lookback, fill, False)
-        return get_data(self, query, indices, agent_ids, env_steps, return_list)
+        return get_data(_episode(self), query, indices, agent_ids, env_steps, return_list)
 
 
 def agent_timesteps(

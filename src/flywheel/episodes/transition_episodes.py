@@ -146,7 +146,7 @@ class TransitionEpisodes(Sequence[SingleAgentEpisode]):
         """Steps these episodes hold: one per transition (built episodes are not needed to count)."""
         return len(self)
 
-    def split(self, num_shards: int) -> list[Sequence[SingleAgentEpisode]]:
+    def split(self, num_shards: int) -> Sequence[Sequence[SingleAgentEpisode]]:
         """`num_shards` parts, each with a near-equal consecutive share of every block's rows (one part
         per learner; once `touched`, lists of the episode objects). When a part would be empty, every
         part gets all transitions, so that every learner takes part in every gradient exchange."""

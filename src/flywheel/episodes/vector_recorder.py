@@ -69,7 +69,8 @@ class _Pending:
         stop = len(recorder._obs) if self.step_stop is None else self.step_stop + 1
         if stop > self.obs_start:
             return row(recorder._obs[stop - 1], self.index)
-        return self.stash["observations"].data[-1]  # a cut's first observation, carried in its buffer
+        assert self.stash is not None  # no rows yet: a cut, whose first observation its buffer carries
+        return self.stash["observations"].data[-1]
 
 
 class VectorRecorder:
@@ -124,7 +125,9 @@ class VectorRecorder:
     def drop(self, index: int) -> int:
         """Forgets sub-env `index`'s current episode (its env failed mid-episode); returns the steps
         its chunk had recorded."""
-        steps = self.steps_of(self.episodes[index])
+        episode = self.episodes[index]
+        assert episode is not None  # sub-env `index` runs one
+        steps = self.steps_of(episode)
         self.episodes[index] = None
         self._eager.discard(index)
         return steps
@@ -155,7 +158,7 @@ class VectorRecorder:
         for key, value in extras.items():
             self._extras[key].append(value)
         ended = (terminateds | truncateds).nonzero()[0].tolist()
-        finished = [i for i in ended if self.episodes[i] is not None and not self.episodes[i].is_done]
+        finished = [i for i in ended if (e := self.episodes[i]) is not None and not e.is_done]
         for i in self._eager:
             self._add_eager(i, obs, infos, actions, rewards, terminateds, truncateds, extras, final_obs)
         for i in finished:
@@ -166,11 +169,12 @@ class VectorRecorder:
         self, i: int, obs, infos, actions, rewards, terminateds, truncateds, extras, final_obs
     ) -> None:
         episode = self.episodes[i]
+        assert episode is not None  # eager sub-envs run an episode
         if episode.is_done:
             return
         final = final_obs is not None and (terminateds[i] or truncateds[i])
         episode.add_env_step(
-            final_obs[i] if final else row(obs, i), row(actions, i), rewards[i],
+            final_obs[i] if final and final_obs is not None else row(obs, i), row(actions, i), rewards[i],
             infos=info_row(infos["final_info"], i) if final else info_row(infos, i),
             terminated=bool(terminateds[i]), truncated=bool(truncateds[i]),
             extra_model_outputs={key: row(value, i) for key, value in extras.items()},
@@ -178,6 +182,7 @@ class VectorRecorder:
 
     def _finish(self, i: int, terminated: bool, truncated: bool, final_obs: Any, infos: dict) -> None:
         episode = self.episodes[i]
+        assert episode is not None  # only running episodes finish
         pending = episode._pending
         if pending is not None:
             episode.is_terminated, episode.is_truncated = bool(terminated), bool(truncated)
@@ -274,14 +279,16 @@ class VectorRecorder:
                 if e is not None and not e.is_done and self.steps_of(e)
             ]
         to_fill = [e for e in [*self._finished, *(e for _, e in to_cut)] if e._pending is not None]
-        columns = _Stacked(self) if to_fill else None
-        for episode in to_fill:
-            columns.fill(episode)
+        if to_fill:
+            columns = _Stacked(self)
+            for episode in to_fill:
+                columns.fill(episode)
         for episode in self._finished:
             episode.to_numpy()
         self._finished = []
         chunks = []
         for i, episode in to_cut:
+            assert cut_lookback is not None  # episodes are cut only with it
             successor = episode.cut(len_lookback_buffer=cut_lookback)
             chunks.append(episode.to_numpy())
             self.start(i, successor)
