@@ -26,6 +26,7 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/basedpyright
 
 bench:
 	bash bench/run.sh
