@@ -271,3 +271,18 @@ def test_categorical_never_samples_a_masked_action():
     torch.manual_seed(0)
     logits = torch.tensor([0.0, -torch.inf, 0.0]).expand(50_000, 3)
     assert not (Categorical.from_logits(logits).sample() == 1).any()
+
+
+def test_required_input_dim_of_a_space_the_class_does_not_fit_names_the_space():
+    box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    with pytest.raises(ModuleError, match=r"Categorical needs a Discrete action space, got Box\("):
+        Categorical.required_input_dim(box)
+    with pytest.raises(ModuleError, match=r"MultiCategorical needs a MultiDiscrete action space, got Box\("):
+        MultiCategorical.required_input_dim(box)
+    with pytest.raises(ModuleError, match=r"Deterministic needs an action space with a shape, got Dict\("):
+        Deterministic.required_input_dim(gym.spaces.Dict({"a": box}))
+    with pytest.raises(
+        ModuleError, match=r"MultiDistribution needs a Dict or Tuple action space, got Discrete"
+    ):
+        MultiDistribution.required_input_dim(gym.spaces.Discrete(3))
+    assert MultiDistribution.required_input_dim(gym.spaces.Tuple((box, gym.spaces.Discrete(3)))) == 7
