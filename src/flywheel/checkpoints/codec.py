@@ -101,7 +101,7 @@ def _encode(value: Any, where: str, pickles: list | None) -> Any:
 def _built_from_fields(value: Any) -> TypeGuard[DataclassInstance]:
     return (
         dataclasses.is_dataclass(value)
-        # typeshed's DataclassInstance declares only `__dataclass_fields__`, not the params every dataclass has.
+        # typeshed's DataclassInstance declares `__dataclass_fields__` only, not the params.
         and type(value).__dataclass_params__.init  # pyright: ignore[reportAttributeAccessIssue]
         and all(f.init for f in dataclasses.fields(value))
     )

@@ -54,7 +54,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
         return spec
 
     def _make_target_networks(self, module_id: ModuleID) -> None:
-        # Duck-typed: the module needs no API base class, only the methods used here (target networks, checked below).
+        # Duck-typed (no API base class needed): target networks, checked below.
         module: Any = self.module[module_id]
         for method in ("make_target_networks", "get_target_network_pairs", "forward_target"):
             if not hasattr(module, method):
@@ -68,7 +68,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
-        # Duck-typed: the module needs no API base class, only the methods used here (target networks and values).
+        # Duck-typed (no API base class needed): target networks and values.
         module: Any = self.module[module_id]
         tm = TimeMajor(batch)
         dist_cls = module.get_train_action_dist_cls()

@@ -67,7 +67,7 @@ class DQNTorchLearner(OffPolicyTorchLearner):
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
-        # Duck-typed: the module needs no API base class, only the methods used here (compute_q_values and target networks (checked when added)).
+        # Duck-typed (no API base class needed): compute_q_values, target networks; checked when added.
         module: Any = self.module[module_id]
         q_taken = fwd_out[QF_PREDS].gather(-1, batch[Columns.ACTIONS].long().unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():

@@ -81,7 +81,7 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
-        # Duck-typed: the module needs no API base class, only the methods used here (compute_values).
+        # Duck-typed (no API base class needed): compute_values.
         module: Any = self.module[module_id]
         tm = TimeMajor(batch)
         dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])

@@ -100,7 +100,6 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         self._module: MultiRLModule | None = None
         self.metrics = MetricsLogger()
         self._learner_connector: ConnectorPipelineV2 | None = None
-        self._timestep = 0
         self._weights_seq_no = 0
         self._num_non_finite_updates = 0
         self._non_finite_before_update = 0  # count when the current update started (warn once per update)

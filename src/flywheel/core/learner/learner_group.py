@@ -154,7 +154,8 @@ class LearnerGroup(Checkpointable):
         }
         if (batch is None) == (episodes is None):
             raise LearnerError(
-                f"LearnerGroup.update() takes a batch or episodes, got {'both' if batch is not None else 'neither'}. "
+                "LearnerGroup.update() takes a batch or episodes, got "
+                f"{'both' if batch is not None else 'neither'}. "
                 "Fix: pass episodes=[...] (run through the learner pipeline) or batch={module_id: columns}."
             )
         with self.atomic():
