@@ -1,5 +1,7 @@
 """MultiAgentEnv spaces, the sync/async multi-agent vector envs and make_multi_agent_vector_env."""
 
+import multiprocessing
+import os
 import re
 
 import gymnasium as gym
@@ -50,6 +52,14 @@ class ClassAttributes(MultiAgentEnv):
     def __init__(self, config=None):
         super().__init__()
         self.config = config
+
+
+def with_workers(make):
+    """`make()` (an async vector env) and the worker processes it started, in sub-env order."""
+    before = set(multiprocessing.active_children())
+    vector_env = make()
+    workers = [process for process in multiprocessing.active_children() if process not in before]
+    return vector_env, sorted(workers, key=lambda process: process.name)
 
 
 class Raising(TurnBasedEnv):
@@ -232,7 +242,10 @@ def test_async_matches_sync_step_for_step():
 
 
 def test_async_env_error_names_the_sub_env_and_keeps_the_worker():
-    vector_env = make_multi_agent_vector_env(Raising, num_envs=2, vectorize_mode="async")
+    vector_env, workers = with_workers(
+        lambda: make_multi_agent_vector_env(Raising, num_envs=2, vectorize_mode="async")
+    )
+    assert [worker.name for worker in workers] == ["flywheel-ma-env-0", "flywheel-ma-env-1"]
     vector_env.reset()
     with pytest.raises(
         EnvError,
@@ -241,10 +254,10 @@ def test_async_env_error_names_the_sub_env_and_keeps_the_worker():
         vector_env.step([{"p0": 1}, {"p0": 1}])
     assert [(list(obs), infos) for obs, infos in vector_env.call("reset")] == [(["p0"], {"p0": {"t": 0}})] * 2
     assert vector_env.get_attr("t") == [0, 0]
-    processes = vector_env._processes
+    assert all(worker.is_alive() for worker in workers)
     vector_env.close()
     vector_env.close()
-    assert not any(p.is_alive() for p in processes)
+    assert not any(worker.is_alive() for worker in workers)
 
 
 def test_async_creation_failure_and_a_dead_worker_raise_env_errors():
@@ -258,9 +271,12 @@ def test_async_creation_failure_and_a_dead_worker_raise_env_errors():
         match=r"Sub-env 1 \(in its own process\) raised during creating the env:\n(.|\n)*no such map",
     ):
         make_multi_agent_vector_env(creator, num_envs=2, vectorize_mode="async")
-    vector_env = make_multi_agent_vector_env(TurnBasedEnv, num_envs=2, vectorize_mode="async")
-    vector_env._processes[1].kill()
-    vector_env._processes[1].join()
+    vector_env, workers = with_workers(
+        lambda: make_multi_agent_vector_env(TurnBasedEnv, num_envs=2, vectorize_mode="async")
+    )
+    assert workers[1].name == "flywheel-ma-env-1"
+    os.kill(workers[1].pid, 9)
+    workers[1].join()
     with pytest.raises(
         EnvError,
         match=re.escape(

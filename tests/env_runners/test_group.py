@@ -178,7 +178,7 @@ def test_rllibs_sync_weights_call_reads_weights_and_seq_no_from_the_learner_grou
             for mid, weights in learners.get_weights().items()
         }
     )
-    learners.foreach_learner(lambda learner: setattr(learner, "_weights_seq_no", 3))
+    learners.foreach_learner(lambda learner: learner.set_state({"weights_seq_no": 3}))
     assert group.num_remote_workers() == group.num_remote_env_runners() == 0
     group.sync_weights(from_worker_or_learner_group=learners, inference_only=True, timeout_seconds=0.0)
     runner = group.local_env_runner

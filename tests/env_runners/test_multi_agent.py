@@ -1,10 +1,14 @@
 """MultiAgentEnvRunner: exact episodes on the scripted multi-agent envs, step counting, chunks, metrics, state."""
 
+from collections import defaultdict
+
 import numpy as np
 import pytest
 import torch
+import tree
 
-from flywheel import Columns, MultiAgentEnvRunner, MultiAgentEpisode, PPOConfig
+from flywheel import Columns, MultiAgentEnvRunner, MultiAgentEpisode, PPOConfig, RLModuleSpec
+from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
 from flywheel.testing.multi_agent_envs import JoinLeaveEnv, MultiCartPole, TurnBasedEnv
 
 
@@ -23,6 +27,54 @@ def ma_config(env=TurnBasedEnv, *, policies=("p0", "p1"), mapping=None, num_envs
 
 def shared(agent_id, episode, **kwargs):
     return "shared"
+
+
+class RecordingModule(DefaultPPOTorchRLModule):
+    """PPO's default module that keeps every batch it acts on (`seen`) and tags each row's outputs with
+    the forward pass (`"forward"`, an index into `seen`) and the row (`"row"`) they came from; the
+    runner stores both tags in the episode of the agent the row belonged to."""
+
+    def setup(self):
+        super().setup()
+        self.seen = []
+
+    def _forward(self, batch, **kwargs):
+        obs = batch[Columns.OBS]
+        recorded = {column: batch[column] for column in (Columns.OBS, Columns.STATE_IN) if column in batch}
+        self.seen.append(tree.map_structure(torch.clone, recorded))
+        out = super()._forward(batch, **kwargs)
+        rows = torch.arange(len(obs)).reshape(-1, *[1] * (obs.dim() - 2)).expand(obs.shape[:-1])
+        out["forward"], out["row"] = torch.full_like(rows, len(self.seen) - 1), rows
+        return out
+
+
+def recording(config):
+    """`config` with the shared module recording (see `RecordingModule`); returns it and the dict
+    the runner fills with each episode's sub-env index."""
+    sub_env_of = {}
+    config.rl_module(rl_module_spec=RLModuleSpec(module_class=RecordingModule)).callbacks(
+        on_episode_created=lambda episode, env_index, **kw: sub_env_of.__setitem__(episode.id_, env_index)
+    )
+    return config, sub_env_of
+
+
+def rows_by_forward(chunks, sub_env_of):
+    """Per forward pass, its rows in order as `(sub-env index, agent id, observation the agent's
+    episode holds for that step)`, rebuilt from the tags the recording module put in the chunks."""
+    forwards = defaultdict(dict)
+    for chunk in chunks:
+        for agent_id, agent_episode in chunk.agent_episodes.items():
+            num_actions = len(agent_episode.get_actions())
+            if num_actions == 0:
+                continue
+            tags = zip(
+                agent_episode.get_extra_model_outputs("forward"),
+                agent_episode.get_extra_model_outputs("row"),
+                agent_episode.get_observations()[:num_actions],
+            )
+            for forward, row, obs in tags:
+                forwards[int(forward)][int(row)] = (sub_env_of[chunk.id_], agent_id, obs.ravel().tolist())
+    return {forward: [rows[r] for r in sorted(rows)] for forward, rows in forwards.items()}
 
 
 @pytest.fixture
@@ -67,11 +119,14 @@ def test_metrics_per_agent_per_module_and_step_counts(make_runner):
 
 
 def test_shared_module_gets_one_row_per_acting_agent_in_episode_then_agent_order(make_runner):
-    runner = make_runner(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared, num_envs=2))
+    config, sub_env_of = recording(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared, num_envs=2))
+    runner = make_runner(config)
     runner.sample(num_timesteps=7)  # 4 vector steps: "b" is gone, "c" joined in both sub-envs
-    assert runner._rows["shared"].keys == [(0, "a"), (0, "c"), (1, "a"), (1, "c")]
-    assert runner._to_module["shared"][Columns.OBS].ravel().tolist() == [4.0, 24.0, 4.0, 24.0]
-    runner.sample(num_timesteps=3)
+    chunks = runner.sample(num_timesteps=3)
+    # The 5th forward pass (at t=4): rows in sub-env order, then in the order the agents joined.
+    rows = rows_by_forward(chunks, sub_env_of)[4]
+    assert rows == [(0, "a", [4.0]), (0, "c", [24.0]), (1, "a", [4.0]), (1, "c", [24.0])]
+    assert runner.module["shared"].seen[4][Columns.OBS].ravel().tolist() == [4.0, 24.0, 4.0, 24.0]
     m = runner.get_metrics()
     # a: 1+..+5, b: 11+12 (done at t=2), c: joins at t=3, acts at t=4, 5.
     assert m["agent_episode_returns_mean"] == {"a": 15.0, "b": 23.0, "c": 49.0}
@@ -160,19 +215,23 @@ def test_callbacks_see_multi_agent_episodes_in_order(make_runner):
     assert calls[8:10] == [("end", 0, 6), ("created", 0, 0)]
 
 
-def test_batch_read_from_env_output_equals_the_pipelines_batch_as_agents_join_and_leave(make_runner):
-    # With only the default env-to-module pieces, the runner batches the observations the env just
-    # returned instead of reading them back from the episodes; both must give the same batch.
-    runner = make_runner(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared, num_envs=2))
-    seen = []
-    for _ in range(7):  # past the episodes' end (t=5): new episodes start in both sub-envs
-        runner.sample(num_timesteps=2)
-        from_episodes = runner._call_env_to_module(runner._episodes, True)
-        obs = runner._to_module["shared"][Columns.OBS]
-        assert torch.equal(obs, from_episodes["shared"][Columns.OBS]) and obs.dtype == torch.float32
-        seen.append(obs.ravel().tolist())
-    assert seen[:3] == [[1.0, 11.0, 1.0, 11.0], [2.0, 2.0], [3.0, 23.0, 3.0, 23.0]]
-    assert seen[5] == [1.0, 11.0, 1.0, 11.0]
+def test_every_row_the_module_sees_is_the_observation_its_agents_episode_holds(make_runner):
+    # As agents join and leave and episodes restart, each forward pass gets one row per acting agent,
+    # and that row is exactly the observation the agent's episode stores for the step.
+    config, sub_env_of = recording(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared, num_envs=2))
+    runner = make_runner(config)
+    chunks = [chunk for _ in range(7) for chunk in runner.sample(num_timesteps=2)]  # past t=5: new episodes
+    seen = [batch[Columns.OBS] for batch in runner.module["shared"].seen]
+    rows = rows_by_forward(chunks, sub_env_of)
+    assert len(seen) == len(rows) == 7 and all(obs.dtype == torch.float32 for obs in seen)
+    for forward, obs in enumerate(seen):
+        assert obs.ravel().tolist() == [value for _, _, row_obs in rows[forward] for value in row_obs]
+    assert [obs.ravel().tolist() for obs in seen[1:4]] == [
+        [1.0, 11.0, 1.0, 11.0],
+        [2.0, 2.0],
+        [3.0, 23.0, 3.0, 23.0],
+    ]
+    assert seen[6].ravel().tolist() == [1.0, 11.0, 1.0, 11.0]
 
 
 def test_observations_an_episode_step_callback_rewrites_are_what_the_module_sees(make_runner):
@@ -181,20 +240,21 @@ def test_observations_an_episode_step_callback_rewrites_are_what_the_module_sees
             if not agent_episode.is_done:
                 agent_episode.set_observations(new_data=np.array([-7.0], np.float32), at_indices=-1)
 
-    runner = make_runner(
-        ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared).callbacks(on_episode_step=rewrite)
-    )
-    runner.sample(num_timesteps=3)  # t=3: "a" and "c" act next
-    assert runner._to_module["shared"][Columns.OBS].ravel().tolist() == [-7.0, -7.0]
+    config, _ = recording(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared))
+    runner = make_runner(config.callbacks(on_episode_step=rewrite))
+    runner.sample(num_timesteps=4)  # the 4th forward pass, at t=3: "a" and "c" act
+    assert runner.module["shared"].seen[3][Columns.OBS].ravel().tolist() == [-7.0, -7.0]
 
 
 def test_stateful_module_gets_each_agents_last_state_out_as_state_in(make_runner):
-    config = ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared)
+    config, sub_env_of = recording(ma_config(JoinLeaveEnv, policies=("shared",), mapping=shared))
     runner = make_runner(config.rl_module(model_config={"use_lstm": True, "lstm_cell_size": 4}))
     (chunk,) = runner.sample(num_timesteps=2)  # "b" is done at t=2: only "a" acts next
     state_out = chunk.agent_episodes["a"].get_extra_model_outputs(Columns.STATE_OUT, -1)
-    state_in = runner._to_module["shared"][Columns.STATE_IN]
-    assert runner._rows["shared"].keys == [(0, "a")] and sorted(state_in) == ["c", "h"]
+    next_chunks = runner.sample(num_timesteps=1)  # its one forward pass is the 3rd
+    state_in = runner.module["shared"].seen[2][Columns.STATE_IN]
+    assert [row[:2] for row in rows_by_forward(next_chunks, sub_env_of)[2]] == [(0, "a")]
+    assert sorted(state_in) == ["c", "h"]
     for key in ("h", "c"):
         assert state_in[key].shape == (1, 4) and np.array_equal(state_in[key][0].numpy(), state_out[key])
         assert not np.allclose(state_out[key], 0.0)

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from flywheel.episodes.lookback_buffer import LookbackBuffer
-from flywheel.episodes.space_items import stack_items
 from flywheel.errors import EpisodeError, EpisodeIndexError
 
 BOX = gym.spaces.Box(-100.0, 100.0, (2,), np.float32)
@@ -178,12 +177,6 @@ def test_tuple_space_numpy_is_a_tuple_of_arrays():
     assert len(buffer) == 3
     first, second = buffer.get(1)
     assert first == 1 and second.tolist() == [1.0, 1.0]
-
-
-def test_stack_items_without_space():
-    assert stack_items([1.5, 2.5]).dtype == np.float64
-    nested = stack_items([{"h": np.zeros(3)}, {"h": np.ones(3)}])
-    assert nested["h"].shape == (2, 3)
 
 
 @pytest.mark.parametrize("numpy", [False, True])

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-import tree
 
 from flywheel.errors import ConnectorError
+from flywheel.utils.nested import concat, num_rows, stack
 
 EpisodeKey = tuple
 
@@ -78,7 +78,7 @@ def add_n_batch_items(
         for item in items_to_add:
             add_batch_item(batch, column, item, single_agent_episode)
         return
-    rows = len(tree.flatten(items_to_add)[0])
+    rows = num_rows(items_to_add)
     if rows != num_items:
         raise ConnectorError(
             f"add_n_batch_items(num_items={num_items}) got data with {rows} rows (leading dimension) for "
@@ -95,18 +95,9 @@ def is_keyed(value: Any) -> bool:
 def stack_rows(items: list[Any]) -> Any:
     """One array (leaf-wise for nested items) of all rows in `items`, where each item is a row or a
     `BatchedItems` of several rows."""
-    if not any(isinstance(item, BatchedItems) for item in items):
-        if isinstance(items[0], (dict, tuple, list)):
-            return tree.map_structure(lambda *leaves: np.asarray(leaves), *items)
-        return np.asarray(items)
-    parts = [
-        item.data if isinstance(item, BatchedItems) else tree.map_structure(_as_row, item) for item in items
-    ]
-    return tree.map_structure(lambda *leaves: np.concatenate([np.asarray(leaf) for leaf in leaves]), *parts)
-
-
-def _as_row(leaf: Any) -> np.ndarray:
-    return np.asarray(leaf)[None]
+    if BatchedItems not in map(type, items):  # (faster than any(isinstance(...)) per step)
+        return stack(items)
+    return concat([item.data if isinstance(item, BatchedItems) else stack([item]) for item in items])
 
 
 def rows_of(items: list[Any]) -> int:

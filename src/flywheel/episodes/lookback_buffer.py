@@ -20,17 +20,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils.env_checker import data_equivalence
 
-from flywheel.episodes.space_items import (
-    fill_item,
-    first_leaf,
-    leaves,
-    map_leaves,
-    one_hot,
-    space_struct,
-    stack_items,
-    unstack,
-)
+from flywheel.episodes.space_items import fill_item, leaves, map_leaves, one_hot, space_struct, unstack
 from flywheel.errors import EpisodeError, EpisodeIndexError
+from flywheel.utils.nested import first_leaf, stack
 
 Indices = int | slice | list[int] | None
 
@@ -126,7 +118,7 @@ class LookbackBuffer:
         if type(self.data) is list:
             self.data.append(item)
         else:
-            self.extend(stack_items([item], self._struct))
+            self.extend(stack([item], self._struct))
 
     def extend(self, items: Any) -> None:
         """Appends several items: a list of items, or stacked arrays (a dict/tuple of them for nested items)."""
@@ -136,7 +128,7 @@ class LookbackBuffer:
         if type(items) is list:
             if not items:
                 return
-            items = stack_items(items, self._struct)
+            items = stack(items, self._struct)
         self.data = map_leaves(lambda a, b: np.concatenate([a, np.asarray(b, a.dtype)]), self.data, items)
 
     def concat(self, other: LookbackBuffer) -> None:
@@ -161,7 +153,7 @@ class LookbackBuffer:
     def finalize(self) -> None:
         """Stacks the list into arrays using the space's dtypes; a no-op when already finalized."""
         if type(self.data) is list:
-            self.data = stack_items(self.data, self._struct)
+            self.data = stack(self.data, self._struct)
 
     # ---------------------------------------------------------------------- reading
 
@@ -207,7 +199,7 @@ class LookbackBuffer:
         items = [
             self._item_or_fill(self._position(int(i), neg_index_as_lookback, total), fill, i) for i in indices
         ]
-        return stack_items(items) if self.finalized else items
+        return stack(items) if self.finalized else items
 
     # ---------------------------------------------------------------------- writing
 
@@ -381,7 +373,7 @@ class LookbackBuffer:
         else:
             positions = [self._position(int(i), neg_index_as_lookback, total) for i in indices]
         items = [self._one_hot_at(p, fill, p - self.lookback) for p in positions]
-        return stack_items(items) if self.finalized else items
+        return stack(items) if self.finalized else items
 
     def _one_hot_at(self, position: int, fill: Any, index: Any) -> Any:
         if 0 <= position < self.len_incl_lookback():

@@ -1,9 +1,9 @@
-"""Items of a gymnasium space as episodes store them: stacking, fill items and one-hot encoding.
+"""Items of a gymnasium space as episodes store them: the space's plain mirror, fill items and one-hot encoding.
 
 A `LookbackBuffer` holds one item per step (an int for ``Discrete``, an array for ``Box``, a
 dict/tuple of those for ``Dict``/``Tuple`` spaces) while sampling, and stacked arrays (one per
-leaf) once finalized. The helpers here work on a plain mirror of the space (`space_struct`),
-because dm-tree cannot rebuild gymnasium's ``Dict``/``Tuple`` spaces.
+leaf) once finalized (`flywheel.utils.nested.stack`). The helpers here work on a plain mirror of
+the space (`space_struct`), because dm-tree cannot rebuild gymnasium's ``Dict``/``Tuple`` spaces.
 """
 
 from __future__ import annotations
@@ -30,45 +30,11 @@ def space_struct(space: gym.Space | None) -> Any:
     return space
 
 
-def stack_items(items: list, struct: Any = None) -> Any:
-    """Stacks a list of items into one array (nested items: one array per leaf).
-
-    With a (plain, see `space_struct`) space the arrays get the space's dtypes and an empty
-    list still gets the right trailing shape; without one numpy infers both.
-    """
-    if struct is None:
-        if items and _is_nested(items[0]):
-            return tree.map_structure(lambda *leaves: np.asarray(leaves), *items, check_types=False)
-        return np.asarray(items)
-    if not items:
-        return tree.map_structure(lambda sp: np.zeros((0, *(sp.shape or ())), sp.dtype), struct)
-    if isinstance(struct, dict | tuple):  # `space_struct` output: nested exactly when a dict/tuple
-        return tree.map_structure(
-            lambda sp, *leaves: np.asarray(leaves, dtype=sp.dtype), struct, *items, check_types=False
-        )
-    return np.asarray(items, dtype=struct.dtype)
-
-
-def _is_nested(item: Any) -> bool:
-    """`tree.is_nested`, answered without a call into dm-tree for the common flat items (finalizing
-    asks once per column of every finished episode)."""
-    if isinstance(item, np.ndarray | np.generic | float | int):
-        return False
-    return tree.is_nested(item)
-
-
 def map_leaves(fn, data: Any, *rest: Any) -> Any:
     """Applies ``fn`` to an array, or leaf-wise to a dict/tuple of arrays."""
     if isinstance(data, np.ndarray):
         return fn(data, *rest)
     return tree.map_structure(fn, data, *rest, check_types=False)
-
-
-def first_leaf(data: Any) -> Any:
-    """The first array of a dict/tuple of arrays (the array itself if it is one)."""
-    while isinstance(data, dict | tuple):
-        data = next(iter(data.values())) if isinstance(data, dict) else data[0]
-    return data
 
 
 def leaves(data: Any) -> list:

@@ -34,8 +34,9 @@ import tree
 
 from flywheel.episodes.lookback_buffer import LookbackBuffer
 from flywheel.episodes.single_agent_episode import RECORDED_ATTRIBUTES, REWARD_SPACE, SingleAgentEpisode
-from flywheel.episodes.space_items import map_leaves, stack_items
+from flywheel.episodes.space_items import map_leaves
 from flywheel.episodes.vector_rows import info_row, per_env_infos, row
+from flywheel.utils.nested import stack
 
 _NO_INFO: dict = {}
 
@@ -237,7 +238,7 @@ class VectorRecorder:
             if pending is None or pending.recorder is not self:
                 return None
             rows.append(pending.newest_observation())
-        return stack_items(rows)
+        return stack(rows)
 
     def realize(self, episode: SingleAgentEpisode) -> None:
         """Hands a pending episode its recorded rows (list items, one per step); from then on, while
@@ -396,13 +397,13 @@ def _append_rows(buffer: LookbackBuffer, rows: Any) -> None:
         if struct is not None and rows.dtype != struct.dtype:
             rows = rows.astype(struct.dtype)
         if buffer.data:
-            rows = np.concatenate([stack_items(buffer.data, struct), rows])
+            rows = np.concatenate([stack(buffer.data, struct), rows])
         buffer.data = rows
         return
     if struct is not None:
         rows = map_leaves(lambda a, space: a.astype(space.dtype, copy=False), rows, struct)
     if buffer.data:
-        head = stack_items(buffer.data, struct)
+        head = stack(buffer.data, struct)
         rows = map_leaves(lambda a, b: np.concatenate([a, np.asarray(b, a.dtype)]), head, rows)
     buffer.data = rows
 

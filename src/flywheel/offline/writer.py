@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from flywheel.columns import Columns
 from flywheel.offline.arrow_columns import FORMAT_KEY, SPACES_KEY, lists, spaces_metadata, to_arrow
+from flywheel.utils.nested import concat
 
 _IDS = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID)
 
@@ -137,16 +138,6 @@ def _ids(chunk: Any) -> dict[str, Any]:
     }
 
 
-def _stack(parts: list[Any]) -> Any:
-    """Concatenates per-chunk data along rows (dicts and tuples leaf by leaf)."""
-    first = parts[0]
-    if isinstance(first, dict):
-        return {key: _stack([p[key] for p in parts]) for key in first}
-    if isinstance(first, tuple):
-        return tuple(_stack([p[i] for p in parts]) for i in range(len(first)))
-    return np.concatenate([np.asarray(p) for p in parts])
-
-
 def _step_data(chunk: Any) -> dict[str, Any]:
     """Per-step columns of a chunk: actions, rewards and extra model outputs (one entry per step)."""
     steps = slice(0, len(chunk))
@@ -172,10 +163,10 @@ def _rows_table(chunks: list[Any]) -> pa.Table:
     for key in _IDS:
         columns[key] = pa.array(np.repeat([_ids(c)[key] for c in chunks], lengths).tolist(), pa.string())
     columns[Columns.T] = pa.array(np.concatenate([np.arange(c.t_started, c.t) for c in chunks]))
-    columns[Columns.OBS] = to_arrow(_stack([c.get_observations(slice(0, len(c))) for c in chunks]))
+    columns[Columns.OBS] = to_arrow(concat([c.get_observations(slice(0, len(c))) for c in chunks]))
     for key in _common_keys(datas):
-        columns[key] = to_arrow(_stack([d[key] for d in datas]))
-    columns[Columns.NEXT_OBS] = to_arrow(_stack([c.get_observations(slice(1, len(c) + 1)) for c in chunks]))
+        columns[key] = to_arrow(concat([d[key] for d in datas]))
+    columns[Columns.NEXT_OBS] = to_arrow(concat([c.get_observations(slice(1, len(c) + 1)) for c in chunks]))
     for key, flag in ((Columns.TERMINATEDS, "is_terminated"), (Columns.TRUNCATEDS, "is_truncated")):
         done = np.zeros(int(lengths.sum()), bool)
         done[np.cumsum(lengths)[[getattr(c, flag) for c in chunks]] - 1] = True
@@ -192,8 +183,8 @@ def _episodes_table(chunks: list[Any]) -> pa.Table:
     columns["t_started"] = pa.array([c.t_started for c in chunks], pa.int64())
     columns["is_terminated"] = pa.array([c.is_terminated for c in chunks])
     columns["is_truncated"] = pa.array([c.is_truncated for c in chunks])
-    observations = _stack([c.get_observations(slice(0, len(c) + 1)) for c in chunks])
+    observations = concat([c.get_observations(slice(0, len(c) + 1)) for c in chunks])
     columns[Columns.OBS] = lists(to_arrow(observations), lengths + 1)
     for key in _common_keys(datas):
-        columns[key] = lists(to_arrow(_stack([d[key] for d in datas])), lengths)
+        columns[key] = lists(to_arrow(concat([d[key] for d in datas])), lengths)
     return pa.table(columns)

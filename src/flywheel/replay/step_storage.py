@@ -22,14 +22,10 @@ import tree
 
 from flywheel.checkpoints import codec
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
-from flywheel.episodes.space_items import space_struct, stack_items
+from flywheel.episodes.space_items import space_struct
 from flywheel.errors import CheckpointError, EpisodeError
 from flywheel.replay.column_store import ColumnStore, take
-
-
-def _stacked(items: Any, space: Any = None) -> Any:
-    """A chunk column as stacked arrays (numpy'd episodes already hold them)."""
-    return stack_items(items, space_struct(space)) if isinstance(items, list) else items
+from flywheel.utils.nested import stack
 
 
 class StepStorage:
@@ -112,10 +108,10 @@ class StepStorage:
     def _chunk_columns(self, episode: SingleAgentEpisode) -> dict[str, Any]:
         """The chunk's data as stacked arrays, checked against what the storage holds."""
         columns = {
-            "obs": _stacked(episode.get_observations(), episode.observation_space),
-            "actions": _stacked(episode.get_actions(), episode.action_space),
-            "rewards": _stacked(episode.get_rewards()),
-            "extras": {key: _stacked(items) for key, items in episode.get_extra_model_outputs().items()},
+            "obs": stack(episode.get_observations(), space_struct(episode.observation_space)),
+            "actions": stack(episode.get_actions(), space_struct(episode.action_space)),
+            "rewards": stack(episode.get_rewards()),
+            "extras": {key: stack(items) for key, items in episode.get_extra_model_outputs().items()},
         }
         if self.obs is None:
             self.obs = ColumnStore("observation", columns["obs"], self.capacity)

@@ -105,7 +105,7 @@ def test_target_network_follows_every_period_of_trained_env_steps():
         first = algo.train()["learners"]["__all_modules__"]
         module = algo.learner_group.foreach_learner(lambda learner: learner.module["default_policy"])[0]
         main = [p.detach().clone() for p in module.pi.parameters()]
-        target = [p.detach().clone() for p in module._old_pi.parameters()]
+        target = [p.detach().clone() for p in dict(module.get_target_network_pairs())[module.pi].parameters()]
         assert any(not torch.equal(a, b) for a, b in zip(main, target))  # one update: target not moved yet
         second = algo.train()["learners"]["__all_modules__"]
         third = algo.train()["learners"]["__all_modules__"]
@@ -189,7 +189,8 @@ def test_default_module_keeps_target_copies_out_of_the_runners():
     assert not any(name.startswith("_old_") for name in runner_weights)
     out = learner_module.forward_target({"obs": torch.zeros(3, 1)})
     assert out[TARGET_NETWORK_ACTION_DIST_INPUTS].shape == (3, 2)
-    assert all(not p.requires_grad for p in learner_module._old_encoder.parameters())
+    targets = dict(learner_module.get_target_network_pairs())
+    assert all(not p.requires_grad for p in targets[learner_module.encoder].parameters())
 
 
 def test_recurrent_default_module_trains_on_bootstrapped_sequences():

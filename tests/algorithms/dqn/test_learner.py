@@ -167,7 +167,7 @@ def test_targets_update_every_target_network_update_freq_sampled_steps():
     assert learner.get_state(components="last_target_update_ts") == {"last_target_update_ts": 200}
     fresh = build(target_network_update_freq=100)
     fresh.set_state(learner.get_state())
-    assert fresh._last_target_update_ts == 200
+    assert fresh.get_state(components="last_target_update_ts") == {"last_target_update_ts": 200}
     torch.testing.assert_close(fresh.module["default_policy"].target_af.weight, module.target_af.weight)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from flywheel.columns import Columns
-from flywheel.connectors.batch_items import stack_rows
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent, place_episode_items
 from flywheel.episodes.vector_recorder import newest_observations
+from flywheel.utils.nested import stack
 
 
 class AddObservationsFromEpisodesToBatch(ConnectorV2):
@@ -54,4 +54,4 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
 
 
 def _stacked(observations: list) -> Any:
-    return stack_rows(observations) if observations else observations
+    return stack(observations) if observations else observations

@@ -12,10 +12,10 @@ from flywheel.connectors.learner.module_episodes import (
     append_last,
     module_episodes,
     modules_with_column,
-    stack_leaves,
     terminated_column,
     transition_blocks,
 )
+from flywheel.utils.nested import stack
 
 _OWN_COLUMNS = (Columns.ACTIONS, Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS)
 _OBSERVATIONS = (Columns.OBS, Columns.NEXT_OBS)  # the observation pieces add these
@@ -60,7 +60,7 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
         for module_id, episode in module_episodes(episodes):
             steps = slice(0, len(episode))
             columns = {
-                Columns.ACTIONS: stack_leaves(episode.get_actions(steps)),
+                Columns.ACTIONS: stack(episode.get_actions(steps)),
                 Columns.REWARDS: np.asarray(episode.get_rewards(steps), dtype=np.float32),
             }
             if extend:
@@ -86,5 +86,5 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
                 preset[key] = modules_with_column(batch, key)
             if module_id in preset[key]:
                 continue
-            data = stack_leaves(data)
+            data = stack(data)
             add_module_item(batch, module_id, key, append_last(data) if extend else data)

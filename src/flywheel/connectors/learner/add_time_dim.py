@@ -8,14 +8,11 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
     chunk_rows,
-    concat_leaves,
     module_episodes,
-    num_rows,
-    stack_leaves,
     transition_blocks,
 )
 from flywheel.errors import ConnectorError
-from flywheel.utils.nested import take
+from flywheel.utils.nested import concat, num_rows, stack, take
 from flywheel.utils.numpy import convert_to_numpy
 
 _DEFAULT_MAX_SEQ_LEN = 20
@@ -130,8 +127,8 @@ def states_at_sequence_starts(module: Any, episode: Any, starts: list[int]) -> d
         first = {name: np.asarray(value) for name, value in initial.items()}
     else:
         first = episode.get_extra_model_outputs(Columns.STATE_OUT, -1, neg_index_as_lookback=True)
-    first = stack_leaves([first])
+    first = stack([first])
     if not before_starts:
         return first
-    later = stack_leaves(episode.get_extra_model_outputs(Columns.STATE_OUT, before_starts))
-    return concat_leaves([first, later])
+    later = stack(episode.get_extra_model_outputs(Columns.STATE_OUT, before_starts))
+    return concat([first, later])

@@ -29,11 +29,10 @@ from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.add_time_dim import states_at_sequence_starts
 from flywheel.connectors.learner.module_episodes import (
     bootstrap_chunk_lens,
-    concat_leaves,
     module_episodes,
-    num_rows,
 )
 from flywheel.errors import ConnectorError
+from flywheel.utils.nested import concat, num_rows
 
 _DEFAULT_SEQUENCE_LENGTH = 50
 
@@ -167,6 +166,6 @@ def _states_in(module: Any, chunks: list, starts: list[tuple[int, int]]) -> dict
     by_chunk: dict[int, list[int]] = {}
     for chunk, step in starts:
         by_chunk.setdefault(chunk, []).append(step)
-    return concat_leaves(
+    return concat(
         [states_at_sequence_starts(module, chunks[chunk], steps) for chunk, steps in by_chunk.items()]
     )

@@ -3,8 +3,9 @@
 from typing import Any
 
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.learner.module_episodes import concat_leaves, num_rows, place_episode_items
+from flywheel.connectors.learner.module_episodes import place_episode_items
 from flywheel.errors import ConnectorError
+from flywheel.utils.nested import concat, num_rows
 
 
 class BatchIndividualItems(ConnectorV2):
@@ -31,7 +32,7 @@ class BatchIndividualItems(ConnectorV2):
         for module_id, columns in batch.items():
             for column, items in columns.items():
                 if isinstance(items, list):
-                    columns[column] = concat_leaves(items)
+                    columns[column] = concat(items)
             _check_rows(module_id, columns)
         return batch
 

@@ -120,36 +120,6 @@ def append_last(data: Any, fill: Any = None) -> Any:
     return tree.map_structure(lambda leaf: append_last(leaf, fill), data)
 
 
-def stack_leaves(items: list[Any]) -> Any:
-    """Stacks a list of (possibly nested) items leaf-wise into arrays with a new leading dim."""
-    if isinstance(items, np.ndarray) or not isinstance(items, list):
-        return items
-    if isinstance(items[0], dict):
-        return {key: stack_leaves([item[key] for item in items]) for key in items[0]}
-    if isinstance(items[0], tuple):  # Tuple action spaces
-        return tuple(stack_leaves([item[i] for item in items]) for i in range(len(items[0])))
-    return np.stack([np.asarray(item) for item in items])
-
-
-def concat_leaves(items: list[Any]) -> Any:
-    """Concatenates per-chunk items along the leading dim, leaf-wise for nested items."""
-    first = items[0]
-    if isinstance(first, np.ndarray):
-        return first if len(items) == 1 else np.concatenate(items)
-    if isinstance(first, dict):
-        return {key: concat_leaves([item[key] for item in items]) for key in first}
-    if isinstance(first, tuple):
-        return tuple(concat_leaves([item[i] for item in items]) for i in range(len(first)))
-    return np.concatenate([np.asarray(item) for item in items])
-
-
-def num_rows(data: Any) -> int:
-    """Leading dimension of an array or of the first leaf of a nested structure (dicts, tuples)."""
-    while isinstance(data, dict | tuple):
-        data = next(iter(data.values())) if isinstance(data, dict) else data[0]
-    return len(data)
-
-
 def terminated_column(rows: int, last_real: int, flag: bool) -> np.ndarray:
     """A bool column of `rows` False values with `flag` at row `last_real`."""
     column = np.zeros(rows, dtype=bool)
@@ -164,12 +134,9 @@ __all__ = [
     "bootstrap_chunk_lens",
     "append_last",
     "chunk_rows",
-    "concat_leaves",
     "modules_with_column",
     "module_episodes",
-    "num_rows",
     "place_episode_items",
-    "stack_leaves",
     "terminated_column",
     "transition_blocks",
 ]

@@ -29,11 +29,11 @@ from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.checkpoints.tree import read_tree, tree_state
 from flywheel.core.learner.learner import Learner
 from flywheel.core.learner.learner_hosts import LearnerHost, RemoteLearners
-from flywheel.core.learner.minibatches import num_rows
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.episodes.transition_episodes import TransitionEpisodes
 from flywheel.errors import CheckpointError, LearnerError
 from flywheel.typing import ModuleID, StateDict
+from flywheel.utils.nested import num_rows
 
 
 class LearnerGroup(Checkpointable):

@@ -16,6 +16,7 @@ import numpy as np
 
 from flywheel.columns import Columns
 from flywheel.typing import ModuleID
+from flywheel.utils.nested import num_rows
 
 
 def iter_minibatches(
@@ -45,14 +46,6 @@ def iter_minibatches(
         )
         for i in range(max(counts.values(), default=0)):
             yield {mid: _slice(epoch[mid], *bounds[mid][i]) for mid in epoch if i < len(bounds[mid])}
-
-
-def num_rows(columns: dict) -> int:
-    """Leading dimension of the first column (of its first leaf, for nested columns)."""
-    data = next(iter(columns.values()))
-    while isinstance(data, dict | tuple):
-        data = next(iter(data.values())) if isinstance(data, dict) else data[0]
-    return len(data)
 
 
 def num_steps(columns: dict) -> int:
