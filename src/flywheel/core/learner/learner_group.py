@@ -132,12 +132,14 @@ class LearnerGroup(Checkpointable):
         batch: dict | None = None,
         *,
         episodes: list | None = None,
+        data_iterators: list | None = None,
         timesteps: dict | None = None,
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
         shuffle_batch_per_epoch: bool | None = None,
     ) -> list[dict]:
-        """One `Learner.update` per learner, each on its shard of `episodes` (or of `batch`'s rows);
+        """One `Learner.update` per learner, each on its shard of `episodes` (or of `batch`'s rows, or
+        on what it reads next from its own entry of `data_iterators`, one per learner);
         returns RLlib's shape: a list with each learner's results (`MetricsLogger.reduce()` output,
         plain numbers per module), which `algo.metrics.aggregate(results, key="learners")` merges
         exactly and `merge_results` into one dict. All-or-nothing (see `atomic`)."""
@@ -149,8 +151,14 @@ class LearnerGroup(Checkpointable):
         }
         with self.atomic():
             if self._local is not None:
-                return [self._local.update(batch=batch, episodes=episodes, **kwargs)]
-            if episodes is not None:
+                return [
+                    self._local.update(
+                        batch=batch, episodes=episodes, data_iterators=data_iterators, **kwargs
+                    )
+                ]
+            if data_iterators is not None:
+                shards = [{"data_iterators": [iterator]} for iterator in data_iterators]
+            elif episodes is not None:
                 shards = [{"episodes": shard} for shard in shard_episodes(episodes, len(self))]
             else:
                 shards = [{"batch": shard} for shard in shard_batch(batch, len(self))]
