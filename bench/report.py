@@ -446,6 +446,7 @@ def machine_section() -> list[str]:
 
 def main() -> None:
     from report_appo import appo_section  # imports this module's helpers
+    from report_offline import offline_section
 
     lines = [
         "# flywheel benchmark results",
@@ -476,6 +477,8 @@ def main() -> None:
         *mujoco_section(),
         "",
         *appo_section(),
+        "",
+        *offline_section(),
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 
