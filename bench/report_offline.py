@@ -3,7 +3,7 @@ the same Parquet files, RLlib 2.60 and flywheel side by side."""
 
 from __future__ import annotations
 
-from report import NAMES, errors_of, fmt, load, median, ratio_cell
+from report import side_by_side
 
 
 def offline_section() -> list[str]:
@@ -15,19 +15,5 @@ def offline_section() -> list[str]:
         "to episodes in one Ray Data actor (one CPU left for reading on 2 CPUs). Timed `train()` calls in",
         "alternating turns. Higher is better.",
         "",
-        "| framework | median rows/s | per repeat |",
-        "|---|---:|---|",
     ]
-    rows = {fw: load(f"offline_bc_{fw}.jsonl") for fw in ("rllib", "flywheel")}
-    errors = [e for fw, r in rows.items() for e in errors_of(r, NAMES[fw])]
-    ok = {fw: [r for r in rs if "rows_per_s" in r] for fw, rs in rows.items()}
-    for fw, rs in ok.items():
-        per = ", ".join(fmt(r["rows_per_s"]) for r in rs)
-        lines.append(f"| {NAMES[fw]} | {fmt(median([r['rows_per_s'] for r in rs]))} | {per or '—'} |")
-    ratios = [f["rows_per_s"] / r["rows_per_s"] for r, f in zip(ok["rllib"], ok["flywheel"], strict=False)]
-    lines += [
-        "",
-        f"flywheel / RLlib: {ratio_cell(median(ratios), 5.0)} (median of per-repeat ratios "
-        f"{', '.join(f'{x:.2f}' for x in ratios) or '—'}; target ≥ 5×)",
-    ]
-    return lines + ([""] + errors if errors else [])
+    return lines + side_by_side("offline_bc", "rows_per_s", "rows/s", 5.0)
