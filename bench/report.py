@@ -58,6 +58,25 @@ def errors_of(rows: list[dict[str, Any]], label: str) -> list[str]:
     return [f"- {label}: `{row['error']}`" for row in rows if "error" in row]
 
 
+def side_by_side(bench: str, key: str, unit: str, target: float) -> list[str]:
+    """Table of RLlib's and flywheel's `key` in results/<bench>_<fw>.jsonl (median, each repeat), the
+    median of the per-repeat ratios against `target`, and any error lines."""
+    lines = [f"| framework | median {unit} | per repeat |", "|---|---:|---|"]
+    rows = {fw: load(f"{bench}_{fw}.jsonl") for fw in ("rllib", "flywheel")}
+    errors = [e for fw, r in rows.items() for e in errors_of(r, NAMES[fw])]
+    ok = {fw: [r for r in rs if key in r] for fw, rs in rows.items()}
+    for fw, rs in ok.items():
+        per = ", ".join(fmt(r[key]) for r in rs)
+        lines.append(f"| {NAMES[fw]} | {fmt(median([r[key] for r in rs]))} | {per or '—'} |")
+    ratios = [f[key] / r[key] for r, f in zip(ok["rllib"], ok["flywheel"], strict=False)]
+    lines += [
+        "",
+        f"flywheel / RLlib: {ratio_cell(median(ratios), target)} (median of per-repeat ratios "
+        f"{', '.join(f'{x:.2f}' for x in ratios) or '—'}; target ≥ {target:g}×)",
+    ]
+    return lines + ([""] + errors if errors else [])
+
+
 def sampling_section() -> list[str]:
     lines = [
         "## Sampling: env steps/s, CartPole-v1, `sample(num_timesteps=4000)`, explore, default 2x256 module",
@@ -446,6 +465,7 @@ def machine_section() -> list[str]:
 
 def main() -> None:
     from report_appo import appo_section  # imports this module's helpers
+    from report_offline import offline_section
 
     lines = [
         "# flywheel benchmark results",
@@ -476,6 +496,8 @@ def main() -> None:
         *mujoco_section(),
         "",
         *appo_section(),
+        "",
+        *offline_section(),
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from report import NAMES, errors_of, fmt, load, median, ratio_cell
+from report import NAMES, errors_of, fmt, load, median, ratio_cell, side_by_side
 
 SETTINGS = ("rllib", "flywheel")
 
@@ -23,22 +23,8 @@ def _throughput_lines() -> list[str]:
         "2-CPU Ray each; timed `train()` calls in alternating turns. Per-repeat ratio: flywheel's turns",
         "over RLlib's turns of the same repeat. Higher is better.",
         "",
-        "| framework | median steps/s | per repeat |",
-        "|---|---:|---|",
     ]
-    rows = {fw: load(f"appo_throughput_{fw}.jsonl") for fw in ("rllib", "flywheel")}
-    errors = [e for fw, r in rows.items() for e in errors_of(r, NAMES[fw])]
-    ok = {fw: [r for r in rs if "steps_per_s" in r] for fw, rs in rows.items()}
-    for fw, rs in ok.items():
-        per = ", ".join(fmt(r["steps_per_s"]) for r in rs)
-        lines.append(f"| {NAMES[fw]} | {fmt(median([r['steps_per_s'] for r in rs]))} | {per or '—'} |")
-    ratios = [f["steps_per_s"] / r["steps_per_s"] for r, f in zip(ok["rllib"], ok["flywheel"], strict=False)]
-    lines += [
-        "",
-        f"flywheel / RLlib: {ratio_cell(median(ratios), 5.0)} (median of per-repeat ratios "
-        f"{', '.join(f'{x:.2f}' for x in ratios) or '—'}; target ≥ 5×)",
-    ]
-    return lines + ([""] + errors if errors else [])
+    return lines + side_by_side("appo_throughput", "steps_per_s", "steps/s", 5.0)
 
 
 def _scaling_lines() -> list[str]:

@@ -12,6 +12,7 @@
 #                                         #     --only minatar (flywheel PPO MinAtar Breakout, 1M env steps per seed)
 #                                         #     --only appo (APPO CartPole: train() steps/s side by side, scaling
 #                                         #     with runners, wall-clock to 450; rllib, flywheel)
+#                                         #     --only offline (BC rows/s from the same Parquet files: rllib, flywheel)
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
 #
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
@@ -43,8 +44,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 case "$only" in
-    all | sampling | trainspeed | train | ma | remote | offpolicy | atari | minatar | appo) ;;
-    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote, offpolicy, atari, minatar or appo)" >&2; exit 2 ;;
+    all | sampling | trainspeed | train | ma | remote | offpolicy | atari | minatar | appo | offline) ;;
+    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote, offpolicy, atari, minatar, appo or offline)" >&2; exit 2 ;;
 esac
 
 # BENCH_PYTHON: an interpreter of an existing bench venv (e.g. another checkout's, with PYTHONPATH
@@ -264,6 +265,32 @@ if [[ $report_only == 0 ]]; then
                 done
             done
         done
+    fi
+    if [[ $only == all || $only == offline ]]; then
+        # Offline BC rows/s from the same Parquet files (recorded once per run), in turns when both run.
+        data="$(mktemp -d)"
+        : > results/offline_bc_data.jsonl
+        measure results/offline_bc_data.jsonl offline_bc_data.log 600 offline_bc_data flywheel \
+            offline_bc.py --record "$data" --rows 100000
+        for fw in rllib flywheel; do
+            has "$fw" && : > "results/offline_bc_${fw}.jsonl"
+        done
+        for r in $(seq 1 "$repeats"); do
+            turns_dir=""
+            if has rllib && has flywheel; then turns_dir="$(mktemp -d)"; fi
+            for fw in rllib flywheel; do
+                has "$fw" || continue
+                args=(--framework "$fw" --data "$data")
+                if [[ -n "$turns_dir" ]]; then
+                    args+=(--turns-dir "$turns_dir" --turn-order rllib,flywheel --turn-as "$fw")
+                fi
+                measure "results/offline_bc_${fw}.jsonl" "offline_bc_${fw}_r${r}.log" 900 \
+                    offline_bc "$fw" offline_bc.py "${args[@]}" &
+            done
+            wait
+            if [[ -n "$turns_dir" ]]; then rm -rf "$turns_dir"; fi
+        done
+        rm -rf "$data"
     fi
 fi
 

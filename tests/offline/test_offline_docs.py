@@ -2,6 +2,6 @@
 
 
 def test_offline_page_runs(run_doc_blocks):
-    namespace = run_doc_blocks("docs/concepts/offline.md", blocks=3)
+    namespace = run_doc_blocks("docs/concepts/offline.md", blocks=4)
     assert namespace["table"].num_rows == 500
     assert namespace["result"]["evaluation"]["env_runners"]["num_episodes"] == 2

@@ -108,3 +108,30 @@ def test_unknown_read_kwargs(tmp_path):
     record(tmp_path, episodes=True, num_timesteps=20)
     with pytest.raises(OfflineDataError, match=r"unknown key\(s\) \['columns'\]"):
         OfflineData(reading_config(tmp_path, episodes=True, columns=["obs"]), *SPACES)
+
+
+def test_box_actions_normalized_on_read_only_when_the_data_is_in_env_bounds(tmp_path):
+    config = (
+        PPOConfig()
+        .environment("Pendulum-v1")
+        .offline_data(output=str(tmp_path), output_write_episodes=False)
+        .debugging(seed=0)
+    )
+    runner = SingleAgentEnvRunner(config=config)
+    [sampled] = runner.sample(num_timesteps=50)
+    runner.stop()
+    recorded = sampled.get_actions()  # the module's actions: normalized space (normalize_actions=True)
+    pendulum = gym.make("Pendulum-v1")
+    spaces = (pendulum.observation_space, pendulum.action_space)
+
+    def read(**offline):
+        config = PPOConfig().environment("Pendulum-v1").offline_data(input_=str(tmp_path), **offline)
+        [episode] = OfflineData(config, *spaces).sample(num_rows=50)
+        return episode.get_actions()
+
+    np.testing.assert_array_equal(read(), recorded)  # the file says its actions are normalized
+    [path] = tmp_path.glob("*.parquet")
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata(None), path)  # as another tool writes it: no metadata
+    np.testing.assert_allclose(read(), recorded / 2.0)  # taken as env actions in [-2, 2]
+    np.testing.assert_array_equal(read(actions_in_input_normalized=True), recorded)

@@ -177,10 +177,13 @@ class Algorithm(Checkpointable):
             counts = self.env_runner_group.fault_tolerance_metrics()
             self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
 
-    def _update(self, episodes: Sequence[Any]) -> dict[str, Any]:
-        """One learner-group update on `episodes` (every algorithm's update goes through here); logs its
-        results under `learners` and returns them. The learners' `timesteps` are the lifetime env steps
-        sampled and trained (before this update)."""
+    def _update(
+        self, episodes: Sequence[Any] | None = None, *, data_iterators: list | None = None
+    ) -> dict[str, Any]:
+        """One learner-group update on `episodes`, or on what each learner reads next from its data
+        iterator (offline data with remote learners); every algorithm's update goes through here.
+        Logs its results under `learners` and returns them. The learners' `timesteps` are the
+        lifetime env steps sampled and trained (before this update)."""
         timesteps = {
             keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps(),
             keys.NUM_ENV_STEPS_TRAINED_LIFETIME: int(
@@ -188,9 +191,16 @@ class Algorithm(Checkpointable):
             ),
         }
         with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
-            results = merge_results(self.learner_group.update(episodes=episodes, timesteps=timesteps))
+            results = merge_results(
+                self.learner_group.update(
+                    episodes=episodes, data_iterators=data_iterators, timesteps=timesteps
+                )
+            )
         self._log_learner_results(results)
-        num_trained = num_env_steps(episodes)
+        if episodes is None:
+            num_trained = int(results[ALL_MODULES][keys.NUM_ENV_STEPS_TRAINED])
+        else:
+            num_trained = num_env_steps(episodes)
         self.metrics.log_value(
             keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum", with_throughput=True
         )

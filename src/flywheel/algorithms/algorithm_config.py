@@ -210,7 +210,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         """Recording and reading offline data (Parquet files; see docs/concepts/offline.md).
 
         Keywords: input_, input_read_episodes, input_read_method_kwargs, dataset_num_iters_per_learner,
-        output, output_write_episodes, output_max_rows_per_file,
+        actions_in_input_normalized, output, output_write_episodes, output_max_rows_per_file,
         output_compress_columns.
         """
         return self._section("offline_data", kwargs)

@@ -162,10 +162,15 @@ class AlgorithmSettings:
     """The input holds whole episodes (one row per episode chunk, `output_write_episodes=True`) rather
     than one row per step. flywheel reads the layout from each file's metadata and checks it agrees."""
     input_read_method_kwargs: dict = setting("offline_data", factory=dict)
-    """Options of the reader: `batch_size` (rows per Arrow record batch read at a time; memory
-    bound), `shuffle` (file order per pass, default True)."""
+    """Options of the reader: with a local learner `batch_size` (rows per Arrow record batch read at a
+    time; memory bound) and `shuffle` (file order per pass, default True); with `num_learners >= 1`
+    keywords of `ray.data.read_parquet`."""
     dataset_num_iters_per_learner: int | None = setting("offline_data")
-    """Updates per training iteration, each on `train_batch_size_per_learner` rows (None: 1)."""
+    """Updates per training iteration, each on `train_batch_size_per_learner` rows per learner (None: 1)."""
+    actions_in_input_normalized: bool = setting("offline_data", False)
+    """The input's Box actions are already in [-1, 1] (the module's space with `normalize_actions`);
+    False: they are in the env's bounds and are normalized on read. flywheel's own recordings say in
+    their metadata which space they hold, and that wins."""
     output: str | None = setting("offline_data")
     """Folder every env runner (local and remote) writes what it samples to, as Parquet files (None: no
     recording). Evaluation runners do not record."""

@@ -152,6 +152,7 @@ class EnvRunner(Checkpointable, abc.ABC):
                 max_rows_per_file=config.output_max_rows_per_file,
                 compress_columns=config.output_compress_columns,
                 file_prefix=f"runner{self.worker_index}",
+                actions_normalized=config.normalize_actions,
             )
         return self._writer
 

@@ -19,6 +19,9 @@ from flywheel.checkpoints.codec import decode, encode
 
 FORMAT_KEY = b"flywheel.format"
 """Metadata key: "rows" (one row per agent step) or "episodes" (one row per episode chunk)."""
+ACTIONS_NORMALIZED_KEY = b"flywheel.actions_normalized"
+"""Metadata key: b"1" when the recording runner's module acted in normalized space
+(`normalize_actions=True`: Box actions in [-1, 1]), b"0" when its actions are the env's."""
 SPACES_KEY = b"flywheel.spaces"
 """Metadata key: JSON `{agent_id or "default": {"observation_space": ..., "action_space": ...}}`."""
 SINGLE_AGENT = "default"

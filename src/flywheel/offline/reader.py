@@ -24,33 +24,20 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from flywheel.columns import Columns
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
-from flywheel.offline.arrow_columns import FORMAT_KEY, SINGLE_AGENT, read_spaces, to_numpy
-from flywheel.utils.nested import concat, take
+from flywheel.offline.episodes import EpisodeBuilder, check_files, needs_action_normalizing
 
-ROW_COLUMNS = (
-    Columns.EPS_ID, Columns.T, Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS,
-    Columns.TERMINATEDS, Columns.TRUNCATEDS,
-)  # fmt: skip
-"""The columns a file with one row per step must have (`output_write_episodes=False`)."""
-EPISODE_COLUMNS = (
-    Columns.EPS_ID, "t_started", "is_terminated", "is_truncated", Columns.OBS, Columns.ACTIONS, Columns.REWARDS,
-)  # fmt: skip
-"""The columns a file with one row per episode chunk must have (`output_write_episodes=True`)."""
 _DEFAULT_BATCH_SIZE = 1024
 _READ_KWARGS = ("batch_size", "shuffle")
 _OPEN_FILES = 8  # files read interleaved when shuffling (each holds one record batch in memory)
 
 
 class OfflineData:
-    """Streams `config.input_` as single-agent episodes for a learner; checks every file once."""
+    """Streams `config.input_` as single-agent episodes for a local learner; checks every file once."""
 
     def __init__(self, config: Any, observation_space: Any, action_space: Any) -> None:
         self.paths = parquet_files(config.input_)
-        self.read_episodes = config.input_read_episodes
-        self.spaces = (observation_space, action_space)
         kwargs = dict(config.input_read_method_kwargs or {})
         unknown = sorted(set(kwargs) - set(_READ_KWARGS))
         if unknown:
@@ -61,61 +48,25 @@ class OfflineData:
         self.batch_size = int(kwargs.get("batch_size", _DEFAULT_BATCH_SIZE))
         self.shuffle = bool(kwargs.get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
-        for path in self.paths:
-            self._check_file(path)
+        spaces = (observation_space, action_space)
+        files_say = check_files(self.paths, config.input_read_episodes, spaces)
+        normalize = needs_action_normalizing(config, action_space, files_say)
+        self.builder = EpisodeBuilder(config.input_read_episodes, spaces, normalize)
         self._stream = self._episodes()
 
     def sample(self, num_rows: int) -> list[SingleAgentEpisode]:
         """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot)."""
-        episodes, rows = [], 0
-        while rows < num_rows:
-            episode = next(self._stream)
-            episodes.append(episode)
-            rows += len(episode)
-        return episodes
-
-    def _check_file(self, path: str) -> None:
-        schema = pq.read_schema(path)
-        layout = (schema.metadata or {}).get(FORMAT_KEY, b"").decode()
-        wanted = "episodes" if self.read_episodes else "rows"
-        if layout and layout != wanted:
-            raise OfflineDataError(
-                f"{path} holds one row per {'episode chunk' if layout == 'episodes' else 'step'} (written "
-                f"with output_write_episodes={layout == 'episodes'}), but input_read_episodes="
-                f"{self.read_episodes}. Fix: config.offline_data(input_read_episodes={layout == 'episodes'})."
-            )
-        required = EPISODE_COLUMNS if self.read_episodes else ROW_COLUMNS
-        missing = [column for column in required if column not in schema.names]
-        if missing:
-            raise OfflineDataError(
-                f"{path} has no column(s) {missing}; a file with one row per "
-                f"{'episode chunk' if self.read_episodes else 'step'} needs {list(required)}, this one has "
-                f"{schema.names}. Fix: record it with config.offline_data(output=...), or add those columns."
-            )
-        recorded = read_spaces(schema.metadata, path).get(SINGLE_AGENT)
-        if recorded is None:
-            return
-        for kind, was, now in zip(("observation", "action"), recorded, self.spaces, strict=True):
-            if was != now:
-                raise OfflineDataError(
-                    f"{path} was recorded with the {kind} space {was}, but the env's {kind} space is {now}. "
-                    "Fix: train with the env the data was recorded from (config.environment(...)), or pass "
-                    f"that space as config.environment({kind}_space=...)."
-                )
+        return take_rows(self._stream, num_rows)
 
     def _episodes(self) -> Iterator[SingleAgentEpisode]:
         for batch in self._record_batches():
-            data = {name: to_numpy(batch.column(name)) for name in batch.schema.names}
-            if self.read_episodes:
-                yield from self._from_episode_rows(data, batch)
-            else:
-                yield from self._from_step_rows(data)
+            yield from self.builder.episodes(batch)
 
     def _record_batches(self) -> Iterator[Any]:
         """Record batches of every file, pass after pass. With `shuffle`, files come in a new order each
         pass and `_OPEN_FILES` of them are read interleaved (the next batch from a file drawn with
         probability proportional to its unread rows), so a train batch mixes files."""
-        columns = list(EPISODE_COLUMNS if self.read_episodes else ROW_COLUMNS)
+        columns = self.builder.columns
         while True:
             order = (
                 list(self._rng.permutation(len(self.paths))) if self.shuffle else list(range(len(self.paths)))
@@ -136,44 +87,15 @@ class OfflineData:
                 window[pick][1] -= batch.num_rows
                 yield batch
 
-    def _episode(self, data: dict, obs: Any, steps: slice, done: tuple[bool, bool], t_started: int) -> Any:
-        return SingleAgentEpisode(
-            id_=str(data[Columns.EPS_ID][steps.start]),
-            observations=obs,
-            actions=take(data[Columns.ACTIONS], steps),
-            rewards=np.asarray(data[Columns.REWARDS][steps], np.float32),
-            terminated=done[0],
-            truncated=done[1],
-            observation_space=self.spaces[0],
-            action_space=self.spaces[1],
-            t_started=t_started,
-            len_lookback_buffer=0,
-        )
 
-    def _from_step_rows(self, data: dict) -> Iterator[SingleAgentEpisode]:
-        ids, t = data[Columns.EPS_ID], data[Columns.T]
-        starts = np.flatnonzero((ids[1:] != ids[:-1]) | (t[1:] != t[:-1] + 1)) + 1
-        bounds = [0, *starts.tolist(), len(ids)]
-        for start, end in zip(bounds[:-1], bounds[1:], strict=True):
-            steps, last = slice(start, end), slice(end - 1, end)
-            obs = concat([take(data[Columns.OBS], steps), take(data[Columns.NEXT_OBS], last)])
-            done = (bool(data[Columns.TERMINATEDS][end - 1]), bool(data[Columns.TRUNCATEDS][end - 1]))
-            yield self._episode(data, obs, steps, done, int(t[start]))
-
-    def _from_episode_rows(self, data: dict, batch: Any) -> Iterator[SingleAgentEpisode]:
-        obs_offsets = batch.column(Columns.OBS).offsets.to_numpy()
-        offsets = batch.column(Columns.REWARDS).offsets.to_numpy()
-        flat = {
-            Columns.EPS_ID: np.repeat(data[Columns.EPS_ID], np.diff(offsets)),
-            Columns.ACTIONS: to_numpy(batch.column(Columns.ACTIONS).flatten()),
-            Columns.REWARDS: to_numpy(batch.column(Columns.REWARDS).flatten()),
-        }
-        observations = to_numpy(batch.column(Columns.OBS).flatten())
-        for row in range(batch.num_rows):
-            steps = slice(int(offsets[row]), int(offsets[row + 1]))
-            obs = take(observations, slice(int(obs_offsets[row]), int(obs_offsets[row + 1])))
-            done = (bool(data["is_terminated"][row]), bool(data["is_truncated"][row]))
-            yield self._episode(flat, obs, steps, done, int(data["t_started"][row]))
+def take_rows(stream: Iterator[SingleAgentEpisode], num_rows: int) -> list[SingleAgentEpisode]:
+    """Whole episode chunks from `stream` holding at least `num_rows` steps together."""
+    episodes, rows = [], 0
+    while rows < num_rows:
+        episode = next(stream)
+        episodes.append(episode)
+        rows += len(episode)
+    return episodes
 
 
 def parquet_files(input_: Any) -> list[str]:

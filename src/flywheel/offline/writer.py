@@ -30,14 +30,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flywheel.columns import Columns
-from flywheel.offline.arrow_columns import FORMAT_KEY, SPACES_KEY, lists, spaces_metadata, to_arrow
+from flywheel.offline.arrow_columns import (
+    ACTIONS_NORMALIZED_KEY,
+    FORMAT_KEY,
+    SPACES_KEY,
+    lists,
+    spaces_metadata,
+    to_arrow,
+)
 from flywheel.utils.nested import concat
 
 _IDS = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID)
 
 
 class OfflineWriter:
-    """Buffers episodes and writes files of `max_rows_per_file` rows (None: one file per `write()`)."""
+    """Buffers episodes and writes files of `max_rows_per_file` rows (None: one file per `write()`).
+    `actions_normalized` (the runner's `normalize_actions`) goes into each file's metadata, so a reader
+    knows which space the actions are in."""
 
     def __init__(
         self,
@@ -48,6 +57,7 @@ class OfflineWriter:
         max_rows_per_file: int | None = None,
         compress_columns: Iterable[str] = (),
         file_prefix: str = "runner",
+        actions_normalized: bool = True,
     ) -> None:
         self.output = os.fspath(output)
         os.makedirs(self.output, exist_ok=True)
@@ -57,6 +67,7 @@ class OfflineWriter:
         self._metadata = {
             FORMAT_KEY: b"episodes" if write_episodes else b"rows",
             SPACES_KEY: spaces_metadata(spaces),
+            ACTIONS_NORMALIZED_KEY: b"1" if actions_normalized else b"0",
         }
         self._prefix = f"{file_prefix}-{uuid.uuid4().hex[:8]}"
         self._num_files = 0

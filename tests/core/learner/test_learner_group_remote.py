@@ -128,7 +128,8 @@ def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session
         assert group.foreach_learner(lambda learner: learner.weights_seq_no) == [2, 2]
         assert len(group) == 2 and group.is_remote
         with pytest.raises(
-            LearnerError, match=r"LearnerGroup.update\(\) takes a batch or episodes, got neither"
+            LearnerError,
+            match=r"LearnerGroup.update\(\) takes one of batch, episodes or data_iterators, got none",
         ):
             group.update()
     finally:

@@ -1,4 +1,4 @@
-"""`MARWIL`: trains on offline data streamed from Parquet files; evaluates on env runners."""
+"""`MARWIL`: trains on offline data streamed from Parquet files (or a Minari dataset); evaluates on env runners."""
 
 from __future__ import annotations
 
@@ -11,17 +11,26 @@ from flywheel.env.make import INPUT_ENV_SINGLE_SPACES
 class MARWIL(Algorithm):
     """Offline: each training step updates the learners on `dataset_num_iters_per_learner` (default 1)
     train batches read from `config.input_`, then syncs the weights to the env runners (which only
-    evaluate). The env gives the spaces the data is checked against and the evaluation episodes."""
+    evaluate). The env gives the spaces the data is checked against and the evaluation episodes.
+
+    A local learner reads with pyarrow (`OfflineData`, or `MinariData` for `input_="minari:ID"`);
+    remote learners (`num_learners >= 1`) each read their shard of a Ray Data stream (`RayOfflineData`)."""
 
     def __init__(self, config: Any, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
-        from flywheel.offline.reader import OfflineData
+        from flywheel.offline.inputs import open_input
 
         spaces = self.env_runner.get_spaces()[INPUT_ENV_SINGLE_SPACES]
-        self.offline_data = OfflineData(self.config, *spaces)
+        try:
+            self.offline_data = open_input(self.config, spaces, num_learners=len(self.learner_group))
+        except BaseException:
+            self.stop()  # bad data: free the learners and runners this build started
+            raise
 
     def training_step(self) -> None:
         for _ in range(self.config.dataset_num_iters_per_learner or 1):
-            episodes = self.offline_data.sample(num_rows=self.config.total_train_batch_size)
-            self._update(episodes)
+            if self.learner_group.is_remote:
+                self._update(data_iterators=self.offline_data.shards)
+            else:
+                self._update(self.offline_data.sample(num_rows=self.config.total_train_batch_size))
         self._sync_weights()

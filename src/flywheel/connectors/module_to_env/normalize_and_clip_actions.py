@@ -76,10 +76,7 @@ class NormalizeAndClipActions(ConnectorV2):
             return _identity
         low, high = space.low, space.high
         if self.normalize_actions and np.issubdtype(space.dtype, np.floating):
-            bounded = np.isfinite(low) & np.isfinite(high)
-            finite_low, finite_high = np.where(bounded, low, -1.0), np.where(bounded, high, 1.0)
-            center = ((finite_low + finite_high) / 2.0).astype(space.dtype)
-            half_range = ((finite_high - finite_low) / 2.0).astype(space.dtype)
+            center, half_range = box_center_and_half_range(space)
             return lambda actions: np.clip(center + actions * half_range, low, high).astype(
                 space.dtype, copy=False
             )
@@ -89,6 +86,16 @@ class NormalizeAndClipActions(ConnectorV2):
 
     def __repr__(self) -> str:
         return f"NormalizeAndClipActions(normalize_actions={self.normalize_actions}, clip_actions={self.clip_actions})"
+
+
+def box_center_and_half_range(space: gym.spaces.Box) -> tuple[np.ndarray, np.ndarray]:
+    """The center and half-range of a Box's bounds: env actions are `center + a * half_range` for
+    normalized actions `a` in [-1, 1]; dimensions with an infinite bound get center 0, half-range 1."""
+    bounded = np.isfinite(space.low) & np.isfinite(space.high)
+    finite_low, finite_high = np.where(bounded, space.low, -1.0), np.where(bounded, space.high, 1.0)
+    center = ((finite_low + finite_high) / 2.0).astype(space.dtype)
+    half_range = ((finite_high - finite_low) / 2.0).astype(space.dtype)
+    return center, half_range
 
 
 def _identity(actions: np.ndarray) -> np.ndarray:

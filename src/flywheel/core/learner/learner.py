@@ -101,6 +101,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         self.metrics = MetricsLogger()
         self._learner_connector: ConnectorPipelineV2 | None = None
         self._weights_seq_no = 0
+        self._data_iterator: Any = None  # the offline data this learner reads (`update(data_iterators=...)`)
         self._num_non_finite_updates = 0
         self._non_finite_before_update = 0  # count when the current update started (warn once per update)
         self._minibatch_index = 0
@@ -290,13 +291,16 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         batch: dict[ModuleID, dict] | None = None,
         *,
         episodes: Sequence | None = None,
+        data_iterators: list | None = None,
         timesteps: dict | None = None,
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
         shuffle_batch_per_epoch: bool | None = None,
     ) -> dict:
         """Runs `num_epochs` passes of minibatch SGD over a train batch: the learner pipeline's output
-        for `episodes`, or `batch` (`{module_id: {column: array}}`) as given.
+        for `episodes`, or `batch` (`{module_id: {column: array}}`) as given. With `data_iterators`
+        (offline data, e.g. `flywheel.offline.ray_data.DataShard`s), the episodes are the next ones the
+        learner reads from the first iterator it was ever given (as in RLlib, it keeps reading that one).
 
         `num_epochs`, `minibatch_size` and `shuffle_batch_per_epoch` default to the config's settings;
         `timesteps["num_env_steps_sampled_lifetime"]` drives the schedules (lr, coefficients).
@@ -304,6 +308,9 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         """
         if self._module is None:
             raise LearnerError("Learner.update() was called before build(). Fix: call learner.build() first.")
+        if data_iterators is not None:
+            self._data_iterator = self._data_iterator or data_iterators[0]
+            episodes = self._data_iterator.next_episodes()
         if (batch is None) == (episodes is None):
             raise LearnerError(
                 f"Learner.update() takes a batch or episodes, got {'both' if batch is not None else 'neither'}. "

@@ -137,12 +137,14 @@ class LearnerGroup(Checkpointable):
         batch: dict | None = None,
         *,
         episodes: Sequence | None = None,
+        data_iterators: list | None = None,
         timesteps: dict | None = None,
         num_epochs: int | None = None,
         minibatch_size: int | None = None,
         shuffle_batch_per_epoch: bool | None = None,
     ) -> list[dict]:
-        """One `Learner.update` per learner, each on its shard of `episodes` (or of `batch`'s rows);
+        """One `Learner.update` per learner, each on its shard of `episodes` (or of `batch`'s rows, or
+        on what it reads next from its own entry of `data_iterators`, one per learner);
         returns RLlib's shape: a list with each learner's results (`MetricsLogger.reduce()` output,
         plain numbers per module), which `algo.metrics.aggregate(results, key="learners")` merges
         exactly and `merge_results` into one dict. All-or-nothing (see `atomic`)."""
@@ -152,16 +154,27 @@ class LearnerGroup(Checkpointable):
             "minibatch_size": minibatch_size,
             "shuffle_batch_per_epoch": shuffle_batch_per_epoch,
         }
-        if (batch is None) == (episodes is None):
+        given = [
+            name
+            for name, value in (("batch", batch), ("episodes", episodes), ("data_iterators", data_iterators))
+            if value is not None
+        ]
+        if len(given) != 1:
             raise LearnerError(
-                "LearnerGroup.update() takes a batch or episodes, got "
-                f"{'both' if batch is not None else 'neither'}. "
+                "LearnerGroup.update() takes one of batch, episodes or data_iterators, got "
+                f"{' and '.join(given) or 'none'}. "
                 "Fix: pass episodes=[...] (run through the learner pipeline) or batch={module_id: columns}."
             )
         with self.atomic():
             if self._local is not None:
-                return [self._local.update(batch=batch, episodes=episodes, **kwargs)]
-            if episodes is not None:
+                return [
+                    self._local.update(
+                        batch=batch, episodes=episodes, data_iterators=data_iterators, **kwargs
+                    )
+                ]
+            if data_iterators is not None:
+                shards = [{"data_iterators": [iterator]} for iterator in data_iterators]
+            elif episodes is not None:
                 shards = [{"episodes": shard} for shard in shard_episodes(episodes, len(self))]
             else:
                 assert batch is not None  # checked above

@@ -1,0 +1,125 @@
+"""Offline BC training throughput: rows/s into BC's learner, from Parquet files on disk (flywheel or RLlib 2.60).
+
+    python bench/offline_bc.py --record DATA_DIR              # once: CartPole rows for both (flywheel's recorder)
+    python bench/offline_bc.py --framework rllib --data DATA_DIR
+    python bench/offline_bc.py --framework flywheel --data DATA_DIR
+
+Both read the same files (one row per step: eps_id, t, obs, actions, rewards, new_obs, terminateds,
+truncateds, ... as plain Parquet columns) with the same settings: BC on CartPole-v1, a local learner
+(`num_learners=0`), train batch 2000 rows, one gradient step per update on the whole batch (RLlib's
+BC uses the train batch as its minibatch), one update per `train()`, lr 1e-4, a 256x256 network, no
+evaluation. After `--warmup` untimed `train()` calls, timed ones give rows/s = rows trained / seconds;
+with `--turns-dir` they are taken in turns with the peer process (see turns.py), else for
+`--min-seconds`. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from benchlib import peak_rss_mb, run_guarded, since_start
+from turns import Turns
+
+BATCH = 2000
+SETTINGS: dict[str, dict[str, Any]] = {
+    "training": {"lr": 1e-4, "train_batch_size_per_learner": BATCH},
+    "rl_module": {"model_config": {"fcnet_hiddens": [256, 256]}},
+}
+
+
+def record(folder: str, num_rows: int) -> dict[str, Any]:
+    """`num_rows` CartPole steps of an untrained PPO policy, one row per step, files of 5000 rows."""
+    from flywheel import PPOConfig, SingleAgentEnvRunner
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=8)
+        .offline_data(output=folder, output_write_episodes=False, output_max_rows_per_file=5000)
+        .debugging(seed=0)
+    )
+    runner = SingleAgentEnvRunner(config=config)
+    runner.sample(num_timesteps=num_rows)
+    runner.stop()
+    return {"rows": num_rows, "folder": folder}
+
+
+def build(framework: str, data: str) -> Any:
+    if framework == "rllib":
+        from ray.rllib.algorithms.bc import BCConfig
+    else:
+        from flywheel import BCConfig
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    # RLlib maps rows to episodes in Ray Data actors (2 of 1 CPU each by default); on 2 CPUs they
+    # leave none for the read task, which then waits forever: one actor, one CPU left for reading.
+    rllib_only = {"map_batches_kwargs": {"concurrency": 1, "num_cpus": 1}} if framework == "rllib" else {}
+    config = (
+        BCConfig()
+        .environment(  # both need the spaces when no evaluation runs (RLlib checks)
+            "CartPole-v1", observation_space=env.observation_space, action_space=env.action_space
+        )
+        .offline_data(input_=[data], input_read_episodes=False, dataset_num_iters_per_learner=1, **rllib_only)
+        .training(**SETTINGS["training"], **({} if framework == "rllib" else {"minibatch_size": BATCH}))
+        .rl_module(**SETTINGS["rl_module"])
+        .learners(num_learners=0)
+        .evaluation(evaluation_interval=None)
+        .debugging(seed=0)
+    )
+    return config.build_algo()
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """`--warmup` untimed `train()` calls, then timed ones: in `turns.rounds` turns with the peer
+    (each at least as long as the lead's), or one stretch of `--min-seconds` alone."""
+    algo = build(args.framework, args.data)
+    startup_s = since_start()
+    for _ in range(args.warmup):
+        algo.train()
+    turns = Turns(args.turns_dir, args.turn_order.split(","), args.turn_as) if args.turns_dir else None
+    if turns is not None:
+        turns.ready()
+    per_turn: list[float] = []
+    rows = seconds = 0.0
+    for _ in range(turns.rounds if turns else 1):
+        at_least = turns.wait() if turns else args.min_seconds
+        start, calls = time.perf_counter(), 0
+        while time.perf_counter() - start < at_least:
+            algo.train()  # one update on BATCH rows
+            calls += 1
+        took = time.perf_counter() - start
+        if turns is not None:
+            turns.pass_on(took)
+        per_turn.append(round(calls * BATCH / took, 1))
+        rows, seconds = rows + calls * BATCH, seconds + took
+    algo.stop()
+    return {"rows": int(rows), "timed_s": round(seconds, 2), "rows_per_s": round(rows / seconds, 1),
+            "per_turn_rows_per_s": per_turn, "startup_s": round(startup_s, 2), "peak_rss_mb": peak_rss_mb()}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--framework", choices=("rllib", "flywheel"))
+    parser.add_argument("--data", help="folder of Parquet files recorded with --record")
+    parser.add_argument("--record", metavar="DIR", help="record the dataset to DIR and exit")
+    parser.add_argument("--rows", type=int, default=100_000, help="rows to record (--record)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--min-seconds", type=float, default=20.0, help="timed seconds without --turns-dir")
+    parser.add_argument("--turns-dir")
+    parser.add_argument("--turn-order", default="rllib,flywheel")
+    parser.add_argument("--turn-as")
+    args = parser.parse_args()
+    if args.record:
+        run_guarded(
+            {"bench": "offline_bc_data", "framework": "flywheel"}, lambda: record(args.record, args.rows)
+        )
+        return
+    meta = {"bench": "offline_bc", "framework": args.framework, "batch": BATCH}
+    run_guarded(meta, lambda: measure(args))
+
+
+if __name__ == "__main__":
+    main()

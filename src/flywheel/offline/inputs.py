@@ -1,0 +1,33 @@
+"""`open_input`: the reader of `config.input_` for the algorithm's learners."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from flywheel.errors import OfflineDataError
+
+MINARI_PREFIX = "minari:"
+"""`input_="minari:DATASET_ID"` reads a Minari dataset from the local Minari data folder."""
+
+
+def open_input(config: Any, spaces: tuple[gym.Space, gym.Space], num_learners: int) -> Any:
+    """A local reader (`sample(num_rows)`) for a local learner, or `RayOfflineData` (`shards`, one per
+    learner) for `num_learners >= 1` remote learners."""
+    if isinstance(config.input_, str) and config.input_.startswith(MINARI_PREFIX):
+        if num_learners:
+            raise OfflineDataError(
+                f"input_={config.input_!r} is read by the local learner only, but num_learners={num_learners}. "
+                "Fix: config.learners(num_learners=0), or record the dataset to Parquet files and read those."
+            )
+        from flywheel.offline.minari_data import MinariData
+
+        return MinariData(config, *spaces)
+    if num_learners:
+        from flywheel.offline.ray_data import RayOfflineData
+
+        return RayOfflineData(config, *spaces, num_shards=num_learners)
+    from flywheel.offline.reader import OfflineData
+
+    return OfflineData(config, *spaces)

@@ -1,0 +1,88 @@
+"""`RayOfflineData`: recorded Parquet files streamed to remote learners with Ray Data (`num_learners >= 1`).
+
+As in RLlib, `ray.data.read_parquet` reads the files and `Dataset.streaming_split(num_learners,
+equal=True)` cuts the stream into one shard per learner; each learner keeps its `DataShard` and
+reads `train_batch_size_per_learner` rows from it per update, turning them into episode chunks in
+its own process (`EpisodeBuilder`) and running them through its learner pipeline. Every shard holds
+the same number of rows, so all learners finish a pass over the data in the same update and start
+the next one together; within a pass every row is read exactly once.
+
+Ray is imported here only; the driver checks every file (columns, layout, spaces) before reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+
+from flywheel.episodes import SingleAgentEpisode
+from flywheel.errors import OfflineDataError
+from flywheel.offline.episodes import EpisodeBuilder, check_files, needs_action_normalizing
+from flywheel.offline.reader import parquet_files
+
+
+class RayOfflineData:
+    """One `DataShard` per learner (`self.shards`) over `config.input_`, read with Ray Data.
+
+    `config.input_read_method_kwargs` are passed to `ray.data.read_parquet` (as RLlib does); only the
+    columns the episodes need are read."""
+
+    def __init__(
+        self, config: Any, observation_space: gym.Space, action_space: gym.Space, num_shards: int
+    ) -> None:
+        import ray
+
+        paths = parquet_files(config.input_)
+        spaces = (observation_space, action_space)
+        files_say = check_files(paths, config.input_read_episodes, spaces)
+        builder = EpisodeBuilder(
+            config.input_read_episodes, spaces, needs_action_normalizing(config, action_space, files_say)
+        )
+        _check_free_cpu(ray)
+        kwargs = config.input_read_method_kwargs or {}
+        dataset = ray.data.read_parquet(paths, **kwargs).select_columns(builder.columns)
+        splits = dataset.streaming_split(num_shards, equal=True)
+        self.shards = [DataShard(split, builder, config.train_batch_size_per_learner) for split in splits]
+
+
+class DataShard:
+    """One learner's part of the dataset; `next_episodes()` reads its next `batch_size` rows (the
+    rest of a pass at its end, then the next pass begins). Picklable: it is sent to the learner,
+    which opens the stream in its own process on first use."""
+
+    def __init__(self, iterator: Any, builder: EpisodeBuilder, batch_size: int) -> None:
+        self.iterator = iterator
+        self.builder = builder
+        self.batch_size = batch_size
+        self._batches: Iterator[Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_batches": None}
+
+    def next_episodes(self) -> list[SingleAgentEpisode]:
+        """The episode chunks of the next `batch_size` rows of this shard."""
+        batch = None if self._batches is None else next(self._batches, None)
+        if batch is None:  # first use, or the pass ended: every shard starts the next one now
+            self._batches = iter(
+                self.iterator.iter_batches(batch_size=self.batch_size, batch_format="pyarrow")
+            )
+            batch = next(self._batches, None)
+        if batch is None:
+            raise OfflineDataError(
+                "A learner's shard of the offline data holds no rows: the dataset has fewer rows than "
+                "num_learners. Fix: record more data, or train with fewer learners."
+            )
+        return list(self.builder.episodes(batch))
+
+
+def _check_free_cpu(ray: Any) -> None:
+    """Ray Data's read tasks need a CPU the learners do not hold; without one they wait forever."""
+    free = ray.available_resources().get("CPU", 0.0)
+    if free < 1.0:
+        raise OfflineDataError(
+            f"Reading offline data with Ray Data needs a free CPU for its read tasks, but the Ray cluster has "
+            f"{free:g} CPU(s) left after starting the learners and env runners. Fix: "
+            "config.learners(num_cpus_per_learner=...) smaller (e.g. 0.5), fewer learners, or more CPUs in ray.init()."
+        )
