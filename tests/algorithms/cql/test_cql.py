@@ -3,12 +3,15 @@ from recorded Pendulum transitions with evaluation on env runners, and a checkpo
 
 import numpy as np
 import pytest
+import torch
 
 import flywheel
 from flywheel import CQL, SACConfig, SingleAgentEnvRunner
 from flywheel.algorithms.cql import CQLConfig
 from flywheel.algorithms.registry import config_class
 from flywheel.errors import ConfigError
+
+MODULE = "learner_group/learner/rl_module/default_policy"
 
 CQL_DEFAULTS = {
     "bc_iters": 20_000,
@@ -147,3 +150,25 @@ def test_checkpoint_round_trip(pendulum_data, tmp_path):
     finally:
         algo.stop()
         restored.stop()
+
+
+def test_the_cql_module_loads_into_sac(pendulum_data, tmp_path):
+    cql = cql_config(pendulum_data).build_algo()
+    cql.train()
+    cql.save_to_path(tmp_path / "cql")
+    sac = (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .rl_module(model_config={"fcnet_hiddens": [32, 32]})
+        .build_algo()
+    )
+    try:
+        sac.restore_from_path(tmp_path / "cql" / MODULE, component=MODULE)
+        obs = torch.tensor(np.random.default_rng(0).normal(size=(5, 3)), dtype=torch.float32)
+        expected = cql.get_module().forward_inference({"obs": obs})["action_dist_inputs"]
+        torch.testing.assert_close(
+            sac.get_module().forward_inference({"obs": obs})["action_dist_inputs"], expected
+        )
+    finally:
+        cql.stop()
+        sac.stop()
