@@ -7,7 +7,7 @@ SAC (examples/sac_pendulum.py's settings) runs with `offline_data(output=...)`: 
 every transition it samples to Parquet files, one row per step, from the first nearly random steps
 to the good policy at the end: the replay data of the whole run. CQL then learns from those files
 only (no env steps for training) and evaluates its greedy policy on the env after every iteration
-(tests/algorithms/cql: >= -400 within the budget there).
+(measured on a 20,000-step recording: -632 after 2,000 updates, still improving).
 """
 
 import argparse
@@ -38,13 +38,13 @@ def record_sac(folder: str, env_steps: int) -> float:
 
 
 def build_config(folder: str) -> CQLConfig:
-    """CQL on the recorded rows: 500 updates of 256 rows per iteration, behavior cloning for the
-    first 1,000 updates, greedy evaluation on 10 episodes."""
+    """CQL on the recorded rows: 250 updates of 256 rows per iteration, behavior cloning for the
+    first 200 updates, greedy evaluation on 10 episodes."""
     return (
         CQLConfig()
         .environment("Pendulum-v1")
-        .offline_data(input_=folder, dataset_num_iters_per_learner=500)
-        .training(train_batch_size_per_learner=256, bc_iters=1000)
+        .offline_data(input_=folder, dataset_num_iters_per_learner=250)
+        .training(train_batch_size_per_learner=256, bc_iters=200, actor_lr=3e-4)
         .rl_module(model_config={"fcnet_hiddens": [64, 64]})
         .evaluation(evaluation_interval=1, evaluation_duration=10, evaluation_config={"explore": False})
         .debugging(seed=0)
@@ -54,7 +54,7 @@ def build_config(folder: str) -> CQLConfig:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sac-steps", type=int, default=20_000, help="env steps of the recorded SAC run")
-    parser.add_argument("--stop-iters", type=int, default=10, help="CQL iterations")
+    parser.add_argument("--stop-iters", type=int, default=20, help="CQL iterations")
     parser.add_argument("--smoke", action="store_true", help="one tiny iteration of each (for CI)")
     args = parser.parse_args(argv)
 
