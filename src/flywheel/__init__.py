@@ -21,6 +21,8 @@ _EXPORTS = {
     "BCConfig": "flywheel.algorithms.bc",
     "MARWIL": "flywheel.algorithms.marwil",
     "MARWILConfig": "flywheel.algorithms.marwil",
+    "CQL": "flywheel.algorithms.cql",
+    "CQLConfig": "flywheel.algorithms.cql",
     "SACConfig": "flywheel.algorithms.sac",
     "IMPALA": "flywheel.algorithms.impala",
     "IMPALAConfig": "flywheel.algorithms.impala",

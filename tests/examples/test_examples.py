@@ -39,7 +39,7 @@ def test_script_runs_as_main(name, monkeypatch, capsys, request, tmp_path):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # checkpoints and Tune results go here
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
     # Every example takes --smoke (one tiny iteration) and reports its training iteration.
-    assert re.search(r"^iteration 1: mean return (\d+\.\d|nan)", capsys.readouterr().out, re.M)
+    assert re.search(r"^iteration 1: mean return (-?\d+\.\d|nan)", capsys.readouterr().out, re.M)
 
 
 def test_ppo_cartpole_writes_result_files(capsys, tmp_path):

@@ -388,6 +388,16 @@ def _check_attributes(config: AlgorithmConfig) -> list[str]:
     return problems
 
 
+def check_offline_input(config: AlgorithmConfig) -> str | None:
+    """Offline algorithms (BC, MARWIL, CQL) need `input_`."""
+    if config.input_ is not None:
+        return None
+    return (
+        f"{type(config).__name__} trains on offline data, but input_ is None. Fix: "
+        "config.offline_data(input_=folder recorded with config.offline_data(output=...))."
+    )
+
+
 def _check_offline_data(config: AlgorithmConfig) -> list[str | None]:
     problems = [
         check_bool(config, "output_write_episodes"),

@@ -20,6 +20,7 @@ ALGORITHMS: dict[str, str] = {
     "APPO": "flywheel.algorithms.appo:APPOConfig",
     "BC": "flywheel.algorithms.bc:BCConfig",
     "MARWIL": "flywheel.algorithms.marwil:MARWILConfig",
+    "CQL": "flywheel.algorithms.cql:CQLConfig",
 }
 """Algorithm name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 

@@ -86,10 +86,6 @@ class MARWILConfig(AlgorithmConfig):
             checks.check_number(self, "moving_average_sqd_adv_norm_update_rate", 0),
             checks.check_number(self, "bc_logstd_coeff", 0),
             checks.check_unit_interval(self, "lambda_"),
+            checks.check_offline_input(self),
         ]
-        if self.input_ is None:
-            problems.append(
-                f"{type(self).__name__} trains on offline data, but input_ is None. Fix: "
-                "config.offline_data(input_=folder recorded with config.offline_data(output=...))."
-            )
         return super().validation_problems() + [problem for problem in problems if problem]

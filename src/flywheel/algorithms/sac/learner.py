@@ -162,21 +162,32 @@ class SACTorchLearner(OffPolicyTorchLearner):
         # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
         module: Any = self.module[module_id]
         dist_cls = module.get_train_action_dist_cls()
-        with torch.no_grad():
-            next_obs = batch[Columns.NEXT_OBS]
-            next_inputs = module.forward_train({Columns.OBS: next_obs})[Columns.ACTION_DIST_INPUTS]
-            next_actions, next_logp = sample_with_logp(dist_cls.from_logits(next_inputs))
-            target_q = _min_q(module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_actions}))
-            targets = n_step_targets(batch, config.gamma, target_q - alpha * next_logp)
-
+        targets, _ = self._continuous_targets(module, config, batch, alpha)
         q = module.compute_q_values(batch)
         actions, logp = sample_with_logp(dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]))
-        with _frozen(self.critic_params[module_id]):
-            q_policy = _min_q(
+        with frozen(self.critic_params[module_id]):
+            q_policy = min_q(
                 module.compute_q_values({Columns.OBS: batch[Columns.OBS], Columns.ACTIONS: actions})
             )
         actor_loss = torch.mean(alpha * logp - q_policy)
         return q, targets, actor_loss, logp.detach()
+
+    @staticmethod
+    @torch.no_grad()
+    def _continuous_targets(
+        module: Any, config: Any, batch: dict, alpha: torch.Tensor, *, entropy_backup: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the critics' targets y, the policy's distribution inputs at s'), without gradient;
+        `entropy_backup=False` leaves `- alpha * log pi(a'|s')` out of y."""
+        next_obs = batch[Columns.NEXT_OBS]
+        next_inputs = module.forward_train({Columns.OBS: next_obs})[Columns.ACTION_DIST_INPUTS]
+        next_actions, next_logp = sample_with_logp(
+            module.get_train_action_dist_cls().from_logits(next_inputs)
+        )
+        next_value = min_q(module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_actions}))
+        if entropy_backup:
+            next_value = next_value - alpha * next_logp
+        return n_step_targets(batch, config.gamma, next_value), next_inputs
 
     def _discrete_terms(
         self, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict, alpha: torch.Tensor
@@ -189,7 +200,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             next_batch = {Columns.OBS: batch[Columns.NEXT_OBS]}
             next_inputs = module.forward_train(next_batch)[Columns.ACTION_DIST_INPUTS]
             next_logp = dist_cls.from_logits(next_inputs).log_probs
-            target_q = _min_q(module.forward_target(next_batch))
+            target_q = min_q(module.forward_target(next_batch))
             next_value = (next_logp.exp() * (target_q - alpha * next_logp)).sum(-1)
             targets = n_step_targets(batch, config.gamma, next_value)
 
@@ -198,7 +209,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         q_taken = {key: values.gather(-1, taken).squeeze(-1) for key, values in q.items()}
         logp = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]).log_probs
         probs = logp.exp()
-        actor_loss = torch.mean((probs * (alpha * logp - _min_q(q).detach())).sum(-1))
+        actor_loss = torch.mean((probs * (alpha * logp - min_q(q).detach())).sum(-1))
         return q_taken, targets, actor_loss, (probs * logp).sum(-1).detach()
 
     def get_state(
@@ -231,14 +242,15 @@ def sample_with_logp(dist: SquashedGaussian) -> tuple[torch.Tensor, torch.Tensor
     return action, DiagGaussian.logp(dist, u) - log_det
 
 
-def _min_q(q: dict) -> torch.Tensor:
+def min_q(q: dict) -> torch.Tensor:
+    """The critic's Q-values, or with twin critics the smaller of the two per row."""
     if QF_TWIN_PREDS in q:
         return torch.minimum(q[QF_PREDS], q[QF_TWIN_PREDS])
     return q[QF_PREDS]
 
 
 @contextmanager
-def _frozen(params: list[torch.nn.Parameter]) -> Iterator[None]:
+def frozen(params: list[torch.nn.Parameter]) -> Iterator[None]:
     """Parameters that record no gradient inside the block (the actor loss must not train the critics)."""
     for param in params:
         param.requires_grad_(False)
