@@ -150,12 +150,15 @@ def throughput(algo: Any, args: argparse.Namespace) -> dict:
     per_turn: list[float] = []
     steps = seconds = 0.0
     cpu = [0.0, 0.0, 0.0]
+    between_turns_s, cpu_end = 0.0, None
     trained = -trained_steps(result)
     if turns is not None:
         turns.ready()
     for _ in range(turns.rounds if turns else 1):
         at_least = turns.wait() if turns else args.min_seconds
         cpu_start = cpu_clock.read()
+        if cpu_end is not None:  # what this framework's processes used while the peer was timed
+            between_turns_s += sum(cpu_start[:2]) - sum(cpu_end[:2])
         start, first = time.perf_counter(), last
         while time.perf_counter() - start < at_least:
             result = algo.train()
@@ -165,12 +168,14 @@ def throughput(algo: Any, args: argparse.Namespace) -> dict:
             turns.pass_on(took)
         per_turn.append(round((last - first) / took, 1))
         steps, seconds = steps + last - first, seconds + took
-        cpu = [total + now - before for total, now, before in zip(cpu, cpu_clock.read(), cpu_start)]
+        cpu_end = cpu_clock.read()
+        cpu = [total + now - before for total, now, before in zip(cpu, cpu_end, cpu_start)]
     trained += trained_steps(result)
     return {
         "steps_per_s": round(steps / seconds, 1),
         "per_turn_steps_per_s": per_turn,
         "timed_s": round(seconds, 1),
+        "cpu_s_between_turns": round(between_turns_s, 2) if turns else None,
         **costs(steps, trained, cpu, learner_measured=cpu_clock.learner_s is not None),
     }
 
