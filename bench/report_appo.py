@@ -118,10 +118,10 @@ def _projection(rows: list[dict[str, Any]]) -> list[str]:
         "The learner in the driver (`num_learners=0`) caps the throughput whatever the runners; remote",
         "learners (`num_learners=L`, each on a core or GPU) lift that until the driver's own loop caps it.",
         "That loop's cost is mostly per fragment and per update, so larger fragments",
-        "(`rollout_fragment_length`, `num_envs_per_env_runner`) and train batches, and `broadcast_interval`",
-        "> 1 (fewer weight posts), lower it; fewer passes (`circular_buffer_iterations_per_batch`) lower",
-        "the learners' cost. Not counted: with remote learners the driver also ships each train batch to",
-        "them, and waiting on 64 runners' calls costs more per call than on 2.",
+        "(`rollout_fragment_length`, `num_envs_per_env_runner`) and train batches lower it, and so does a",
+        "`broadcast_interval` above 1 (fewer weight posts); fewer passes (`circular_buffer_iterations_per_batch`)",
+        "lower the learners' cost. Not counted: with remote learners the driver also ships each train batch",
+        "to them, and waiting on 64 runners' calls costs more per call than on 2.",
     ]
 
 
