@@ -83,15 +83,16 @@ class SendChunks:
         self.actor.add.remote([(e.id_, float(e.get_return()), bool(e.is_done)) for e in samples])
 
 
-def build(framework: str, setting: str, num_env_runners: int, seed: int, returns_name: str | None) -> Any:
+def build(args: argparse.Namespace, returns_name: str | None) -> Any:
     """The algorithm; with `returns_name`, its runners send their episode chunks to that actor."""
-    if framework == "flywheel":
+    if args.framework == "flywheel":
         from flywheel import APPOConfig
     else:
         from ray.rllib.algorithms.appo import APPOConfig
-    config = APPOConfig().environment("CartPole-v1").learners(num_learners=0).debugging(seed=seed)
-    for section, kwargs in settings(setting, num_env_runners).items():
+    config = APPOConfig().environment("CartPole-v1").learners(num_learners=0).debugging(seed=args.seed)
+    for section, kwargs in settings(args.settings, args.num_env_runners).items():
         getattr(config, section)(**kwargs)
+    config.env_runners(max_requests_in_flight_per_env_runner=args.max_requests_in_flight)
     config.reporting(min_time_s_per_iteration=1, metrics_num_episodes_for_smoothing=100)
     if returns_name is not None:
         config.callbacks(on_sample_end=SendChunks(returns_name))
@@ -229,6 +230,9 @@ def main() -> None:
     parser.add_argument("--num-env-runners", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--max-requests-in-flight", type=int, default=1, help="sample() calls per runner (RLlib's default 1)"
+    )
+    parser.add_argument(
         "--min-seconds", type=float, default=20.0, help="throughput without turns: time this long"
     )
     parser.add_argument(
@@ -247,7 +251,7 @@ def main() -> None:
         if args.mode == "to450":
             name = f"appo_returns_{uuid.uuid4().hex[:8]}"
             returns = ray.remote(num_cpus=0)(Returns).options(name=name).remote()
-        algo = build(args.framework, args.settings, args.num_env_runners, args.seed, name)
+        algo = build(args, name)
         startup_s = round(since_start(), 1)
         try:
             if args.mode == "throughput":
@@ -261,6 +265,7 @@ def main() -> None:
         "framework": args.framework,
         "settings": args.settings,
         "num_env_runners": args.num_env_runners,
+        "max_requests_in_flight": args.max_requests_in_flight,
         "seed": args.seed,
     }
     run_guarded(meta, body)
