@@ -192,11 +192,15 @@ class EpisodeReturnTracker:
 
     def add_chunks(self, episodes: Iterable[Any]) -> None:
         for episode in episodes:
-            ret = self._partial.pop(episode.id_, 0.0) + float(episode.get_return())
-            if episode.is_done:
-                self.add_finished(ret)
-            else:
-                self._partial[episode.id_] = ret
+            self.add_chunk(episode.id_, float(episode.get_return()), episode.is_done)
+
+    def add_chunk(self, episode_id: Any, chunk_return: float, is_done: bool) -> None:
+        """One chunk of episode `episode_id`, given by its id, return and whether it ends the episode."""
+        ret = self._partial.pop(episode_id, 0.0) + chunk_return
+        if is_done:
+            self.add_finished(ret)
+        else:
+            self._partial[episode_id] = ret
 
     def add_finished(self, episode_return: float) -> None:
         self.finished.append(episode_return)

@@ -3,6 +3,7 @@ runners on this machine and, on paper, at 16 and 64 runners, and wall-clock to a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from report import NAMES, errors_of, fmt, load, median, ratio_cell, side_by_side
@@ -27,43 +28,86 @@ def _throughput_lines() -> list[str]:
     return lines + side_by_side("appo_throughput", "steps_per_s", "steps/s", 5.0)
 
 
+_COST_COLUMNS = (
+    ("driver_cpu_us_per_step", "driver, all"),
+    ("driver_loop_cpu_us_per_step", "driver without the learner"),
+    ("runner_cpu_us_per_step", "runners"),
+    ("learner_cpu_us_per_trained_step", "learner, per step trained"),
+    ("trained_per_sampled_step", "steps trained per step sampled"),
+)
+
+
 def _scaling_lines() -> list[str]:
     rows = [r for r in load("appo_scaling_flywheel.jsonl") if "steps_per_s" in r]
     lines = [
         "### How flywheel's APPO scales with runners on this 2-core machine",
         "",
-        "| remote runners | median steps/s | driver CPU µs per step | runner µs per step (sample()) | learner µs per trained step |",
-        "|---:|---:|---:|---:|---:|",
+        "CPU µs per env step sampled (CPU time, not wall-clock, so other load on the machine weighs less;",
+        "the learner updates in the driver, `num_learners=0`; 0 runners: the driver also samples).",
+        "",
+        "| remote runners | median steps/s | " + " | ".join(title for _, title in _COST_COLUMNS) + " |",
+        "|---:|---:|" + "---:|" * len(_COST_COLUMNS),
     ]
     for n in sorted({r["num_env_runners"] for r in rows}):
         mine = [r for r in rows if r["num_env_runners"] == n]
-        lines.append(
-            f"| {n} | {fmt(median([r['steps_per_s'] for r in mine]))} "
-            f"| {fmt(_median_of(mine, 'driver_cpu_us_per_step'), 1)} | {fmt(_median_of(mine, 'runner_us_per_step'), 1)} "
-            f"| {fmt(_median_of(mine, 'learner_us_per_trained_step'), 1)} |"
-        )
-    lines += ["", *_projection(rows)]
+        cells = [
+            fmt(_median_of(mine, key), 3 if key == "trained_per_sampled_step" else 1)
+            for key, _ in _COST_COLUMNS
+        ]
+        lines.append(f"| {n} | {fmt(median([r['steps_per_s'] for r in mine]))} | " + " | ".join(cells) + " |")
+    lines += ["", *_projection([r for r in rows if r["num_env_runners"] >= 1])]
     return lines
 
 
+def projected_steps_per_s(runners: int, learners: int, costs: dict[str, float]) -> tuple[float, str]:
+    """Env steps/s of `runners` runners and `learners` remote learners (0: the learner in the driver),
+    each on a core of its own, from CPU µs per env step sampled (`runner`, `driver`: the driver
+    without learning, `learner`: learning one sampled step, all its passes); and what caps it."""
+    caps = {"runners": runners * 1e6 / costs["runner"]}
+    if learners:
+        caps["driver"] = 1e6 / costs["driver"]
+        caps["learners"] = learners * 1e6 / costs["learner"]
+    else:
+        caps["driver (learning in it)"] = 1e6 / (costs["driver"] + costs["learner"])
+    bottleneck = min(caps, key=caps.__getitem__)
+    return caps[bottleneck], bottleneck
+
+
 def _projection(rows: list[dict[str, Any]]) -> list[str]:
-    """On paper: N runners on N cores of their own sample N / runner_cost steps/s; the driver (one
-    core) handles at most 1 / (driver CPU per step) of them; APPO trains K=2 times what it keeps."""
-    one = [r for r in rows if r["num_env_runners"] == 1]
-    runner = _median_of(one, "runner_us_per_step")
-    driver = _median_of([r for r in rows if r["num_env_runners"] == 2], "driver_cpu_us_per_step")
-    if not runner or not driver:
+    """On paper, from the measured CPU costs: see `projected_steps_per_s`."""
+    runner = _median_of(rows, "runner_cpu_us_per_step")
+    driver = _median_of(rows, "driver_loop_cpu_us_per_step")
+    learner = _median_of(rows, "learner_cpu_us_per_trained_step")
+    passes = _median_of(rows, "trained_per_sampled_step")
+    if not (runner and driver and learner and passes):
         return ["On paper: not measured."]
-    cap = 1e6 / driver
-    cells = [f"{n} runners: {fmt(min(n * 1e6 / runner, cap))} steps/s" for n in (16, 64)]
+    costs = {"runner": runner, "driver": driver, "learner": learner * passes}
+    lines = [
+        "On paper, with a core for each process (medians over the runs with remote runners): a runner",
+        f"samples 1e6 / {runner:.1f} µs = {fmt(1e6 / runner)} env steps/s; the driver's own loop (collecting",
+        f"fragments, metrics, posting weights) takes {driver:.1f} µs per step, at most {fmt(1e6 / driver)} steps/s;",
+        f"learning takes {learner:.1f} µs per step trained × {passes:.2f} passes = {learner * passes:.1f} µs per step",
+        f"sampled, {fmt(1e6 / (learner * passes))} steps/s per learner. Env steps/s = min(runners / runner cost,",
+        "1 / driver cost, learners / learner cost), with the learner in the driver or just enough remote ones:",
+        "",
+        "| runners | learners | cores | env steps/s | bottleneck |",
+        "|---:|---:|---:|---:|---|",
+    ]
+    for n in (16, 64):
+        allowed = min(n * 1e6 / runner, 1e6 / driver)  # what the runners and the driver's loop allow
+        for learners in (0, math.ceil(allowed * costs["learner"] / 1e6)):  # none; just enough
+            rate, bottleneck = projected_steps_per_s(n, learners, costs)
+            lines.append(f"| {n} | {learners} | {n + learners + 1} | {fmt(rate)} | {bottleneck} |")
     return [
-        f"On paper, from the 1-runner sample() cost ({runner:.1f} µs per env step, measured while sharing",
-        "two cores, so an upper bound of the cost on a core of its own) and the driver's CPU per step at 2",
-        f"runners ({driver:.1f} µs: collecting samples, learning, posting weights): N runners sample",
-        f"N × {fmt(1e6 / runner)} steps/s until the single driver caps at {fmt(cap)} steps/s: "
-        + "; ".join(cells)
-        + ". Beyond the cap, more learners (`num_learners`) or a GPU learner are needed; what a",
-        "full queue cannot take is dropped (counted in `num_env_steps_dropped`).",
+        *lines,
+        "",
+        "The learner in the driver (`num_learners=0`) caps the throughput whatever the runners; remote",
+        "learners (`num_learners=L`, each on a core or GPU) lift that until the driver's own loop caps it.",
+        "That loop's cost is mostly per fragment and per update, so larger fragments",
+        "(`rollout_fragment_length`, `num_envs_per_env_runner`) and train batches lower it, and so does a",
+        "`broadcast_interval` above 1 (fewer weight posts); fewer passes (`circular_buffer_iterations_per_batch`)",
+        "lower the learners' cost. Not counted: with remote learners the driver also ships each train batch",
+        "to them, and waiting on 64 runners' calls costs more per call than on 2.",
     ]
 
 

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import benchlib
 import pytest
 import report
+import report_appo
 from offpolicy_watch import ThresholdWatch
 from turns import Turns
 
@@ -192,6 +193,31 @@ def test_report_multi_agent_and_remote_sections(tmp_path, monkeypatch):
     assert "| flywheel | 2,000 (1.00×) | 2,500 (1.25×) | 3,000 (1.50×) | 2, 2 |" in text
     assert "| flywheel / RLlib 2.60 | ≥ 5× at 2 runners | 8.00× | not measured | 10.00× (met) |" in text
     assert "- RLlib 2.60: `IndexError: x`" in text
+
+
+def test_report_appo_scaling_table_and_projection_from_cpu_costs(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    costs = {
+        "driver_cpu_us_per_step": 38.0,
+        "driver_loop_cpu_us_per_step": 10.0,
+        "runner_cpu_us_per_step": 40.0,
+        "learner_cpu_us_per_trained_step": 14.0,
+        "trained_per_sampled_step": 2.0,
+    }
+    rows = [{"num_env_runners": 0, "steps_per_s": 9000.0, "driver_cpu_us_per_step": 80.0}]
+    rows += [{"num_env_runners": n, "steps_per_s": 20_000.0, **costs} for n in (1, 2)]
+    write_lines(tmp_path / "appo_scaling_flywheel.jsonl", rows)
+    text = "\n".join(report_appo._scaling_lines())
+    assert "| 0 | 9,000 | 80.0 | — | — | — | — |" in text
+    assert "| 2 | 20,000 | 38.0 | 10.0 | 40.0 | 14.0 | 2.000 |" in text
+    # learner in the driver: 1e6 / (10 + 2 * 14); with L learners: min(N / 40, 1 / 10, L / 28) per µs
+    assert "| 16 | 0 | 17 | 26,316 | driver (learning in it) |" in text
+    assert "| 16 | 3 | 20 | 100,000 | driver |" in text  # 3 learners (107,143 steps/s) suffice
+    assert "| 64 | 3 | 68 | 100,000 | driver |" in text
+    assert report_appo.projected_steps_per_s(2, 2, {"runner": 40.0, "driver": 10.0, "learner": 28.0}) == (
+        50_000.0,
+        "runners",
+    )
 
 
 class Chunk:

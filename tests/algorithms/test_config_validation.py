@@ -144,7 +144,13 @@ def test_runner_learner_and_fragment_problems():
     config = (
         AlgorithmConfig()
         .environment("CartPole-v1")
-        .env_runners(num_env_runners=-1, rollout_fragment_length="big", sample_timeout_s=0, explore=1)
+        .env_runners(
+            num_env_runners=-1,
+            rollout_fragment_length="big",
+            sample_timeout_s=0,
+            max_requests_in_flight_per_env_runner=0,
+            explore=1,
+        )
         .learners(num_learners=1.5, learner_class=object(), learner_connector="piece")
         .training(grad_clip=0)
     )
@@ -155,6 +161,8 @@ def test_runner_learner_and_fragment_problems():
         "explore=1 must be True or False. Fix: pass a bool to config.env_runners(explore=...).",
         "sample_timeout_s=0 must be a number > 0 or None. "
         "Fix: pass a number > 0 or None to config.env_runners(sample_timeout_s=...).",
+        "max_requests_in_flight_per_env_runner=0 must be an int >= 1. "
+        "Fix: pass an int >= 1 to config.env_runners(max_requests_in_flight_per_env_runner=...).",
         "num_learners=1.5 must be an int >= 0. Fix: pass an int >= 0 to config.learners(num_learners=...).",
         f"learner_class={config.learner_class!r} is not a class. "
         "Fix: pass the class itself (not an instance) to config.learners(learner_class=...).",

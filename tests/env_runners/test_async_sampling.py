@@ -1,6 +1,7 @@
-"""EnvRunnerGroup.sample_async: runners sample while the caller does not wait, finished samples come as
-they arrive, weights reach each runner with its next call, and a runner that fails mid-sample is
-restarted with its sample dropped, counted and never returned."""
+"""EnvRunnerGroup.sample_async: runners sample while the caller does not wait (each with
+max_requests_in_flight_per_env_runner calls queued), finished samples come as they arrive, weights
+reach each runner with its next call, and a runner that fails mid-sample is restarted with its samples
+in flight dropped, counted and never returned."""
 
 import sys
 import time
@@ -8,7 +9,9 @@ import time
 import numpy as np
 import pytest
 
+from flywheel import SingleAgentEnvRunner
 from flywheel.columns import Columns
+from flywheel.connectors.env_to_module import MeanStdFilter
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.metrics import MetricsLogger
 from flywheel.testing import CountingEnv, FailingEnv
@@ -23,7 +26,7 @@ pytestmark = pytest.mark.ray
 FRAGMENT = 10  # env steps per sample() call: one sub-env, rollout_fragment_length 10
 
 
-def group_of(env=CountingEnv, env_config=None, **fault_tolerance):
+def group_of(env=CountingEnv, env_config=None, in_flight=1, connector=None, **fault_tolerance):
     config = (
         counting_config(
             env=env,
@@ -31,6 +34,8 @@ def group_of(env=CountingEnv, env_config=None, **fault_tolerance):
             num_env_runners=2,
             num_cpus_per_env_runner=0,
             rollout_fragment_length=FRAGMENT,
+            max_requests_in_flight_per_env_runner=in_flight,
+            env_to_module_connector=connector,
         )
         .environment(env, env_config={"episode_len": 4, **(env_config or {})}, disable_env_checking=True)
         .fault_tolerance(delay_between_env_runner_restarts_s=0, **fault_tolerance)
@@ -103,11 +108,23 @@ def test_weights_go_with_each_runners_next_sample_only_the_newest(ray_session):
         group.stop()
 
 
-def test_a_runner_failing_mid_sample_is_restarted_and_its_sample_dropped_once(ray_session, tmp_path):
-    # Worker 1's env fails in its 26th step, 6 steps into its third sample (steps 21-30), once: the
-    # restarted runner's env finds the marker file and runs on.
-    fail = {"fail_after": 25, "fail_on_worker_indices": [1], "fail_once_marker": str(tmp_path / "failed")}
-    group = group_of(FailingEnv, fail)
+@pytest.mark.parametrize(
+    ("fail_after", "in_flight"),
+    [
+        (25, 1),  # fails 6 steps into its third sample (steps 21-30)
+        (5, 2),  # fails 6 steps into its first sample, while its second is queued behind it
+    ],
+)
+def test_a_runner_failing_mid_sample_is_restarted_and_its_samples_in_flight_dropped_once(
+    ray_session, tmp_path, fail_after, in_flight
+):
+    # Worker 1's env fails once: the restarted runner's env finds the marker file and runs on.
+    fail = {
+        "fail_after": fail_after,
+        "fail_on_worker_indices": [1],
+        "fail_once_marker": str(tmp_path / "failed"),
+    }
+    group = group_of(FailingEnv, fail, in_flight=in_flight)
     try:
         samples, deadline = collect(group, 12), time.monotonic() + 60
         while group.num_healthy_env_runners < 2 and time.monotonic() < deadline:
@@ -118,10 +135,58 @@ def test_a_runner_failing_mid_sample_is_restarted_and_its_sample_dropped_once(ra
     finally:
         group.stop()
     assert counts["num_env_runner_failures"] == 1 and counts["num_env_runner_restarts"] == 1
-    assert counts["num_env_runner_samples_dropped"] == 1 and counts["num_healthy_env_runners"] == 2
+    assert counts["num_env_runner_samples_dropped"] == in_flight and counts["num_healthy_env_runners"] == 2
     # Only whole samples came back, each counted once: the 5 steps of the failed one are nowhere.
     assert set(steps_of(samples)) == {FRAGMENT}
     assert logger.peek("num_env_steps_sampled") == sum(steps_of(samples)) == FRAGMENT * len(samples)
+
+
+def wait_for_queued_samples(group):
+    """Returns once every remote runner ran all calls sent to it so far (an actor runs them in order)."""
+    group.foreach_env_runner(lambda runner: None, local_env_runner=False)
+
+
+@pytest.mark.parametrize("in_flight", [1, 3])
+def test_each_runner_samples_at_most_its_in_flight_calls_ahead_of_the_caller(ray_session, in_flight):
+    group = group_of(in_flight=in_flight)
+    try:
+        assert group.sample_async(block=False) == []  # sends in_flight calls to each runner
+        wait_for_queued_samples(group)
+        ahead = group.sample_async(block=False)  # all of them finished; the runners get as many new ones
+        assert len(ahead) == 2 * in_flight and set(steps_of(ahead)) == {FRAGMENT}
+        weights = {
+            "default_policy": dict(group.local_env_runner.module.get_state(inference_only=True).items())
+        }
+        group.sync_weights(weights, 7)  # goes with each runner's next call, after those already queued
+        wait_for_queued_samples(group)
+        queued = group.sample_async(block=False)
+        assert len(queued) == 2 * in_flight and seq_nos(queued) == {0}
+        wait_for_queued_samples(group)
+        later = group.sample_async(block=False)
+        assert len(later) == 2 * in_flight and seq_nos(later) == {7}
+        assert group.fault_tolerance_metrics()["num_env_runner_samples_dropped"] == 0
+    finally:
+        group.stop()
+
+
+def test_with_calls_queued_each_observation_reaches_the_merged_filter_once(ray_session):
+    group = group_of(in_flight=3, connector=lambda env, spaces, device: MeanStdFilter())
+    alone = SingleAgentEnvRunner(config=group.config.copy().env_runners(num_env_runners=0))
+    try:
+        for _ in range(6):  # what each remote runner samples below: 6 fragments
+            alone.sample()
+        group.sample_async(block=False)
+        taken = 0
+        for _ in range(2):  # 3 queued calls per runner, twice
+            wait_for_queued_samples(group)
+            taken += len(group.sample_async(block=False))
+        (merged,) = group.local_env_runner.env_to_module.get_state().values()
+        (own,) = alone.env_to_module.get_state().values()
+    finally:
+        alone.stop()
+        group.stop()
+    assert taken == 12
+    assert merged["shared"]["count"] + merged["delta"]["count"] == 2 * own["delta"]["count"] > 0
 
 
 def test_without_restarts_the_failure_reaches_the_caller(ray_session):

@@ -157,7 +157,8 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         Keywords: num_env_runners, num_envs_per_env_runner, gym_env_vectorize_mode, rollout_fragment_length,
         batch_mode, explore, env_to_module_connector, module_to_env_connector,
         add_default_connectors_to_env_to_module_pipeline, add_default_connectors_to_module_to_env_pipeline,
-        episode_lookback_horizon, sample_timeout_s, num_cpus_per_env_runner, normalize_rewards.
+        episode_lookback_horizon, sample_timeout_s, max_requests_in_flight_per_env_runner,
+        num_cpus_per_env_runner, normalize_rewards.
         """
         return self._section("env_runners", kwargs)
 

@@ -83,6 +83,10 @@ class AlgorithmSettings:
     reads more (`FrameStacking(num_frames=4)` reads 3: see `ConnectorV2.required_episode_lookback`)."""
     sample_timeout_s: float | None = setting("env_runners", 60.0)
     """Seconds to wait for remote runners' samples before treating a runner as failed."""
+    max_requests_in_flight_per_env_runner: int = setting("env_runners", 1)
+    """`sample()` calls each remote runner has in flight while sampling asynchronously (IMPALA, APPO;
+    RLlib's default 1): with 1 a runner idles from the end of a call until the driver took its result
+    and sent the next; with more, the next calls wait in its queue and it samples on."""
     num_cpus_per_env_runner: float = setting("env_runners", 1)
     """CPUs Ray reserves for each remote runner."""
     normalize_rewards: bool = setting("env_runners", False)

@@ -218,6 +218,7 @@ def _check_env_runners(config: AlgorithmConfig) -> list[str | None]:
         check_optional_callable(config, "module_to_env_connector"),
         check_int(config, "episode_lookback_horizon", 0),
         check_number(config, "sample_timeout_s", 0, strict=True, allow_none=True),
+        check_int(config, "max_requests_in_flight_per_env_runner", 1),
         check_number(config, "num_cpus_per_env_runner", 0),
         check_bool(config, "normalize_rewards"),
         None

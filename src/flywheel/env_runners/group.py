@@ -14,8 +14,9 @@ or cannot be placed are handled (and logged) as `RemoteRunners` describes; what 
 sampled in the failing call is dropped with its metrics, so nothing is counted twice.
 
 Asynchronous algorithms (IMPALA, APPO) call `sample_async` instead: every remote runner always has
-a `sample()` in flight (`AsyncSampler`), finished ones are taken as they arrive, and the weights
-(and merged connector states) reach each runner with its next `sample()` call.
+`max_requests_in_flight_per_env_runner` `sample()` calls in flight (`AsyncSampler`), finished ones
+are taken as they arrive, and the weights (and merged connector states) reach each runner with its
+next `sample()` call.
 """
 
 from __future__ import annotations
@@ -107,15 +108,20 @@ class EnvRunnerGroup:
 
     def sample_async(self, *, block: bool = True) -> list[list]:
         """Asynchronous sampling: the episodes of every remote `sample()` call (one rollout fragment
-        per runner) that finished since the last call, one list per call; those runners sample again
-        already. With `block`, waits until at least one finished. Their metrics states come from
-        `get_metrics_states()`; their connector states are merged into the local runner's and go to
-        every runner with its next call. Without remote runners: one `sample()` of the local runner.
+        each) that finished since the last call, one list per call; those runners have their next
+        calls in flight already. With `block`, waits until at least one finished. Their metrics
+        states come from `get_metrics_states()`; their connector states are merged into the local
+        runner's and go to every runner with its next call. Without remote runners: one `sample()`
+        of the local runner.
         """
         if self._remote is None:
             return [self.sample()]
         if self._async is None:
             self._async = AsyncSampler(self._remote)
+            merged = self.local_env_runner.get_state(components=list(CONNECTORS))
+            merged.pop("weights_seq_no", None)
+            if any(merged.values()):  # with the first calls too (see `_set_state`)
+                self._set_state(merged, "connectors")
         results = self._async.collect(block=block)
         self._metrics_states.extend(metrics_state for _, (_, metrics_state, _) in results)
         self._merge_and_send_connector_states([connectors for _, (_, _, connectors) in results])
@@ -202,7 +208,9 @@ class EnvRunnerGroup:
         if self._remote is None:
             return
         if self._async is not None and part is not None:
-            self._async.post(part, state)
+            # Merged connector states go with every call: setting them clears what the runner
+            # reported, so a call queued behind another does not report that one's data again.
+            self._async.post(part, state, every_call=part == "connectors")
         else:
             self._remote.broadcast(state)
 
