@@ -286,3 +286,35 @@ def test_required_input_dim_of_a_space_the_class_does_not_fit_names_the_space():
     ):
         MultiDistribution.required_input_dim(gym.spaces.Discrete(3))
     assert MultiDistribution.required_input_dim(gym.spaces.Tuple((box, gym.spaces.Discrete(3)))) == 7
+def test_categorical_samples_pass_a_chi_square_test_per_row_and_time_step():
+    # 4 rows x 3 time steps of different distributions (one with a near-zero and one with a zero
+    # probability), 30,000 draws each: chi-square with 3 degrees of freedom stays below 16.3
+    # (p = 0.001) for every distribution.
+    torch.manual_seed(1)
+    probs = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.97, 0.01, 0.01, 0.01], [0.25] * 4, [0.5, 0.0, 0.25, 0.25]])
+    probs = probs.unsqueeze(1).expand(4, 3, 4)
+    n = 30_000
+    samples = Categorical.from_logits(probs.log().expand(n, 4, 3, 4)).sample()
+    assert samples.shape == (n, 4, 3) and samples.dtype == torch.int64
+    counts = torch.nn.functional.one_hot(samples, 4).sum(0).double()  # [4, 3, 4]
+    expected = probs.double() * n
+    support = expected > 0
+    assert (counts[~support] == 0).all()
+    chi2 = torch.where(support, (counts - expected) ** 2 / expected.clamp_min(1e-12), 0.0).sum(-1)
+    assert (chi2 < 16.3).all(), chi2
+
+
+def test_categorical_from_probs_samples_by_those_probabilities():
+    torch.manual_seed(2)
+    dist = Categorical(probs=torch.tensor([0.6, 0.3, 0.1]).expand(40_000, 3))
+    freq = torch.bincount(dist.sample(), minlength=3).double() / 40_000
+    assert torch.allclose(freq, torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64), atol=0.008)
+
+
+def test_categorical_logp_of_its_samples_is_the_log_softmax_at_them_exactly():
+    torch.manual_seed(3)
+    logits = torch.randn(5, 7, 6) * 3
+    dist = Categorical.from_logits(logits)
+    actions = dist.sample()
+    expected = torch.log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    assert torch.equal(dist.logp(actions), expected)

@@ -277,15 +277,7 @@ class MultiAgentEnvRunner(EnvRunner):
 
     def _compute_actions(self, explore: bool) -> tuple[list[dict], list[dict], list[dict]]:
         """The module-to-env output mapped back to `{agent_id: ...}` per sub-env (actions, to env, extras)."""
-        assert self.module is not None  # sample() refuses to compute actions without one
-        if explore:
-            out = self.module.forward_exploration(self._to_module, t=self._global_env_steps())
-        else:
-            out = self.module.forward_inference(self._to_module)
-        to_env = self._module_to_env(
-            rl_module=self.module, batch=out, episodes=self._ongoing, explore=explore,
-            shared_data=self._shared_data, metrics=self.metrics,
-        )  # fmt: skip
+        to_env = self._act(self._ongoing, explore)
         return _per_sub_env(to_env, self._rows, self.num_envs, self.weights_seq_no)
 
     def _call_env_to_module(

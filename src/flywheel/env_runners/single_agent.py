@@ -124,7 +124,7 @@ class SingleAgentEnvRunner(EnvRunner):
 
     def _step(self, explore: bool, random_actions: bool, stats: list) -> tuple[int, list]:
         """One vector step: act, step the env, record. Returns (env steps recorded, finished episodes)."""
-        to_env = self._random_actions() if random_actions else self._compute_actions(explore)
+        to_env = self._random_actions() if random_actions else self._act(self._recorder.episodes, explore)
         obs, rewards, terminateds, truncateds, infos = self.env.step(to_env[Columns.ACTIONS_FOR_ENV])
         recorder = self._recorder
         if self._obs_monitor is not None:
@@ -211,16 +211,6 @@ class SingleAgentEnvRunner(EnvRunner):
     def _random_actions(self) -> dict[str, Any]:
         actions = self.env.action_space.sample()
         return {Columns.ACTIONS: actions, Columns.ACTIONS_FOR_ENV: actions}
-
-    def _compute_actions(self, explore: bool) -> dict[str, Any]:
-        if explore:
-            out = self.module.forward_exploration(self._to_module, t=self._global_env_steps())
-        else:
-            out = self.module.forward_inference(self._to_module)
-        return self._module_to_env(
-            rl_module=self.module, batch=out, episodes=self._recorder.episodes, explore=explore,
-            shared_data=self._shared_data, metrics=self.metrics,
-        )  # fmt: skip
 
     def _next_module_input(self, explore: bool) -> dict[str, Any]:
         """The next forward pass's batch; its `shared_data` goes on to the module-to-env pipeline of

@@ -55,3 +55,17 @@ def test_skips_when_the_module_chose_actions():
     batch = {Columns.ACTION_DIST_INPUTS: LOGITS, Columns.ACTIONS: np.array([7, 7])}
     out = call(StubModule(dist_cls=Categorical), batch, explore=True)
     assert out[Columns.ACTIONS].tolist() == [7, 7] and Columns.ACTION_LOGP not in out
+
+
+def test_explore_logp_is_exact_under_inference_mode():
+    # Runners call the module-to-env pipeline under torch.inference_mode(); the log-probs are the
+    # log-softmax at the sampled actions bit for bit, and the sampling statistics hold.
+    torch.manual_seed(4)
+    logits = torch.log(torch.tensor([[0.3, 0.7], [0.9, 0.1]])).repeat(5000, 1)
+    with torch.inference_mode():
+        batch = call(StubModule(dist_cls=Categorical), {Columns.ACTION_DIST_INPUTS: logits}, explore=True)
+    actions = batch[Columns.ACTIONS]
+    expected = torch.log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    assert torch.equal(batch[Columns.ACTION_LOGP], expected)
+    assert abs(actions[0::2].float().mean().item() - 0.7) < 0.02
+    assert abs(actions[1::2].float().mean().item() - 0.1) < 0.015
