@@ -286,6 +286,8 @@ def test_required_input_dim_of_a_space_the_class_does_not_fit_names_the_space():
     ):
         MultiDistribution.required_input_dim(gym.spaces.Discrete(3))
     assert MultiDistribution.required_input_dim(gym.spaces.Tuple((box, gym.spaces.Discrete(3)))) == 7
+
+
 def test_categorical_samples_pass_a_chi_square_test_per_row_and_time_step():
     # 4 rows x 3 time steps of different distributions (one with a near-zero and one with a zero
     # probability), 30,000 draws each: chi-square with 3 degrees of freedom stays below 16.3
