@@ -323,7 +323,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         ("from ray.rllib.policy.policy import PolicySpec\n", "PolicySpec"),
         ("from ray.rllib.policy.torch_policy_v2 import TorchPolicyV2\n", "TorchPolicyV2"),
         ("from ray.rllib.utils.framework import try_import_tf\n", "ray.rllib.utils.framework:try_import_tf"),
-        ("from ray.rllib.algorithms.cql import CQLConfig\n", "ray.rllib.algorithms.cql"),
+        ("from ray.rllib.algorithms.dreamerv3 import DreamerV3Config\n", "ray.rllib.algorithms.dreamerv3"),
         ("from ray.rllib.connectors.common import AgentToModuleMapping\n", "ray.rllib.connectors.common"),
         ("import ray.rllib.policy.sample_batch as sb\n", "ray.rllib.policy"),
     ],
