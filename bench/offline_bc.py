@@ -1,14 +1,19 @@
-"""Offline BC training throughput: rows/s into BC's learner, from Parquet files on disk (flywheel or RLlib 2.60).
+"""Offline BC training throughput: rows/s into BC's learner, from Parquet files on disk (flywheel or RLlib 2.60),
+and the compute floor of the same updates in bare torch.
 
     python bench/offline_bc.py --record DATA_DIR              # once: CartPole rows for both (flywheel's recorder)
     python bench/offline_bc.py --framework rllib --data DATA_DIR
     python bench/offline_bc.py --framework flywheel --data DATA_DIR
+    python bench/offline_bc.py --framework torch_floor --data DATA_DIR
 
 Both read the same files (one row per step: eps_id, t, obs, actions, rewards, new_obs, terminateds,
 truncateds, ... as plain Parquet columns) with the same settings: BC on CartPole-v1, a local learner
 (`num_learners=0`), train batch 2000 rows, one gradient step per update on the whole batch (RLlib's
 BC uses the train batch as its minibatch), one update per `train()`, lr 1e-4, a 256x256 network, no
-evaluation. After `--warmup` untimed `train()` calls, timed ones give rows/s = rows trained / seconds;
+evaluation. `torch_floor` is what no framework can beat: the same 256x256 tanh policy network, Adam at
+lr 1e-4 and loss (mean Categorical log-likelihood of the actions) on 2000-row batches of the files'
+rows, held in memory as tensors (no reading, no episodes, no value branch), torch's default threads.
+After `--warmup` untimed `train()` calls, timed ones give rows/s = rows trained / seconds;
 with `--turns-dir` they are taken in turns with the peer process (see turns.py), else for
 `--min-seconds`. Prints one JSON line.
 """
@@ -46,7 +51,46 @@ def record(folder: str, num_rows: int) -> dict[str, Any]:
     return {"rows": num_rows, "folder": folder}
 
 
+class TorchFloor:
+    """BC's update in bare torch on rows held in memory: `train()` is one Adam step on the next
+    BATCH rows (cycling through the files' rows)."""
+
+    def __init__(self, data: str) -> None:
+        import pyarrow.parquet as pq
+        import torch
+
+        table = pq.read_table(data, columns=["obs", "actions"])
+        obs = table.column("obs").combine_chunks().to_numpy_ndarray()
+        torch.manual_seed(0)
+        self.obs = torch.from_numpy(obs).float()
+        self.actions = torch.from_numpy(table.column("actions").to_numpy()).long()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(obs.shape[1], 256), torch.nn.Tanh(),
+            torch.nn.Linear(256, 256), torch.nn.Tanh(), torch.nn.Linear(256, 2),
+        )  # fmt: skip
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=SETTINGS["training"]["lr"])
+        self.start = 0
+
+    def train(self) -> None:
+        import torch
+
+        if self.start + BATCH > len(self.obs):
+            self.start = 0
+        rows = slice(self.start, self.start + BATCH)
+        self.start += BATCH
+        dist = torch.distributions.Categorical(logits=self.net(self.obs[rows]))
+        loss = -dist.log_prob(self.actions[rows]).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+
+    def stop(self) -> None:
+        pass
+
+
 def build(framework: str, data: str) -> Any:
+    if framework == "torch_floor":
+        return TorchFloor(data)
     if framework == "rllib":
         from ray.rllib.algorithms.bc import BCConfig
     else:
@@ -75,7 +119,11 @@ def build(framework: str, data: str) -> Any:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """`--warmup` untimed `train()` calls, then timed ones: in `turns.rounds` turns with the peer
     (each at least as long as the lead's), or one stretch of `--min-seconds` alone."""
+    import torch
+
     algo = build(args.framework, args.data)
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
     startup_s = since_start()
     for _ in range(args.warmup):
         algo.train()
@@ -96,18 +144,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         per_turn.append(round(calls * BATCH / took, 1))
         rows, seconds = rows + calls * BATCH, seconds + took
     algo.stop()
-    return {"rows": int(rows), "timed_s": round(seconds, 2), "rows_per_s": round(rows / seconds, 1),
+    return {"torch_threads": torch.get_num_threads(), "rows": int(rows), "timed_s": round(seconds, 2), "rows_per_s": round(rows / seconds, 1),
             "per_turn_rows_per_s": per_turn, "startup_s": round(startup_s, 2), "peak_rss_mb": peak_rss_mb()}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--framework", choices=("rllib", "flywheel"))
+    parser.add_argument("--framework", choices=("rllib", "flywheel", "torch_floor"))
     parser.add_argument("--data", help="folder of Parquet files recorded with --record")
     parser.add_argument("--record", metavar="DIR", help="record the dataset to DIR and exit")
     parser.add_argument("--rows", type=int, default=100_000, help="rows to record (--record)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--min-seconds", type=float, default=20.0, help="timed seconds without --turns-dir")
+    parser.add_argument("--torch-threads", type=int, default=0,
+                        help="torch threads after the build (0: as the framework leaves them)")  # fmt: skip
     parser.add_argument("--turns-dir")
     parser.add_argument("--turn-order", default="rllib,flywheel")
     parser.add_argument("--turn-as")

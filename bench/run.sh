@@ -12,7 +12,8 @@
 #                                         #     --only minatar (flywheel PPO MinAtar Breakout, 1M env steps per seed)
 #                                         #     --only appo (APPO CartPole: train() steps/s side by side, scaling
 #                                         #     with runners, wall-clock to 450; rllib, flywheel)
-#                                         #     --only offline (BC rows/s from the same Parquet files: rllib, flywheel)
+#                                         #     --only offline (BC rows/s from the same Parquet files: rllib, flywheel,
+#                                         #     and the bare-torch floor, which runs with "loop")
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
 #
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
@@ -272,17 +273,19 @@ if [[ $report_only == 0 ]]; then
         : > results/offline_bc_data.jsonl
         measure results/offline_bc_data.jsonl offline_bc_data.log 600 offline_bc_data flywheel \
             offline_bc.py --record "$data" --rows 100000
-        for fw in rllib flywheel; do
-            has "$fw" && : > "results/offline_bc_${fw}.jsonl"
+        # The bare-torch compute floor (torch_floor) takes the single-file loop's place: it runs with "loop".
+        selected=()
+        for fw in rllib flywheel torch_floor; do
+            has "${fw/torch_floor/loop}" && selected+=("$fw") && : > "results/offline_bc_${fw}.jsonl"
         done
+        order="$(IFS=,; echo "${selected[*]}")"
         for r in $(seq 1 "$repeats"); do
             turns_dir=""
-            if has rllib && has flywheel; then turns_dir="$(mktemp -d)"; fi
-            for fw in rllib flywheel; do
-                has "$fw" || continue
+            if [[ ${#selected[@]} -gt 1 ]]; then turns_dir="$(mktemp -d)"; fi
+            for fw in "${selected[@]}"; do
                 args=(--framework "$fw" --data "$data")
                 if [[ -n "$turns_dir" ]]; then
-                    args+=(--turns-dir "$turns_dir" --turn-order rllib,flywheel --turn-as "$fw")
+                    args+=(--turns-dir "$turns_dir" --turn-order "$order" --turn-as "$fw")
                 fi
                 measure "results/offline_bc_${fw}.jsonl" "offline_bc_${fw}_r${r}.log" 900 \
                     offline_bc "$fw" offline_bc.py "${args[@]}" &
