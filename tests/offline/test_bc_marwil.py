@@ -63,6 +63,23 @@ def test_bc_trains_from_files_and_evaluates_on_env_runners(random_data):
     assert result["evaluation"]["env_runners"]["num_episodes"] == 2
 
 
+@pytest.mark.parametrize(("cls", "runs_values"), [(BCConfig, False), (MARWILConfig, True)])
+def test_only_losses_with_a_value_term_run_the_value_branch(random_data, cls, runs_values):
+    algo = offline_config(cls, random_data).training(minibatch_size=200).build_algo()
+    calls = []
+
+    def count_value_branch(learner):
+        module = learner.module["default_policy"]
+        for part in (module.encoder.critic_encoder, module.vf):
+            part.register_forward_hook(lambda *args: calls.append(1))
+
+    algo.learner_group.foreach_learner(count_value_branch)
+    algo.train()
+    algo.stop()
+    # BC's forward and loss skip the critic encoder and value head; MARWIL's GAE and loss run them.
+    assert (len(calls) > 0) == runs_values and len(calls) % 2 == 0
+
+
 def test_marwil_trains_a_value_function_and_keeps_its_moving_average(random_data, tmp_path):
     config = offline_config(MARWILConfig, random_data, moving_average_sqd_adv_norm_update_rate=0.5)
     algo = config.build_algo()

@@ -68,12 +68,15 @@ def test_model_config_hiddens_and_activation():
 def test_separate_value_encoder_and_embeddings():
     module = build(fcnet_hiddens=[16])
     batch = {Columns.OBS: obs_batch(gym.spaces.Box(-1, 1, (4,), np.float32), 6)}
+    calls = []
+    module.encoder.critic_encoder.register_forward_hook(lambda *args: calls.append(1))
     out = module.forward_train(batch)
-    assert sorted(out) == [Columns.ACTION_DIST_INPUTS, Columns.EMBEDDINGS]
-    assert torch.equal(out[Columns.EMBEDDINGS], module.encoder.critic_encoder(batch[Columns.OBS]))
-    values = module.compute_values(batch, out[Columns.EMBEDDINGS])
-    assert values.shape == (6,) and values.requires_grad
-    assert torch.allclose(values, module.compute_values(batch))
+    # The critic encoder runs only when a loss asks for values: BC's forward skips it.
+    assert sorted(out) == [Columns.ACTION_DIST_INPUTS] and calls == []
+    values = module.compute_values(batch, out.get(Columns.EMBEDDINGS))
+    assert values.shape == (6,) and values.requires_grad and calls == [1]
+    expected = module.vf(module.encoder.critic_encoder(batch[Columns.OBS])).squeeze(-1)
+    assert torch.equal(values, expected)
     # The value loss does not reach the policy encoder.
     values.sum().backward()
     assert (
@@ -147,8 +150,8 @@ def test_cnn_on_84x84x3_images():
     assert isinstance(module.encoder.actor_encoder, CNNEncoder) and module.encoder.output_dim == 256
     batch = {Columns.OBS: obs_batch(space, 2)}
     out = module.forward_train(batch)
-    assert out[Columns.ACTION_DIST_INPUTS].shape == (2, 6) and out[Columns.EMBEDDINGS].shape == (2, 256)
-    assert module.compute_values(batch, out[Columns.EMBEDDINGS]).shape == (2,)
+    assert out[Columns.ACTION_DIST_INPUTS].shape == (2, 6)
+    assert module.compute_values(batch).shape == (2,)
 
 
 def test_lstm_state_shapes_and_carry_over():

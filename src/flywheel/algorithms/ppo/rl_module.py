@@ -43,8 +43,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
 
     Outputs: `_forward` (acting) → `ACTION_DIST_INPUTS` (+ `STATE_OUT` if recurrent; a recurrent
     module acts on `[B, 1, ...]` observations, as runners give them, and returns `[B, 1, ...]` inputs);
-    `_forward_train` also → `EMBEDDINGS` (the value branch's input), which
-    `compute_values(batch, embeddings)` reuses instead of encoding the batch again.
+    `_forward_train` also → `EMBEDDINGS` when the value head shares the policy's encoder, which
+    `compute_values(batch, embeddings)` reuses instead of encoding the batch again. With separate
+    encoders `compute_values(batch)` runs the critic encoder itself: a loss that needs no values
+    (BC) never pays for it.
     """
 
     uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
@@ -89,11 +91,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         else:
             embeddings = self.encoder(obs)
         out[Columns.ACTION_DIST_INPUTS] = self._logits(embeddings, allowed)
-        if not self.inference_only:
-            encoder = self.encoder
-            out[Columns.EMBEDDINGS] = (
-                encoder.critic_encoder(obs) if isinstance(encoder, ActorCriticEncoder) else embeddings
-            )
+        if self.shared_encoder and not self.inference_only:
+            # Free: the value head reads the policy's embeddings. A separate critic encoder runs only
+            # when a loss asks for values (compute_values), so losses without one (BC) skip it.
+            out[Columns.EMBEDDINGS] = embeddings
         return out
 
     def compute_values(self, batch: dict, embeddings: torch.Tensor | None = None) -> torch.Tensor:
