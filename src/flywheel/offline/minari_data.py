@@ -20,7 +20,7 @@ from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder, check_spaces, needs_action_normalizing
 from flywheel.offline.inputs import MINARI_PREFIX
-from flywheel.offline.reader import take_rows
+from flywheel.offline.prefetch import Prefetcher
 
 _READ_KWARGS = ("shuffle",)
 
@@ -54,11 +54,15 @@ class MinariData:
         self.builder = EpisodeBuilder(False, spaces, needs_action_normalizing(config, action_space, None))
         self.shuffle = bool((config.input_read_method_kwargs or {}).get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
-        self._stream = self._episodes()
+        self._prefetcher = Prefetcher(self._episodes())
 
     def sample(self, num_rows: int) -> list[SingleAgentEpisode]:
-        """Whole episodes holding at least `num_rows` steps together."""
-        return take_rows(self._stream, num_rows)
+        """Whole episodes holding at least `num_rows` steps together (read one batch ahead)."""
+        return self._prefetcher.take(num_rows)
+
+    def stop(self) -> None:
+        """Ends the background reading."""
+        self._prefetcher.stop()
 
     def _episodes(self) -> Iterator[SingleAgentEpisode]:
         indices = np.asarray(self.dataset.episode_indices)

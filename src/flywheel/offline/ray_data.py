@@ -46,6 +46,10 @@ class RayOfflineData:
         splits = dataset.streaming_split(num_shards, equal=True)
         self.shards = [DataShard(split, builder, config.train_batch_size_per_learner) for split in splits]
 
+    def stop(self) -> None:
+        """Nothing to end here (the readers' common interface): each shard's stream is read in its
+        learner's process and ends with it."""
+
 
 class DataShard:
     """One learner's part of the dataset; `next_episodes()` reads its next `batch_size` rows (the

@@ -13,6 +13,8 @@ trains. Each pass visits the files in a new (seeded) order, reading up to 8 of t
 the next pass starts when it ends (`shuffle=False`: one file after the other, in name order).
 Rows become `SingleAgentEpisode` chunks (consecutive rows of one episode id); a chunk that a record
 batch cuts continues in the next one, with the same id and `t_started` where the first stopped.
+A background thread reads the next train batch while the learner trains on this one
+(`flywheel.offline.prefetch`), in the same order as reading in turn would.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pyarrow.parquet as pq
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder, check_files, needs_action_normalizing
+from flywheel.offline.prefetch import Prefetcher
 
 _DEFAULT_BATCH_SIZE = 1024
 _READ_KWARGS = ("batch_size", "shuffle")
@@ -52,11 +55,16 @@ class OfflineData:
         files_say = check_files(self.paths, config.input_read_episodes, spaces)
         normalize = needs_action_normalizing(config, action_space, files_say)
         self.builder = EpisodeBuilder(config.input_read_episodes, spaces, normalize)
-        self._stream = self._episodes()
+        self._prefetcher = Prefetcher(self._episodes())
 
     def sample(self, num_rows: int) -> list[SingleAgentEpisode]:
-        """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot)."""
-        return take_rows(self._stream, num_rows)
+        """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot),
+        read on a background thread while the learner trains on the previous ones."""
+        return self._prefetcher.take(num_rows)
+
+    def stop(self) -> None:
+        """Ends the background reading."""
+        self._prefetcher.stop()
 
     def _episodes(self) -> Iterator[SingleAgentEpisode]:
         for batch in self._record_batches():
@@ -86,16 +94,6 @@ class OfflineData:
                     continue
                 window[pick][1] -= batch.num_rows
                 yield batch
-
-
-def take_rows(stream: Iterator[SingleAgentEpisode], num_rows: int) -> list[SingleAgentEpisode]:
-    """Whole episode chunks from `stream` holding at least `num_rows` steps together."""
-    episodes, rows = [], 0
-    while rows < num_rows:
-        episode = next(stream)
-        episodes.append(episode)
-        rows += len(episode)
-    return episodes
 
 
 def parquet_files(input_: Any) -> list[str]:

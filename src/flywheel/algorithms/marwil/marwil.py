@@ -16,6 +16,8 @@ class MARWIL(Algorithm):
     A local learner reads with pyarrow (`OfflineData`, or `MinariData` for `input_="minari:ID"`);
     remote learners (`num_learners >= 1`) each read their shard of a Ray Data stream (`RayOfflineData`)."""
 
+    offline_data: Any = None  # the reader of config.input_ (None until built)
+
     def __init__(self, config: Any, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
         from flywheel.offline.inputs import open_input
@@ -34,3 +36,9 @@ class MARWIL(Algorithm):
             else:
                 self._update(self.offline_data.sample(num_rows=self.config.total_train_batch_size))
         self._sync_weights()
+
+    def stop(self) -> None:
+        """Also ends the reader (a local reader's background thread)."""
+        if self.offline_data is not None:
+            self.offline_data.stop()
+        super().stop()

@@ -1,0 +1,96 @@
+"""`Prefetcher`: the local readers' train batches, read one batch ahead on a background thread.
+
+Reading Parquet and building episode chunks is mostly pyarrow and NumPy work plus some Python; the
+learner's update is mostly torch kernels, which release the GIL. So while the learner trains on one
+batch, a thread reads the next on the other core. The thread is the only consumer of the episode
+stream, in order, so the batches are the ones reading in the learner's thread would give, in the
+same order (the same seeded file order too): nothing is skipped or read twice.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from flywheel.episodes import SingleAgentEpisode
+from flywheel.errors import OfflineDataError
+
+_JOIN_TIMEOUT_S = 5.0
+
+
+class Prefetcher:
+    """`take(num_rows)`: the next whole episode chunks of `stream` holding at least `num_rows` steps.
+
+    The first `take` starts a daemon thread that reads batches of that many rows, `depth` batches
+    ahead (a bounded queue: memory holds `depth + 1` batches). A `take` of another size draws from
+    the same stream in the same order (what a batch holds beyond it comes first next time). An
+    exception in the thread is raised by the `take` that reaches it, the original exception with
+    the thread's traceback, and again by every later `take`.
+    """
+
+    def __init__(self, stream: Iterator[SingleAgentEpisode], depth: int = 1) -> None:
+        self._stream = stream
+        self._queue: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+        self._pending: deque[SingleAgentEpisode] = deque()  # what the last batch holds beyond a take
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def take(self, num_rows: int) -> list[SingleAgentEpisode]:
+        """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot)."""
+        if self._error is not None:
+            raise self._error
+        if self._stopped.is_set():
+            raise OfflineDataError(
+                "The offline reader was stopped (the algorithm's stop() ends it), so it reads no more "
+                "batches. Fix: build a new algorithm (or reader) to train on."
+            )
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._read, args=(num_rows,), name="flywheel-offline-prefetch", daemon=True
+            )
+            self._thread.start()
+        return take_rows(iter(self._next_episode, None), num_rows)
+
+    def stop(self) -> None:
+        """Ends the thread (it finishes the batch it is reading, if any)."""
+        self._stopped.set()
+        while True:  # frees a thread blocked on the full queue
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        if self._thread is not None:
+            self._thread.join(_JOIN_TIMEOUT_S)
+
+    def _next_episode(self) -> SingleAgentEpisode:
+        if not self._pending:
+            ok, value = self._queue.get()
+            if not ok:
+                self._error = value
+                raise value
+            self._pending.extend(value)
+        return self._pending.popleft()
+
+    def _read(self, num_rows: int) -> None:
+        while not self._stopped.is_set():
+            try:
+                item = (True, take_rows(self._stream, num_rows))
+            except BaseException as error:  # noqa: BLE001 (handed to the learner's thread, raised there)
+                item = (False, error)
+            self._queue.put(item)
+            if not item[0]:
+                return
+
+
+def take_rows(stream: Iterator[SingleAgentEpisode], num_rows: int) -> list[SingleAgentEpisode]:
+    """Whole episode chunks from `stream` holding at least `num_rows` steps together."""
+    episodes, rows = [], 0
+    while rows < num_rows:
+        episode = next(stream)
+        episodes.append(episode)
+        rows += len(episode)
+    return episodes
