@@ -1,5 +1,6 @@
-"""Prefetching: the local reader reads the next train batch on a background thread, in the order
-reading in turn gives; nothing is lost or read twice, and a reading error is raised in the update."""
+"""Prefetching (`input_read_method_kwargs={"prefetch_batches": n}`): the local reader reads train
+batches ahead on a background thread, in the order reading in the learner's thread gives; nothing is
+lost or read twice, and a reading error is raised in the update."""
 
 import threading
 
@@ -8,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flywheel import BCConfig
+from flywheel.errors import OfflineDataError
 from flywheel.offline.reader import OfflineData
 
 from .test_reader import SPACES, reading_config, record
@@ -30,7 +32,8 @@ def data(tmp_path_factory):
 
 
 def test_rows_come_in_file_order_each_once(data):
-    reader = OfflineData(reading_config(data, episodes=False, batch_size=30, shuffle=False), *SPACES)
+    kwargs = {"batch_size": 30, "shuffle": False, "prefetch_batches": 2}
+    reader = OfflineData(reading_config(data, episodes=False, **kwargs), *SPACES)
     read = [episode for _ in range(6) for episode in reader.sample(num_rows=100)]
     reader.stop()
     table = pq.read_table(sorted(data.glob("*.parquet")), columns=["eps_id", "t"])
@@ -39,18 +42,31 @@ def test_rows_come_in_file_order_each_once(data):
     assert rows(read)[:600] == expected  # one pass: every row once, in the files' order
 
 
-def test_takes_of_any_size_read_the_same_stream(data):
+@pytest.mark.parametrize("prefetch", [1, 2])
+def test_same_batches_as_without_prefetch_for_takes_of_any_size(data, prefetch):
     """The thread reads batches of the first take's size; other sizes draw from the same stream."""
-    config = reading_config(data, episodes=False, batch_size=40).debugging(seed=3)  # shuffled, seeded
-    one, other = OfflineData(config, *SPACES), OfflineData(config, *SPACES)
-    first = [e for _ in range(8) for e in one.sample(num_rows=150)]
-    second = [e for size in (150, 10, 400, 1, 300, 250) for e in other.sample(num_rows=size)]
-    one.stop(), other.stop()
-    count = min(len(rows(first)), len(rows(second)))
-    assert count >= 1100 and rows(first)[:count] == rows(second)[:count]
-    for a, b in zip(first, second, strict=False):
+
+    def reader(**kwargs):  # shuffled files, seeded
+        config = reading_config(data, episodes=False, batch_size=40, **kwargs).debugging(seed=3)
+        return OfflineData(config, *SPACES)
+
+    plain, ahead, sizes = reader(), reader(prefetch_batches=prefetch), (150, 10, 400, 1, 300, 250, 150)
+    without = [plain.sample(num_rows=size) for size in sizes]
+    with_prefetch = [ahead.sample(num_rows=size) for size in sizes]
+    ahead.stop()
+    assert [rows(batch) for batch in with_prefetch] == [rows(batch) for batch in without]
+    for a, b in zip(sum(without, []), sum(with_prefetch, []), strict=True):
         np.testing.assert_array_equal(a.get_observations(), b.get_observations())
-    assert sorted(rows(first)[:600]) == sorted(rows(first)[600:1200])  # each pass: every row once
+    read = rows(sum(with_prefetch, []))
+    assert len(read) >= 1200 and sorted(read[:600]) == sorted(read[600:1200])  # each pass: every row once
+
+
+def test_prefetch_batches_must_be_a_count(data):
+    with pytest.raises(
+        OfflineDataError,
+        match=r"input_read_method_kwargs\['prefetch_batches'\]=-1, but it must be an int >= 0",
+    ):
+        OfflineData(reading_config(data, episodes=False, prefetch_batches=-1), *SPACES)
 
 
 def test_a_reading_error_is_raised_in_the_update_with_its_message(data, tmp_path):
@@ -59,7 +75,7 @@ def test_a_reading_error_is_raised_in_the_update_with_its_message(data, tmp_path
     config = (
         BCConfig()
         .environment("CartPole-v1")
-        .offline_data(input_=str(tmp_path))
+        .offline_data(input_=str(tmp_path), input_read_method_kwargs={"prefetch_batches": 1})
         .training(train_batch_size_per_learner=100, minibatch_size=100)
     )
     algo = config.build_algo()  # checks every file's schema
@@ -76,7 +92,8 @@ def test_a_reading_error_is_raised_in_the_update_with_its_message(data, tmp_path
 
 def test_stop_ends_the_thread(data):
     before = len(prefetch_threads())
-    algo = BCConfig().environment("CartPole-v1").offline_data(input_=str(data)).build_algo()
+    offline = {"input_": str(data), "input_read_method_kwargs": {"prefetch_batches": 1}}
+    algo = BCConfig().environment("CartPole-v1").offline_data(**offline).build_algo()
     algo.train()
     assert len(prefetch_threads()) == before + 1
     algo.stop()

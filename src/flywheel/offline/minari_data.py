@@ -20,9 +20,9 @@ from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder, check_spaces, needs_action_normalizing
 from flywheel.offline.inputs import MINARI_PREFIX
-from flywheel.offline.prefetch import Prefetcher
+from flywheel.offline.prefetch import PREFETCH_KEY, Prefetcher, prefetch_depth
 
-_READ_KWARGS = ("shuffle",)
+_READ_KWARGS = ("shuffle", PREFETCH_KEY)
 
 
 class MinariData:
@@ -54,14 +54,14 @@ class MinariData:
         self.builder = EpisodeBuilder(False, spaces, needs_action_normalizing(config, action_space, None))
         self.shuffle = bool((config.input_read_method_kwargs or {}).get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
-        self._prefetcher = Prefetcher(self._episodes())
+        self._prefetcher = Prefetcher(self._episodes(), prefetch_depth(config.input_read_method_kwargs or {}))
 
     def sample(self, num_rows: int) -> list[SingleAgentEpisode]:
-        """Whole episodes holding at least `num_rows` steps together (read one batch ahead)."""
+        """Whole episodes holding at least `num_rows` steps together."""
         return self._prefetcher.take(num_rows)
 
     def stop(self) -> None:
-        """Ends the background reading."""
+        """Ends the background reading (`prefetch_batches`), if any."""
         self._prefetcher.stop()
 
     def _episodes(self) -> Iterator[SingleAgentEpisode]:

@@ -1,10 +1,12 @@
-"""`Prefetcher`: the local readers' train batches, read one batch ahead on a background thread.
+"""`Prefetcher`: the local readers' train batches, read in the learner's thread or, with
+`prefetch_batches >= 1` (`input_read_method_kwargs`), that many batches ahead on a background thread.
 
-Reading Parquet and building episode chunks is mostly pyarrow and NumPy work plus some Python; the
-learner's update is mostly torch kernels, which release the GIL. So while the learner trains on one
-batch, a thread reads the next on the other core. The thread is the only consumer of the episode
-stream, in order, so the batches are the ones reading in the learner's thread would give, in the
-same order (the same seeded file order too): nothing is skipped or read twice.
+The thread is the only consumer of the episode stream, in order, so the batches are the ones reading
+in the learner's thread gives, in the same order (the same seeded file order too): nothing is
+skipped or read twice. It overlaps what releases the GIL (pyarrow's reading, torch's kernels) but
+not the Python that builds episode chunks, which then waits for the learner's Python and the other
+way round; on 2 cores it also takes a core from a learner on 2 torch threads. There, BC measured
+3% (1 torch thread) to 12% (2) fewer rows/s with it, hence the default 0 (see docs/concepts/offline.md).
 """
 
 from __future__ import annotations
@@ -19,21 +21,37 @@ from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 
 _JOIN_TIMEOUT_S = 5.0
+PREFETCH_KEY = "prefetch_batches"
+"""The `input_read_method_kwargs` key of the local readers: train batches read ahead on a thread."""
+
+
+def prefetch_depth(read_kwargs: dict) -> int:
+    """`read_kwargs["prefetch_batches"]` (default 0), checked."""
+    depth = read_kwargs.get(PREFETCH_KEY, 0)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise OfflineDataError(
+            f"input_read_method_kwargs[{PREFETCH_KEY!r}]={depth!r}, but it must be an int >= 0 (train batches "
+            f"read ahead on a background thread; 0 reads in the learner's thread). Fix: "
+            f"config.offline_data(input_read_method_kwargs={{{PREFETCH_KEY!r}: 1}}), or leave it out."
+        )
+    return depth
 
 
 class Prefetcher:
     """`take(num_rows)`: the next whole episode chunks of `stream` holding at least `num_rows` steps.
 
-    The first `take` starts a daemon thread that reads batches of that many rows, `depth` batches
-    ahead (a bounded queue: memory holds `depth + 1` batches). A `take` of another size draws from
+    With `depth == 0` the caller's thread reads. Else the first `take` starts a daemon thread that
+    reads batches of that many rows, `depth` batches ahead (a bounded queue: memory holds
+    `depth + 1` batches). A `take` of another size draws from
     the same stream in the same order (what a batch holds beyond it comes first next time). An
     exception in the thread is raised by the `take` that reaches it, the original exception with
     the thread's traceback, and again by every later `take`.
     """
 
-    def __init__(self, stream: Iterator[SingleAgentEpisode], depth: int = 1) -> None:
+    def __init__(self, stream: Iterator[SingleAgentEpisode], depth: int) -> None:
         self._stream = stream
-        self._queue: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+        self._depth = depth
+        self._queue: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(depth, 1))
         self._pending: deque[SingleAgentEpisode] = deque()  # what the last batch holds beyond a take
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -48,6 +66,8 @@ class Prefetcher:
                 "The offline reader was stopped (the algorithm's stop() ends it), so it reads no more "
                 "batches. Fix: build a new algorithm (or reader) to train on."
             )
+        if self._depth == 0:
+            return take_rows(self._stream, num_rows)
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._read, args=(num_rows,), name="flywheel-offline-prefetch", daemon=True

@@ -13,8 +13,8 @@ trains. Each pass visits the files in a new (seeded) order, reading up to 8 of t
 the next pass starts when it ends (`shuffle=False`: one file after the other, in name order).
 Rows become `SingleAgentEpisode` chunks (consecutive rows of one episode id); a chunk that a record
 batch cuts continues in the next one, with the same id and `t_started` where the first stopped.
-A background thread reads the next train batch while the learner trains on this one
-(`flywheel.offline.prefetch`), in the same order as reading in turn would.
+With `input_read_method_kwargs={"prefetch_batches": n}` a background thread reads n train batches
+ahead while the learner trains (`flywheel.offline.prefetch`), in the same order.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import pyarrow.parquet as pq
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder, check_files, needs_action_normalizing
-from flywheel.offline.prefetch import Prefetcher
+from flywheel.offline.prefetch import PREFETCH_KEY, Prefetcher, prefetch_depth
 
 _DEFAULT_BATCH_SIZE = 1024
-_READ_KWARGS = ("batch_size", "shuffle")
+_READ_KWARGS = ("batch_size", "shuffle", PREFETCH_KEY)
 _OPEN_FILES = 8  # files read interleaved when shuffling (each holds one record batch in memory)
 
 
@@ -55,15 +55,14 @@ class OfflineData:
         files_say = check_files(self.paths, config.input_read_episodes, spaces)
         normalize = needs_action_normalizing(config, action_space, files_say)
         self.builder = EpisodeBuilder(config.input_read_episodes, spaces, normalize)
-        self._prefetcher = Prefetcher(self._episodes())
+        self._prefetcher = Prefetcher(self._episodes(), prefetch_depth(kwargs))
 
     def sample(self, num_rows: int) -> list[SingleAgentEpisode]:
-        """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot),
-        read on a background thread while the learner trains on the previous ones."""
+        """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot)."""
         return self._prefetcher.take(num_rows)
 
     def stop(self) -> None:
-        """Ends the background reading."""
+        """Ends the background reading (`prefetch_batches`), if any."""
         self._prefetcher.stop()
 
     def _episodes(self) -> Iterator[SingleAgentEpisode]:
