@@ -96,11 +96,15 @@ def build(framework: str, data: str) -> Any:
     else:
         from flywheel import BCConfig
     import gymnasium as gym
+    import torch
 
     env = gym.make("CartPole-v1")
     # RLlib maps rows to episodes in Ray Data actors (2 of 1 CPU each by default); on 2 CPUs they
     # leave none for the read task, which then waits forever: one actor, one CPU left for reading.
     rllib_only = {"map_batches_kwargs": {"concurrency": 1, "num_cpus": 1}} if framework == "rllib" else {}
+    # RLlib's local learner computes on torch's default threads (every core); flywheel's learner on
+    # num_cpus_per_learner (default 1). The same count for both: flywheel's learner gets the cores too.
+    learner_threads = {} if framework == "rllib" else {"num_cpus_per_learner": torch.get_num_threads()}
     config = (
         BCConfig()
         .environment(  # both need the spaces when no evaluation runs (RLlib checks)
@@ -109,7 +113,7 @@ def build(framework: str, data: str) -> Any:
         .offline_data(input_=[data], input_read_episodes=False, dataset_num_iters_per_learner=1, **rllib_only)
         .training(**SETTINGS["training"], **({} if framework == "rllib" else {"minibatch_size": BATCH}))
         .rl_module(**SETTINGS["rl_module"])
-        .learners(num_learners=0)
+        .learners(num_learners=0, **learner_threads)
         .evaluation(evaluation_interval=None)
         .debugging(seed=0)
     )

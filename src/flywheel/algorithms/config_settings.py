@@ -105,7 +105,8 @@ class AlgorithmSettings:
     num_learners: int = setting("learners", 0)
     """Remote learners (data-parallel, gradients averaged); 0 updates in the calling process."""
     num_cpus_per_learner: float = setting("learners", 1)
-    """CPUs Ray reserves for each remote learner."""
+    """CPUs Ray reserves for each remote learner; every learner (the local one too) updates on that
+    many torch threads (at least one)."""
     num_gpus_per_learner: float = setting("learners", 0)
     """GPUs per learner; above 0 the learner trains on cuda."""
     learner_class: type | None = setting("learners")

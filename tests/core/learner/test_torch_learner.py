@@ -249,3 +249,30 @@ def test_get_parameters_of_a_weightless_module_is_empty():
     learner = KnownGradsLearner(config=AlgorithmConfig(), module=Linear(OBS_SPACE, ACT_SPACE))
     assert learner.get_parameters(Heuristic(OBS_SPACE, ACT_SPACE)) == []
     assert [p.tolist() for p in learner.get_parameters(Linear(OBS_SPACE, ACT_SPACE))] == [[1.0, 2.0], [3.0]]
+
+
+class ThreadCountingLearner(KnownGradsLearner):
+    """Records torch's thread count in each loss call."""
+
+    seen: list[int] = []
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        self.seen.append(torch.get_num_threads())
+        return super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+
+
+@pytest.mark.parametrize("cpus", [2, 0.5])
+def test_updates_run_on_num_cpus_per_learner_threads_then_restore(cpus):
+    learner = make_learner(ThreadCountingLearner)
+    learner.config.learners(num_cpus_per_learner=cpus)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as a local env runner leaves it
+    try:
+        ThreadCountingLearner.seen = []
+        learner.update(episodes=[episode([1.0] * 4)])
+        assert ThreadCountingLearner.seen == [max(1, int(cpus))]
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
