@@ -10,7 +10,7 @@ Both read the same files (one row per step: eps_id, t, obs, actions, rewards, ne
 truncateds, ... as plain Parquet columns) with the same settings: BC on CartPole-v1, a local learner
 (`num_learners=0`), train batch 2000 rows, one gradient step per update on the whole batch (RLlib's
 BC uses the train batch as its minibatch), one update per `train()`, lr 1e-4, a 256x256 network, no
-evaluation. `torch_floor` is what no framework can beat: the same 256x256 tanh policy network, Adam at
+evaluation, learners on torch's default threads (flywheel's as `num_cpus_per_learner`). `torch_floor` is what no framework can beat: the same 256x256 tanh policy network, Adam at
 lr 1e-4 and loss (mean Categorical log-likelihood of the actions) on 2000-row batches of the files'
 rows, held in memory as tensors (no reading, no episodes, no value branch), torch's default threads.
 After `--warmup` untimed `train()` calls, timed ones give rows/s = rows trained / seconds;
@@ -125,9 +125,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     (each at least as long as the lead's), or one stretch of `--min-seconds` alone."""
     import torch
 
-    algo = build(args.framework, args.data)
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
+    threads = torch.get_num_threads()  # what each learner computes on (flywheel's: num_cpus_per_learner)
+    algo = build(args.framework, args.data)
     startup_s = since_start()
     for _ in range(args.warmup):
         algo.train()
@@ -148,7 +149,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         per_turn.append(round(calls * BATCH / took, 1))
         rows, seconds = rows + calls * BATCH, seconds + took
     algo.stop()
-    return {"torch_threads": torch.get_num_threads(), "rows": int(rows), "timed_s": round(seconds, 2), "rows_per_s": round(rows / seconds, 1),
+    return {"torch_threads": threads, "rows": int(rows), "timed_s": round(seconds, 2), "rows_per_s": round(rows / seconds, 1),
             "per_turn_rows_per_s": per_turn, "startup_s": round(startup_s, 2), "peak_rss_mb": peak_rss_mb()}  # fmt: skip
 
 
@@ -161,7 +162,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--min-seconds", type=float, default=20.0, help="timed seconds without --turns-dir")
     parser.add_argument("--torch-threads", type=int, default=0,
-                        help="torch threads after the build (0: as the framework leaves them)")  # fmt: skip
+                        help="torch threads the learners compute on (0: torch's default, every core)")  # fmt: skip
     parser.add_argument("--turns-dir")
     parser.add_argument("--turn-order", default="rllib,flywheel")
     parser.add_argument("--turn-as")
