@@ -148,6 +148,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             turns.pass_on(took)
         per_turn.append(round(calls * BATCH / took, 1))
         rows, seconds = rows + calls * BATCH, seconds + took
+    if turns is not None:
+        turns.finish()
     algo.stop()
     return {"torch_threads": threads, "rows": int(rows), "timed_s": round(seconds, 2), "rows_per_s": round(rows / seconds, 1),
             "per_turn_rows_per_s": per_turn, "startup_s": round(startup_s, 2), "peak_rss_mb": peak_rss_mb()}  # fmt: skip

@@ -74,6 +74,13 @@ class Turns:
         tmp.write_text(f"{self._next} {lead_seconds!r}")
         os.replace(tmp, self.dir / "baton")
 
+    def finish(self) -> None:
+        """Announces this process took all its turns and waits until every other one has too, so
+        that none shuts down (RLlib stops Ray, which takes the CPU for seconds) during a turn."""
+        (self.dir / f"done.{self.me}").touch()
+        for name in self.order:
+            self._wait_for(lambda name=name: (self.dir / f"done.{name}").exists(), name)
+
     def _mine(self) -> bool:
         try:
             name, seconds = (self.dir / "baton").read_text().split()
