@@ -42,10 +42,10 @@ class Prefetcher:
 
     With `depth == 0` the caller's thread reads. Else the first `take` starts a daemon thread that
     reads batches of that many rows, `depth` batches ahead (a bounded queue: memory holds
-    `depth + 1` batches). A `take` of another size draws from
-    the same stream in the same order (what a batch holds beyond it comes first next time). An
-    exception in the thread is raised by the `take` that reaches it, the original exception with
-    the thread's traceback, and again by every later `take`.
+    `depth + 1` batches). A `take` of another size draws from the same stream in the same order
+    (what a batch holds beyond it comes first next time). An exception in the thread is raised by
+    the `take` that reaches it, the original exception with the thread's traceback, and again by
+    every later `take`.
     """
 
     def __init__(self, stream: Iterator[SingleAgentEpisode], depth: int) -> None:
