@@ -6,7 +6,7 @@ in the learner's thread gives, in the same order (the same seeded file order too
 skipped or read twice. It overlaps what releases the GIL (pyarrow's reading, torch's kernels) but
 not the Python that builds episode chunks, which then waits for the learner's Python and the other
 way round; on 2 cores it also takes a core from a learner on 2 torch threads. There, BC measured
-3% (1 torch thread) to 12% (2) fewer rows/s with it, hence the default 0 (see docs/concepts/offline.md).
+2-8% (1 torch thread) and 11-25% (2) fewer rows/s with it, hence the default 0 (docs/concepts/offline.md).
 """
 
 from __future__ import annotations
