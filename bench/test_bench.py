@@ -220,6 +220,28 @@ def test_report_appo_scaling_table_and_projection_from_cpu_costs(tmp_path, monke
     )
 
 
+def test_report_appo_ceiling_from_cpu_costs_and_rllib_rate(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    costs = {
+        "driver_loop_cpu_us_per_step": 10.0,
+        "runner_cpu_us_per_step": 40.0,
+        "learner_cpu_us_per_trained_step": 15.0,
+        "trained_per_sampled_step": 2.0,
+    }
+    write_lines(tmp_path / "appo_throughput_flywheel.jsonl", [{"steps_per_s": 16_000.0, **costs}])
+    write_lines(
+        tmp_path / "appo_throughput_rllib.jsonl", [{"steps_per_s": 5_000.0, "trained_per_sampled_step": 1.0}]
+    )
+    text = "\n".join(report_appo._ceiling_lines())
+    # 40 + 10 + 15 x 2 = 80 µs: 25,000 steps/s on two cores; the driver 1e6 / 40 = 25,000 too
+    assert "= 30.0 learning = 80.0 µs" in text and "2e6 / 80.0 =\n25,000 env steps/s" in text
+    assert "5× RLlib's 5,000 is 25,000 env steps/s: 100% of that ceiling" in text
+    assert "as busy as in\nthe turns above (64%), it needs at most 51.2 µs per step" in text
+    assert (
+        "would total 65.0 µs per\nstep, a two-core ceiling of 30,769 env steps/s" in text
+    )  # 40 + 10 + 15 x 1
+
+
 class Chunk:
     """A stand-in RLlib episode chunk: id, return, done flag and its env steps (len)."""
 
