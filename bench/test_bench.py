@@ -195,15 +195,19 @@ def test_report_multi_agent_and_remote_sections(tmp_path, monkeypatch):
     assert "- RLlib 2.60: `IndexError: x`" in text
 
 
-def test_report_appo_scaling_table_and_projection_from_cpu_costs(tmp_path, monkeypatch):
-    monkeypatch.setattr(report, "RESULTS", tmp_path)
-    costs = {
-        "driver_cpu_us_per_step": 38.0,
+def appo_costs(learner: float) -> dict[str, float]:
+    """An APPO throughput line's CPU costs: driver loop 10, runners 40, `learner` per step trained, 2 passes."""
+    return {
         "driver_loop_cpu_us_per_step": 10.0,
         "runner_cpu_us_per_step": 40.0,
-        "learner_cpu_us_per_trained_step": 14.0,
+        "learner_cpu_us_per_trained_step": learner,
         "trained_per_sampled_step": 2.0,
     }
+
+
+def test_report_appo_scaling_table_and_projection_from_cpu_costs(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    costs = {"driver_cpu_us_per_step": 38.0, **appo_costs(14.0)}
     rows = [{"num_env_runners": 0, "steps_per_s": 9000.0, "driver_cpu_us_per_step": 80.0}]
     rows += [{"num_env_runners": n, "steps_per_s": 20_000.0, **costs} for n in (1, 2)]
     write_lines(tmp_path / "appo_scaling_flywheel.jsonl", rows)
@@ -222,13 +226,7 @@ def test_report_appo_scaling_table_and_projection_from_cpu_costs(tmp_path, monke
 
 def test_report_appo_ceiling_from_cpu_costs_and_rllib_rate(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "RESULTS", tmp_path)
-    costs = {
-        "driver_loop_cpu_us_per_step": 10.0,
-        "runner_cpu_us_per_step": 40.0,
-        "learner_cpu_us_per_trained_step": 15.0,
-        "trained_per_sampled_step": 2.0,
-    }
-    write_lines(tmp_path / "appo_throughput_flywheel.jsonl", [{"steps_per_s": 16_000.0, **costs}])
+    write_lines(tmp_path / "appo_throughput_flywheel.jsonl", [{"steps_per_s": 16_000.0, **appo_costs(15.0)}])
     write_lines(
         tmp_path / "appo_throughput_rllib.jsonl", [{"steps_per_s": 5_000.0, "trained_per_sampled_step": 1.0}]
     )
