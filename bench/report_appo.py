@@ -25,7 +25,46 @@ def _throughput_lines() -> list[str]:
         "over RLlib's turns of the same repeat. Higher is better.",
         "",
     ]
-    return lines + side_by_side("appo_throughput", "steps_per_s", "steps/s", 5.0)
+    return lines + side_by_side("appo_throughput", "steps_per_s", "steps/s", 5.0) + ["", *_ceiling_lines()]
+
+
+def _ceiling_lines() -> list[str]:
+    """What the target asks of this 2-core machine, from flywheel's measured CPU costs per step."""
+    mine = [r for r in load("appo_throughput_flywheel.jsonl") if "learner_cpu_us_per_trained_step" in r]
+    peer = [r for r in load("appo_throughput_rllib.jsonl") if "steps_per_s" in r]
+    rllib = median([r["steps_per_s"] for r in peer])
+    costs = [_median_of(mine, key) for key, _ in _COST_COLUMNS[1:]]
+    if not mine or rllib is None or not all(costs):
+        return ["The 2-core ceiling: not measured."]
+    loop, runners, learner, passes = costs
+    learning = learner * passes
+    total = loop + runners + learning
+    needed = 5 * rllib
+    busy = median([r["steps_per_s"] for r in mine]) * total / 2e6  # of the two cores, in the turns above
+    return [
+        "The ceiling on this machine: flywheel spends, per env step sampled (CPU µs, medians of the runs",
+        f"above), {runners:.1f} in the runners + {loop:.1f} in the driver's loop + {learner:.1f} × {passes:.2f} passes",
+        f"= {learning:.1f} learning = {total:.1f} µs. Two cores doing nothing else give at most 2e6 / {total:.1f} =",
+        f"{fmt(2e6 / total)} env steps/s, and the driver, which also learns, at most 1e6 / {loop + learning:.1f} =",
+        f"{fmt(1e6 / (loop + learning))}. 5× RLlib's {fmt(rllib)} is {fmt(needed)} env steps/s: "
+        f"{needed / min(2e6 / total, 1e6 / (loop + learning)):.0%} of that ceiling. With the cores as busy as in",
+        f"the turns above ({busy:.0%}), it needs at most {busy * 2e6 / needed:.1f} µs per step in all.",
+        *_peer_passes_line(peer, loop + runners, learner),
+    ]
+
+
+def _peer_passes_line(peer: list[dict[str, Any]], other: float, learner: float) -> list[str]:
+    """How RLlib's passes per sampled step change the picture (its learner thread falls behind and its
+    circular buffer drops batches before their K uses)."""
+    passes = _median_of(peer, "trained_per_sampled_step")
+    if passes is None:
+        return []
+    total = other + learner * passes
+    return [
+        f"RLlib trained {passes:.2f} steps per step sampled (its circular buffer evicts batches its learner",
+        f"thread has not used K times); at that many passes flywheel's costs would total {total:.1f} µs per",
+        f"step, a two-core ceiling of {fmt(2e6 / total)} env steps/s.",
+    ]
 
 
 _COST_COLUMNS = (

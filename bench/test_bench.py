@@ -195,15 +195,19 @@ def test_report_multi_agent_and_remote_sections(tmp_path, monkeypatch):
     assert "- RLlib 2.60: `IndexError: x`" in text
 
 
-def test_report_appo_scaling_table_and_projection_from_cpu_costs(tmp_path, monkeypatch):
-    monkeypatch.setattr(report, "RESULTS", tmp_path)
-    costs = {
-        "driver_cpu_us_per_step": 38.0,
+def appo_costs(learner: float) -> dict[str, float]:
+    """An APPO throughput line's CPU costs: driver loop 10, runners 40, `learner` per step trained, 2 passes."""
+    return {
         "driver_loop_cpu_us_per_step": 10.0,
         "runner_cpu_us_per_step": 40.0,
-        "learner_cpu_us_per_trained_step": 14.0,
+        "learner_cpu_us_per_trained_step": learner,
         "trained_per_sampled_step": 2.0,
     }
+
+
+def test_report_appo_scaling_table_and_projection_from_cpu_costs(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    costs = {"driver_cpu_us_per_step": 38.0, **appo_costs(14.0)}
     rows = [{"num_env_runners": 0, "steps_per_s": 9000.0, "driver_cpu_us_per_step": 80.0}]
     rows += [{"num_env_runners": n, "steps_per_s": 20_000.0, **costs} for n in (1, 2)]
     write_lines(tmp_path / "appo_scaling_flywheel.jsonl", rows)
@@ -218,6 +222,22 @@ def test_report_appo_scaling_table_and_projection_from_cpu_costs(tmp_path, monke
         50_000.0,
         "runners",
     )
+
+
+def test_report_appo_ceiling_from_cpu_costs_and_rllib_rate(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    write_lines(tmp_path / "appo_throughput_flywheel.jsonl", [{"steps_per_s": 16_000.0, **appo_costs(15.0)}])
+    write_lines(
+        tmp_path / "appo_throughput_rllib.jsonl", [{"steps_per_s": 5_000.0, "trained_per_sampled_step": 1.0}]
+    )
+    text = "\n".join(report_appo._ceiling_lines())
+    # 40 + 10 + 15 x 2 = 80 µs: 25,000 steps/s on two cores; the driver 1e6 / 40 = 25,000 too
+    assert "= 30.0 learning = 80.0 µs" in text and "2e6 / 80.0 =\n25,000 env steps/s" in text
+    assert "5× RLlib's 5,000 is 25,000 env steps/s: 100% of that ceiling" in text
+    assert "as busy as in\nthe turns above (64%), it needs at most 51.2 µs per step" in text
+    assert (
+        "would total 65.0 µs per\nstep, a two-core ceiling of 30,769 env steps/s" in text
+    )  # 40 + 10 + 15 x 1
 
 
 class Chunk:

@@ -152,6 +152,10 @@ def test_minibatches_cover_every_row_per_epoch():
     assert [len(mb) for mb in seen] == [4, 3, 3] * 2
     assert sorted(sum(seen[:3], [])) == rewards and sum(seen[:3], []) != rewards
 
+    seen.clear()  # one minibatch of all rows: not gathered in a new order (it would change only rounding)
+    learner.update(episodes=[episode(rewards)], num_epochs=2, minibatch_size=10, shuffle_batch_per_epoch=True)
+    assert seen == [rewards] * 2
+
 
 def test_weights_seq_no_and_results():
     learner = make_learner(RegressionLearner)

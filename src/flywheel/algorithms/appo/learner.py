@@ -12,6 +12,10 @@ After an update, the target networks move towards the trained ones (`tau`; 1.0 c
 `target_network_update_freq` × `circular_buffer_num_batches` × `circular_buffer_iterations_per_batch`
 × `learner_train_batch_size` env steps were trained since the last move (RLlib's unit), and
 with `use_kl_loss` the KL coefficient adapts to the update's mean KL.
+
+The target policy's outputs are computed once per train batch (all its rows, before the
+minibatches) and kept with the batch while the circular buffer hands it out again, until the
+target networks move.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any, cast
 
 import torch
 
-from flywheel.algorithms.impala.learner import IMPALATorchLearner, TimeMajor
+from flywheel.algorithms.impala.batch_memo import BatchMemo, MemoEntry
+from flywheel.algorithms.impala.learner import IMPALATorchLearner, TimeMajor, flatten_rows
 from flywheel.checkpoints.checkpointable import select
 from flywheel.columns import Columns
 from flywheel.core.learner.coefficients import AdaptiveKLCoeffs
@@ -44,6 +49,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
 
     def build(self) -> None:
         self._last_target_update_ts = 0  # trained env steps at the last target update
+        self._target_version = 0  # how often the target networks moved (kept batches' outputs expire)
         super().build()
         for module_id in self.module:
             self._make_target_networks(module_id)
@@ -65,6 +71,34 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
                 )
         module.make_target_networks()
 
+    def _build_batch_memo(self) -> BatchMemo | None:
+        """Kept batches for the circular buffer's K uses of each (none when K is 1)."""
+        config = self.config
+        if not config.use_circular_buffer or config.circular_buffer_iterations_per_batch == 1:
+            return None
+        return BatchMemo(config.circular_buffer_iterations_per_batch, config.circular_buffer_num_batches)
+
+    def _add_batch_columns(
+        self, batch: dict[ModuleID, dict], entry: MemoEntry | None
+    ) -> dict[ModuleID, dict]:
+        """Adds `TARGET_NETWORK_ACTION_DIST_INPUTS` to every module's columns: the target policy on all
+        rows at once (a kept batch's stay until the target networks move)."""
+        if entry is not None and entry.derived_version == self._target_version:
+            return batch
+        with torch.no_grad():
+            for module_id, columns in batch.items():
+                # Duck-typed: `_make_target_networks` checked the module has forward_target.
+                module: Any = self.module[module_id]
+                if module.is_stateful():  # [B, T] sequences in, [B, T, ...] out, as in the minibatches
+                    target = module.forward_target(columns)[TARGET_NETWORK_ACTION_DIST_INPUTS]
+                else:
+                    flat = module.forward_target(flatten_rows(columns))[TARGET_NETWORK_ACTION_DIST_INPUTS]
+                    target = flat.reshape(tuple(columns[Columns.LOSS_MASK].shape) + tuple(flat.shape[1:]))
+                columns[TARGET_NETWORK_ACTION_DIST_INPUTS] = target
+        if entry is not None:
+            entry.derived_version = self._target_version
+        return batch
+
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
@@ -74,7 +108,10 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
         dist_cls = module.get_train_action_dist_cls()
         dist = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         with torch.no_grad():
-            old_dist = dist_cls.from_logits(module.forward_target(batch)[TARGET_NETWORK_ACTION_DIST_INPUTS])
+            target_out = batch.get(TARGET_NETWORK_ACTION_DIST_INPUTS)
+            if target_out is None:  # a minibatch from outside `update`
+                target_out = module.forward_target(batch)[TARGET_NETWORK_ACTION_DIST_INPUTS]
+            old_dist = dist_cls.from_logits(target_out)
             old_logp = tm(old_dist.logp(batch[Columns.ACTIONS]))
         logp = tm(dist.logp(batch[Columns.ACTIONS]))
         values = tm(module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS)))
@@ -115,6 +152,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
                     for main, target in pairs:
                         update_target_network(main_net=main, target_net=target, tau=config.tau)
             self._last_target_update_ts = trained
+            self._target_version += 1
             self.metrics.log_value((ALL_MODULES, keys.NUM_TARGET_UPDATES), 1, reduce="lifetime_sum")
         self.adapt_kl_coeffs()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -65,7 +65,7 @@ class IMPALA(Algorithm):
         self._forming_steps += sum(len(e) for e in episodes)
         if self._forming_steps < self.config.total_train_batch_size:
             return
-        dropped = self.learner_queue.put(self._forming, self._forming_steps)
+        dropped = self.learner_queue.put(_QueuedBatch.of(self._forming), self._forming_steps)
         self.metrics.log_value(_LEARNERS + (keys.NUM_ENV_STEPS_DROPPED,), dropped, reduce="sum")
         self.metrics.log_value(
             _LEARNERS + (keys.NUM_ENV_STEPS_DROPPED_LIFETIME,), dropped, reduce="lifetime_sum"
@@ -74,9 +74,9 @@ class IMPALA(Algorithm):
 
     def _learn(self) -> None:
         """One learner update on the next train batch; logs its weights lag; broadcasts when due."""
-        episodes = self.learner_queue.get()
-        self._log_weights_lag(episodes)
-        self._update(episodes)
+        batch = self.learner_queue.get()
+        self._log_weights_lag(batch)
+        self._update(batch.episodes)
         queue_size = self.learner_queue.num_batches
         self.metrics.log_value(_LEARNERS + (keys.LEARNER_QUEUE_SIZE,), queue_size, reduce="mean")
         self._updates_since_broadcast += 1
@@ -84,12 +84,12 @@ class IMPALA(Algorithm):
             self._sync_weights()
             self._updates_since_broadcast = 0
 
-    def _log_weights_lag(self, episodes: list) -> None:
-        """How many updates behind the learners the weights that sampled `episodes` are, per step."""
-        seq_nos = np.concatenate([_seq_nos(episode) for episode in episodes])
-        lag = self.learner_group.weights_seq_no - seq_nos
-        self.metrics.log_value(_LEARNERS + (keys.WEIGHTS_LAG_MEAN,), float(lag.mean()), reduce="mean")
-        self.metrics.log_value(_LEARNERS + (keys.WEIGHTS_LAG_MAX,), int(lag.max()), reduce="max")
+    def _log_weights_lag(self, batch: _QueuedBatch) -> None:
+        """How many updates behind the learners the weights that sampled `batch` are, per step."""
+        seq_no = self.learner_group.weights_seq_no
+        lag_mean = seq_no - batch.seq_no_sum / max(1, batch.num_steps)
+        self.metrics.log_value(_LEARNERS + (keys.WEIGHTS_LAG_MEAN,), lag_mean, reduce="mean")
+        self.metrics.log_value(_LEARNERS + (keys.WEIGHTS_LAG_MAX,), seq_no - batch.seq_no_min, reduce="max")
 
     @contextlib.contextmanager
     def _all_or_nothing(self) -> Iterator[None]:
@@ -105,6 +105,22 @@ class IMPALA(Algorithm):
             self.learner_queue.set_state(queue)
             self._updates_since_broadcast = saved_updates
             raise
+
+
+class _QueuedBatch(NamedTuple):
+    """A train batch in the queue, with the `weights_seq_no` sum and minimum over its steps (taken
+    once, not on each of the circular buffer's uses)."""
+
+    episodes: list
+    seq_no_sum: int
+    seq_no_min: int
+    num_steps: int
+
+    @classmethod
+    def of(cls, episodes: list) -> _QueuedBatch:
+        seq_nos = np.concatenate([_seq_nos(episode) for episode in episodes])
+        seq_no_min = int(seq_nos.min()) if len(seq_nos) else 0
+        return cls(episodes, int(seq_nos.sum()), seq_no_min, len(seq_nos))
 
 
 def _seq_nos(episode: Any) -> np.ndarray:

@@ -9,20 +9,25 @@ Per minibatch and module, on `[B, T]` rows from `AddTimeDimToBatchAndBootstrap` 
 Means are over the steps (`LOSS_MASK`); bootstrap and padding elements only feed the values after
 their steps. `vtrace_clip_rho_threshold` and `vtrace_clip_pg_rho_threshold` clip the importance
 weights of `vs` and of the advantages.
+
+A learner that gets the same episode list again (APPO's circular buffer hands each out up to K
+times) runs its learner pipeline on it once and keeps the train batch (`BatchMemo`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from flywheel.algorithms.impala.batch_memo import BatchMemo, MemoEntry
 from flywheel.algorithms.impala.vtrace import vtrace_torch
 from flywheel.columns import Columns
 from flywheel.core.learner.coefficients import EntropyCoeffSchedules
 from flywheel.core.learner.torch_learner import TorchLearner
 from flywheel.core.rl_module.apis import require_value_function
-from flywheel.typing import ModuleID
+from flywheel.typing import ModuleID, StateDict
 
 
 class TimeMajor:
@@ -65,15 +70,61 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
         super().build()
         for module_id in self.module:
             require_value_function(self, module_id, self.algorithm_name)
+        self._batch_memo = self._build_batch_memo()
+
+    def _build_batch_memo(self) -> BatchMemo | None:
+        """Where train batches are kept for their later uses (IMPALA trains on each batch once: none)."""
+        return None
 
     def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: Any) -> Any:
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         require_value_function(self, module_id, self.algorithm_name)
+        self._forget_batches()
         return spec
+
+    def remove_module(self, module_id: ModuleID, **kwargs: Any) -> Any:
+        spec = super().remove_module(module_id, **kwargs)
+        self._forget_batches()
+        return spec
+
+    def reset_config(self, config: Any) -> None:
+        super().reset_config(config)
+        self._forget_batches()
+
+    def set_state(self, state: StateDict) -> None:
+        super().set_state(state)
+        self._forget_batches()
+
+    def set_weights(self, weights: dict[ModuleID, dict]) -> None:
+        super().set_weights(weights)
+        self._forget_batches()
+
+    def _forget_batches(self) -> None:
+        """Kept train batches no longer hold (the pipeline, the modules or the weights changed)."""
+        if self._batch_memo is not None:
+            self._batch_memo.clear()
+
+    def _train_batch(self, batch: dict | None, episodes: Sequence | None) -> dict[ModuleID, dict]:
+        """The learner pipeline's output, once per episode list the algorithm hands out again;
+        `_add_batch_columns` adds what the loss derives per batch."""
+        memo = self._batch_memo
+        if memo is None or episodes is None:
+            return self._add_batch_columns(super()._train_batch(batch, episodes), None)
+        entry = memo.get(episodes)
+        if entry is None:
+            entry = memo.put(episodes, super()._train_batch(None, episodes))
+        return self._add_batch_columns(entry.batch, entry)
+
+    def _add_batch_columns(
+        self, batch: dict[ModuleID, dict], entry: MemoEntry | None
+    ) -> dict[ModuleID, dict]:
+        """`batch` with the columns the loss computes once per train batch rather than per minibatch
+        (IMPALA: none); `entry`, when the batch is kept for later uses, records their version."""
+        return batch
 
     def _update_on_minibatch(self, minibatch: dict[ModuleID, dict]) -> None:
         flat = {
-            module_id: columns if self.module[module_id].is_stateful() else _flatten_rows(columns)
+            module_id: columns if self.module[module_id].is_stateful() else flatten_rows(columns)
             for module_id, columns in minibatch.items()
         }
         super()._update_on_minibatch(flat)
@@ -132,7 +183,7 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
         return total
 
 
-def _flatten_rows(columns: dict) -> dict:
+def flatten_rows(columns: dict) -> dict:
     """`[B, T, ...]` columns as `[B * T, ...]` (leaf-wise); `SEQ_LENS` (`[B]`) stays."""
 
     def flat(data: Any) -> Any:

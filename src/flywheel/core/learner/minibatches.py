@@ -4,7 +4,8 @@ A module's rows are split into `ceil(rows / minibatch_rows)` near-equal parts (a
 `np.array_split` splits), so minibatches hold `minibatch_size` rows or slightly fewer, never a
 tiny remainder. Rows of a stateful module are whole sequences (`minibatch_size //
 max_seq_len` of them per minibatch). With shuffling, each epoch gathers every column once in a
-new row order and its minibatches are slices (views) of that.
+new row order and its minibatches are slices (views) of that; a single minibatch of all rows is
+left in its order (a new one would change only the rounding of its sums, at the cost of a gather).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def iter_minibatches(
     }
     counts = minibatch_counts({mid: max(1, -(-n // per_minibatch[mid])) for mid, n in rows.items()})
     bounds = {mid: _split_bounds(n, counts[mid]) for mid, n in rows.items()}
+    if all(count == 1 for count in counts.values()):
+        rng = None  # one minibatch of all rows (see the module docstring)
     for _ in range(num_epochs):
         epoch = (
             batch
