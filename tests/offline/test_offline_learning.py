@@ -9,15 +9,17 @@ from .conftest import record
 pytestmark = pytest.mark.learning
 
 
-def train(cls, inputs, iterations=20):
-    """The best greedy evaluation mean (10 episodes, every 5 iterations) within `iterations`."""
+def train(cls, inputs, iterations=20, interval=5):
+    """The best greedy evaluation mean (10 episodes, every `interval` iterations) within `iterations`."""
     config = (
         cls()
         .environment("CartPole-v1")
         .offline_data(input_=[str(folder) for folder in inputs])
         .training(lr=1e-3, train_batch_size_per_learner=2000, minibatch_size=250)
         .rl_module(model_config={"fcnet_hiddens": [64, 64]})
-        .evaluation(evaluation_interval=5, evaluation_duration=10, evaluation_config={"explore": False})
+        .evaluation(
+            evaluation_interval=interval, evaluation_duration=10, evaluation_config={"explore": False}
+        )
         .debugging(seed=0)
     )
     algo = config.build_algo()
@@ -36,9 +38,16 @@ def test_bc_on_100_expert_episodes_reaches_475_within_20_iterations(expert_data)
     assert train(BCConfig, [folder]) >= 475
 
 
-def test_marwil_on_expert_and_as_many_random_episodes_reaches_400(expert_data, tmp_path):
+def test_marwil_on_expert_and_as_many_random_steps_reaches_400_and_beats_bc(expert_data, tmp_path):
+    """The issue's mix, balanced by rows: the 100 expert episodes (~49k rows) and as many random-policy
+    steps, 2,300 random episodes (~22 steps each, ~50k rows), so half the data is random, as in the
+    issue's intent. With only 100 random episodes (4% of the rows) greedy BC reaches 500 as well
+    (random actions do not move the argmax), and the comparison says nothing. Here greedy BC, which
+    imitates every action alike, stays at 85-159 within 60 iterations (seeds 0-3), while MARWIL,
+    weighting actions by exp(beta * A / c), reaches 499-500 (see docs/concepts/offline.md)."""
     folder, _ = expert_data
-    record(tmp_path, num_episodes=100, seed=3)
-    # 493.3 here. BC on the same mix reaches 500.0 too (random episodes are ~22 steps, so ~4% of
-    # the rows), so "better than BC" cannot be asserted on this mix.
-    assert train(MARWILConfig, [folder, tmp_path]) >= 400
+    record(tmp_path, num_episodes=2300, seed=3)
+    marwil = train(MARWILConfig, [folder, tmp_path], iterations=60, interval=20)
+    bc = train(BCConfig, [folder, tmp_path], iterations=60, interval=20)
+    assert marwil >= 400, (marwil, bc)
+    assert bc <= marwil - 200, (marwil, bc)

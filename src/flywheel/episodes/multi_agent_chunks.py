@@ -300,6 +300,42 @@ def from_state(cls: type[MultiAgentEpisode], state: dict[str, Any], mapping_fn: 
     return episode
 
 
+def from_agent_episodes(
+    cls: type[MultiAgentEpisode],
+    id_: str,
+    agent_episodes: dict[Any, SingleAgentEpisode],
+    *,
+    observation_space: Any,
+    action_space: Any,
+    mapping_fn: Any,
+) -> MultiAgentEpisode:
+    """An episode holding `agent_episodes` (one chunk per agent) as if the agents stepped together:
+    each agent's step k at env step k of the chunk. Data that keeps each agent's own steps but not the
+    env's timeline (offline rows) comes back this way; each agent's module comes from `mapping_fn`.
+    It is done when every agent is (truncated when all were truncated)."""
+    episode = cls(
+        id_,
+        observation_space=observation_space,
+        action_space=action_space,
+        agent_to_module_mapping_fn=mapping_fn,
+    )
+    n_steps = max((len(e) for e in agent_episodes.values()), default=0)
+    episode.env_t = n_steps
+    for agent_id, sa_episode in agent_episodes.items():
+        sa_episode.agent_id, sa_episode.multi_agent_episode_id = agent_id, id_
+        sa_episode.module_id = episode.module_for(agent_id)
+        observed = list(range(sa_episode.t_started, sa_episode.t + 1))
+        episode.env_t_to_agent_t[agent_id] = LookbackBuffer(
+            observed + [NOT_OBSERVED] * (n_steps - len(sa_episode))
+        )
+        episode._agent_episode_ids[agent_id] = sa_episode.id_
+    episode.agent_episodes = dict(agent_episodes)
+    if agent_episodes and all(e.is_done for e in agent_episodes.values()):
+        episode.is_truncated = all(e.is_truncated for e in agent_episodes.values())
+        episode.is_terminated = not episode.is_truncated
+    return episode
+
+
 def timeline(episode: MultiAgentEpisode) -> str:
     """A table of the env timesteps (lookback negative) at which each agent observed (``x``)."""
     lookback = episode._env_lookback

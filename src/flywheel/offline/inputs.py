@@ -16,6 +16,11 @@ def open_input(config: Any, spaces: tuple[gym.Space, gym.Space], num_learners: i
     """A local reader (`sample(num_rows)`) for a local learner, or `RayOfflineData` (`shards`, one per
     learner) for `num_learners >= 1` remote learners."""
     if isinstance(config.input_, str) and config.input_.startswith(MINARI_PREFIX):
+        if config.is_multi_agent:
+            raise OfflineDataError(
+                f"input_={config.input_!r} is a Minari dataset, which holds single-agent episodes, but this config "
+                "is multi-agent. Fix: train without config.multi_agent(...)."
+            )
         if num_learners:
             raise OfflineDataError(
                 f"input_={config.input_!r} is read by the local learner only, but num_learners={num_learners}. "

@@ -51,7 +51,7 @@ class MinariData:
         spaces = (observation_space, action_space)
         recorded = (self.dataset.observation_space, self.dataset.action_space)
         check_spaces(f"The Minari dataset {dataset_id!r}", recorded, spaces)
-        self.builder = EpisodeBuilder(False, spaces, needs_action_normalizing(config, action_space, None))
+        self.builder = EpisodeBuilder(False, spaces, needs_action_normalizing(config, None))
         self.shuffle = bool((config.input_read_method_kwargs or {}).get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
         self._prefetcher = Prefetcher(self._episodes(), prefetch_depth(config.input_read_method_kwargs or {}))
@@ -73,9 +73,7 @@ class MinariData:
                 yield SingleAgentEpisode(
                     id_=f"minari-{data.id}",
                     observations=data.observations,
-                    actions=self.builder.to_module_actions(actions)
-                    if self.builder.normalize_actions
-                    else actions,
+                    actions=self.builder.module_actions(actions, self.builder.spaces[1]),
                     rewards=np.asarray(data.rewards, np.float32),
                     terminated=bool(data.terminations[-1]),
                     truncated=bool(data.truncations[-1]),

@@ -17,10 +17,11 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from flywheel.episodes import SingleAgentEpisode
+from flywheel.episodes import MultiAgentEpisode, SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 
 _JOIN_TIMEOUT_S = 5.0
+Episode = SingleAgentEpisode | MultiAgentEpisode
 PREFETCH_KEY = "prefetch_batches"
 """The `input_read_method_kwargs` key of the local readers: train batches read ahead on a thread."""
 
@@ -48,16 +49,16 @@ class Prefetcher:
     every later `take`.
     """
 
-    def __init__(self, stream: Iterator[SingleAgentEpisode], depth: int) -> None:
+    def __init__(self, stream: Iterator[Episode], depth: int) -> None:
         self._stream = stream
         self._depth = depth
         self._queue: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(depth, 1))
-        self._pending: deque[SingleAgentEpisode] = deque()  # what the last batch holds beyond a take
+        self._pending: deque[Episode] = deque()  # what the last batch holds beyond a take
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def take(self, num_rows: int) -> list[SingleAgentEpisode]:
+    def take(self, num_rows: int) -> list[Episode]:
         """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot)."""
         if self._error is not None:
             raise self._error
@@ -86,7 +87,7 @@ class Prefetcher:
         if self._thread is not None:
             self._thread.join(_JOIN_TIMEOUT_S)
 
-    def _next_episode(self) -> SingleAgentEpisode:
+    def _next_episode(self) -> Episode:
         if not self._pending:
             ok, value = self._queue.get()
             if not ok:
@@ -106,11 +107,11 @@ class Prefetcher:
                 return
 
 
-def take_rows(stream: Iterator[SingleAgentEpisode], num_rows: int) -> list[SingleAgentEpisode]:
-    """Whole episode chunks from `stream` holding at least `num_rows` steps together."""
+def take_rows(stream: Iterator[Episode], num_rows: int) -> list[Episode]:
+    """Whole episode chunks from `stream` holding at least `num_rows` agent steps together."""
     episodes, rows = [], 0
     while rows < num_rows:
         episode = next(stream)
         episodes.append(episode)
-        rows += len(episode)
+        rows += episode.agent_steps()
     return episodes

@@ -17,9 +17,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
-from flywheel.offline.episodes import EpisodeBuilder, check_files, needs_action_normalizing
+from flywheel.offline.episodes import EpisodeBuilder, episode_builder
 from flywheel.offline.reader import parquet_files
 
 
@@ -35,11 +34,7 @@ class RayOfflineData:
         import ray
 
         paths = parquet_files(config.input_)
-        spaces = (observation_space, action_space)
-        files_say = check_files(paths, config.input_read_episodes, spaces)
-        builder = EpisodeBuilder(
-            config.input_read_episodes, spaces, needs_action_normalizing(config, action_space, files_say)
-        )
+        builder = episode_builder(config, paths, (observation_space, action_space))
         _check_free_cpu(ray)
         kwargs = config.input_read_method_kwargs or {}
         dataset = ray.data.read_parquet(paths, **kwargs).select_columns(builder.columns)
@@ -65,8 +60,8 @@ class DataShard:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_batches": None}
 
-    def next_episodes(self) -> list[SingleAgentEpisode]:
-        """The episode chunks of the next `batch_size` rows of this shard."""
+    def next_episodes(self) -> list[Any]:
+        """The (single- or multi-agent) episode chunks of the next `batch_size` rows of this shard."""
         batch = None if self._batches is None else next(self._batches, None)
         if batch is None:  # first use, or the pass ended: every shard starts the next one now
             self._batches = iter(

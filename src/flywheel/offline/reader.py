@@ -11,7 +11,8 @@ Files are read one Arrow record batch at a time (`input_read_method_kwargs={"bat
 default 1024), so memory holds a few record batches, never the dataset: a dataset larger than RAM
 trains. Each pass visits the files in a new (seeded) order, reading up to 8 of them interleaved, and
 the next pass starts when it ends (`shuffle=False`: one file after the other, in name order).
-Rows become `SingleAgentEpisode` chunks (consecutive rows of one episode id); a chunk that a record
+Rows become `SingleAgentEpisode` chunks (consecutive rows of one episode id), or for a multi-agent
+config `MultiAgentEpisode`s of their agents' chunks (`multi_agent.MultiAgentEpisodeBuilder`); a chunk that a record
 batch cuts continues in the next one, with the same id and `t_started` where the first stopped.
 With `input_read_method_kwargs={"prefetch_batches": n}` a background thread reads n train batches
 ahead while the learner trains (`flywheel.offline.prefetch`), in the same order.
@@ -26,10 +27,9 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
-from flywheel.offline.episodes import EpisodeBuilder, check_files, needs_action_normalizing
-from flywheel.offline.prefetch import PREFETCH_KEY, Prefetcher, prefetch_depth
+from flywheel.offline.episodes import episode_builder
+from flywheel.offline.prefetch import PREFETCH_KEY, Episode, Prefetcher, prefetch_depth
 
 _DEFAULT_BATCH_SIZE = 1024
 _READ_KWARGS = ("batch_size", "shuffle", PREFETCH_KEY)
@@ -37,7 +37,8 @@ _OPEN_FILES = 8  # files read interleaved when shuffling (each holds one record 
 
 
 class OfflineData:
-    """Streams `config.input_` as single-agent episodes for a local learner; checks every file once."""
+    """Streams `config.input_` as episodes for a local learner (`MultiAgentEpisode`s for a multi-agent
+    config); checks every file once."""
 
     def __init__(self, config: Any, observation_space: Any, action_space: Any) -> None:
         self.paths = parquet_files(config.input_)
@@ -51,21 +52,18 @@ class OfflineData:
         self.batch_size = int(kwargs.get("batch_size", _DEFAULT_BATCH_SIZE))
         self.shuffle = bool(kwargs.get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
-        spaces = (observation_space, action_space)
-        files_say = check_files(self.paths, config.input_read_episodes, spaces)
-        normalize = needs_action_normalizing(config, action_space, files_say)
-        self.builder = EpisodeBuilder(config.input_read_episodes, spaces, normalize)
+        self.builder = episode_builder(config, self.paths, (observation_space, action_space))
         self._prefetcher = Prefetcher(self._episodes(), prefetch_depth(kwargs))
 
-    def sample(self, num_rows: int) -> list[SingleAgentEpisode]:
-        """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot)."""
+    def sample(self, num_rows: int) -> list[Episode]:
+        """Whole episode chunks holding at least `num_rows` agent steps together (the last may overshoot)."""
         return self._prefetcher.take(num_rows)
 
     def stop(self) -> None:
         """Ends the background reading (`prefetch_batches`), if any."""
         self._prefetcher.stop()
 
-    def _episodes(self) -> Iterator[SingleAgentEpisode]:
+    def _episodes(self) -> Iterator[Episode]:
         for batch in self._record_batches():
             yield from self.builder.episodes(batch)
 
