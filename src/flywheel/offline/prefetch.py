@@ -15,13 +15,14 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from flywheel.episodes import MultiAgentEpisode, SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 
 _JOIN_TIMEOUT_S = 5.0
 Episode = SingleAgentEpisode | MultiAgentEpisode
+E = TypeVar("E", bound=Episode)
 PREFETCH_KEY = "prefetch_batches"
 """The `input_read_method_kwargs` key of the local readers: train batches read ahead on a thread."""
 
@@ -38,7 +39,7 @@ def prefetch_depth(read_kwargs: dict) -> int:
     return depth
 
 
-class Prefetcher:
+class Prefetcher(Generic[E]):
     """`take(num_rows)`: the next whole episode chunks of `stream` holding at least `num_rows` steps.
 
     With `depth == 0` the caller's thread reads. Else the first `take` starts a daemon thread that
@@ -49,16 +50,16 @@ class Prefetcher:
     every later `take`.
     """
 
-    def __init__(self, stream: Iterator[Episode], depth: int) -> None:
+    def __init__(self, stream: Iterator[E], depth: int) -> None:
         self._stream = stream
         self._depth = depth
         self._queue: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=max(depth, 1))
-        self._pending: deque[Episode] = deque()  # what the last batch holds beyond a take
+        self._pending: deque[E] = deque()  # what the last batch holds beyond a take
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def take(self, num_rows: int) -> list[Episode]:
+    def take(self, num_rows: int) -> list[E]:
         """Whole episode chunks holding at least `num_rows` steps together (the last may overshoot)."""
         if self._error is not None:
             raise self._error
@@ -87,7 +88,7 @@ class Prefetcher:
         if self._thread is not None:
             self._thread.join(_JOIN_TIMEOUT_S)
 
-    def _next_episode(self) -> Episode:
+    def _next_episode(self) -> E:
         if not self._pending:
             ok, value = self._queue.get()
             if not ok:
@@ -107,7 +108,7 @@ class Prefetcher:
                 return
 
 
-def take_rows(stream: Iterator[Episode], num_rows: int) -> list[Episode]:
+def take_rows(stream: Iterator[E], num_rows: int) -> list[E]:
     """Whole episode chunks from `stream` holding at least `num_rows` agent steps together."""
     episodes, rows = [], 0
     while rows < num_rows:
