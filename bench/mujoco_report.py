@@ -95,7 +95,7 @@ def mujoco_section() -> list[str]:
         "## PPO on MuJoCo: CleanRL's `ppo_continuous_action` recipe, 1M env steps",
         "",
         "Both frameworks run the same recipe (`bench/mujoco_recipe.py`; flywheel's is `examples/ppo_mujoco.py`,",
-        "a config), one process per framework at a time, side by side, each pinned to one core at nice 19.",
+        "a config), one process per framework at a time, side by side, each pinned to one core, niced.",
         "Returns are the env's raw returns: the final one is the mean of the last 10 training episodes, the",
         "evaluation one of 10 deterministic episodes after training. Curves: `results/mujoco_<env>.png`.",
         "",
