@@ -82,7 +82,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         # The actor encoder is called directly rather than through `ActorCriticEncoder`, whose call
         # would only pass `obs` on: runners call this every step, and each `nn.Module` call costs
         # about a microsecond there.
-        encoder = self.encoder if self.shared_encoder else self.encoder.actor_encoder
+        encoder = self.encoder
+        if isinstance(encoder, ActorCriticEncoder):
+            encoder = encoder.actor_encoder
         return {Columns.ACTION_DIST_INPUTS: self._logits(encoder(obs), allowed)}
 
     def _forward_train(self, batch: dict, **kwargs) -> dict:
