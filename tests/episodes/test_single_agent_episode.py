@@ -342,3 +342,19 @@ def test_docs_page_examples_run_in_order(run_doc_blocks):
     """docs/concepts/episodes.md: its code blocks continue one another, so they run in one namespace."""
     namespace = run_doc_blocks("docs/concepts/episodes.md", blocks=9)
     assert len(namespace["whole"]) == 6 and namespace["whole"].is_numpy
+
+
+def test_an_episode_built_empty_reads_as_empty_before_and_after_copies():
+    import copy
+    import pickle
+
+    obs_space, act_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32), gym.spaces.Discrete(3)
+    for make in (lambda e: e, copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))):
+        episode = make(SingleAgentEpisode(observation_space=obs_space, action_space=act_space, t_started=5))
+        assert (len(episode), episode.t, episode.is_reset) == (0, 5, False)
+        assert episode.observation_space == obs_space
+        assert episode.extra_model_outputs == {}
+        episode.add_env_reset(np.zeros(2, np.float32))
+        episode.add_env_step(np.ones(2, np.float32), 2, 1.0)
+        assert (len(episode), episode.t, episode.get_actions(-1)) == (1, 6, 2)
+        assert episode.to_numpy().get_observations().dtype == np.float32

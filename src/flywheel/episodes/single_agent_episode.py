@@ -36,6 +36,31 @@ RECORDED_ATTRIBUTES = ("observations", "infos", "actions", "rewards", "extra_mod
 """The data attributes a pending episode lacks until first read (see `__getattr__`)."""
 
 
+class _Unread:
+    """The `_pending` of an episode built empty that nothing has read yet: reading one of its
+    `RECORDED_ATTRIBUTES` makes them all, empty (a `VectorRecorder` starting it replaces this)."""
+
+    __slots__ = ("observation_space", "action_space")
+
+    def __init__(self, observation_space: gym.Space | None, action_space: gym.Space | None) -> None:
+        self.observation_space = observation_space
+        self.action_space = action_space
+
+    def realize(self, episode: SingleAgentEpisode) -> None:
+        del episode._pending
+        episode.observations = LookbackBuffer([], 0, self.observation_space)
+        episode.infos = LookbackBuffer([])
+        episode.actions = LookbackBuffer([], 0, self.action_space)
+        episode.rewards = LookbackBuffer([], 0, REWARD_SPACE)
+        episode.extra_model_outputs = {}
+        episode.t = episode.t_started
+
+
+def is_unread(episode: SingleAgentEpisode) -> bool:
+    """Whether `episode` was built empty and nothing has read its data yet (it holds none)."""
+    return type(episode._pending) is _Unread
+
+
 def _buffer(data: Any, lookback: int, space: gym.Space | None = None) -> LookbackBuffer:
     if isinstance(data, LookbackBuffer):
         if space is not None:
@@ -58,7 +83,8 @@ class SingleAgentEpisode:
 
     _pending: Any = None
     """Set while a `VectorRecorder` holds this episode's newest steps in its columns
-    (`flywheel.episodes.vector_recorder`): the episode then lacks its `RECORDED_ATTRIBUTES`."""
+    (`flywheel.episodes.vector_recorder`), or while an episode built empty is unread (`_Unread`):
+    the episode then lacks its `RECORDED_ATTRIBUTES` until one is read."""
 
     def __init__(
         self,
@@ -83,7 +109,18 @@ class SingleAgentEpisode:
         self.agent_id = agent_id
         self.module_id = module_id
         self.multi_agent_episode_id = multi_agent_episode_id
+        self.is_terminated = terminated
+        self.is_truncated = truncated
+        self.t_started = t_started or 0
+        self.custom_data: dict[str, Any] = {}
+        self._start_time: float | None = None
+        self._end_time: float | None = None
         given = (observations, infos, actions, rewards, extra_model_outputs)
+        if all(data is None for data in given):
+            # Built empty (runners: one per episode): its buffers are made when first read, so a
+            # `VectorRecorder` that records the episode's steps itself never builds throwaway ones.
+            self._pending = _Unread(observation_space, action_space)
+            return
         lookback = self._lookback_from(len_lookback_buffer, rewards)
         self.observations = _buffer(observations, lookback, observation_space)
         if infos is None:
@@ -94,15 +131,8 @@ class SingleAgentEpisode:
         self.extra_model_outputs = {
             key: _buffer(value, lookback) for key, value in (extra_model_outputs or {}).items()
         }
-        self.is_terminated = terminated
-        self.is_truncated = truncated
-        self.t_started = t_started or 0
         self.t = self.t_started + len(self.rewards)
-        self.custom_data: dict[str, Any] = {}
-        self._start_time: float | None = None
-        self._end_time: float | None = None
-        if any(data is not None for data in given):
-            self.validate()  # Runners build empty episodes once per reset: nothing to check then.
+        self.validate()
 
     @staticmethod
     def _lookback_from(len_lookback_buffer: int | str, rewards: Any) -> int:

@@ -33,7 +33,12 @@ import numpy as np
 import tree
 
 from flywheel.episodes.lookback_buffer import LookbackBuffer
-from flywheel.episodes.single_agent_episode import RECORDED_ATTRIBUTES, REWARD_SPACE, SingleAgentEpisode
+from flywheel.episodes.single_agent_episode import (
+    RECORDED_ATTRIBUTES,
+    REWARD_SPACE,
+    SingleAgentEpisode,
+    is_unread,
+)
 from flywheel.episodes.space_items import map_leaves
 from flywheel.episodes.vector_rows import info_row, per_env_infos, row
 from flywheel.utils.nested import stack
@@ -109,13 +114,14 @@ class VectorRecorder:
     def start(self, index: int, episode: SingleAgentEpisode) -> None:
         """Makes `episode` the current one of sub-env `index`. A fresh episode begins with the newest
         observation and info of that sub-env; a cut's successor already holds its first one."""
-        fresh = not episode.is_reset
+        unread = is_unread(episode)  # built empty and never read: it holds no buffers to drop
+        fresh = unread or not episode.is_reset
         if fresh:
             episode._start_time = time.perf_counter()
         # A fresh episode's empty buffers are dropped and made anew when needed: a pending episode
         # then holds 3 objects the garbage collector tracks instead of 12 (the collector's full
         # passes over the process come that much less often).
-        stash = {name: vars(episode).pop(name) for name in RECORDED_ATTRIBUTES}
+        stash = None if unread else {name: vars(episode).pop(name) for name in RECORDED_ATTRIBUTES}
         if fresh:
             stash = None
         newest = len(self._obs) - 1
@@ -235,7 +241,7 @@ class VectorRecorder:
         rows = []
         for episode in episodes:
             pending = episode._pending
-            if pending is None or pending.recorder is not self:
+            if type(pending) is not _Pending or pending.recorder is not self:
                 return None
             rows.append(pending.newest_observation())
         return stack(rows)
@@ -414,4 +420,4 @@ def newest_observations(episodes: list[Any]) -> Any:
     if not episodes or not isinstance(episodes[0], SingleAgentEpisode):
         return None
     pending = episodes[0]._pending
-    return None if pending is None else pending.recorder.newest_observations(episodes)
+    return pending.recorder.newest_observations(episodes) if type(pending) is _Pending else None

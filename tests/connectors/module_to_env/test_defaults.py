@@ -31,6 +31,21 @@ def test_default_pieces_and_order():
     assert (defaults.normalize_actions, defaults.clip_actions) == (True, False)
 
 
+def test_time_rank_piece_is_a_no_op_only_for_one_stateless_module():
+    from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+
+    spaces = (gym.spaces.Box(-1.0, 1.0, (2,), np.float32), gym.spaces.Discrete(2))
+    stateless = DefaultPPOTorchRLModule(*spaces, inference_only=True, model_config={"fcnet_hiddens": [4]})
+    recurrent = DefaultPPOTorchRLModule(
+        *spaces, inference_only=True, model_config={"use_lstm": True, "lstm_cell_size": 4}
+    )
+    pieces = default_module_to_env_connectors()
+    assert [piece.is_noop_for(stateless) for piece in pieces] == [False, False, True, False]
+    assert [piece.is_noop_for(recurrent) for piece in pieces] == [False] * 4
+    assert [piece.is_noop_for(MultiRLModule({"m": stateless})) for piece in pieces] == [False] * 4
+
+
 def test_discrete_pipeline_returns_numpy_rows_per_sub_env():
     pipeline = ConnectorPipelineV2(
         gym.spaces.Box(-1, 1, (4,), np.float32),

@@ -10,7 +10,7 @@ import tree
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.add_time_dim import ADDED_SINGLE_TS_TIME_RANK
-from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
+from flywheel.connectors.env_to_module.agent_rows import is_multi_agent, is_stateless
 
 
 class RemoveSingleTsTimeRankFromBatch(ConnectorV2):
@@ -38,6 +38,10 @@ class RemoveSingleTsTimeRankFromBatch(ConnectorV2):
         else:
             _remove_time_axis(batch)
         return batch
+
+    def is_noop_for(self, rl_module: Any) -> bool:
+        # The env-to-module piece that adds the axis (and sets the flag) is skipped alike.
+        return is_stateless(rl_module)
 
 
 def _remove_time_axis(columns: dict[str, Any]) -> None:
