@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flywheel.columns import Columns
-from flywheel.connectors.module_to_env.normalize_and_clip_actions import box_center_and_half_range
+from flywheel.connectors.module_to_env.normalize_and_clip_actions import normalized_actions, normalizes
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.arrow_columns import (
@@ -94,8 +94,7 @@ def needs_action_normalizing(config: Any, action_space: gym.Space, files_say: bo
     when the module acts in normalized space (`normalize_actions`) and the data is not normalized yet
     (what the files say, else `actions_in_input_normalized`)."""
     normalized = config.actions_in_input_normalized if files_say is None else files_say
-    floating = isinstance(action_space, gym.spaces.Box) and np.issubdtype(action_space.dtype, np.floating)
-    return bool(config.normalize_actions and floating and not normalized)
+    return normalizes(action_space, config.normalize_actions) and not normalized
 
 
 class EpisodeBuilder:
@@ -129,8 +128,7 @@ class EpisodeBuilder:
     def to_module_actions(self, actions: np.ndarray) -> np.ndarray:
         """Box actions from [low, high] to [-1, 1] (dimensions with an infinite bound unchanged)."""
         box = cast(gym.spaces.Box, self.spaces[1])  # only Box action spaces are normalized
-        center, half_range = box_center_and_half_range(box)
-        return ((actions - center) / half_range).astype(box.dtype, copy=False)
+        return normalized_actions(box, actions)
 
     def _episode(self, data: dict, obs: Any, steps: slice, done: tuple[bool, bool], t_started: int) -> Any:
         actions = take(data[Columns.ACTIONS], steps)
