@@ -2,6 +2,7 @@
 
 from collections import defaultdict
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -9,6 +10,7 @@ import tree
 
 from flywheel import Columns, MultiAgentEnvRunner, MultiAgentEpisode, PPOConfig, RLModuleSpec
 from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
+from flywheel.env.multi_agent_env import MultiAgentEnv
 from flywheel.testing.multi_agent_envs import JoinLeaveEnv, MultiCartPole, TurnBasedEnv
 
 
@@ -258,3 +260,38 @@ def test_stateful_module_gets_each_agents_last_state_out_as_state_in(make_runner
     for key in ("h", "c"):
         assert state_in[key].shape == (1, 4) and np.array_equal(state_in[key][0].numpy(), state_out[key])
         assert not np.allclose(state_out[key], 0.0)
+
+
+class EchoActionsEnv(MultiAgentEnv):
+    """Agents "a" and "b" act every step with Box(0, 10, (2,)) actions; each observes the action it sent last."""
+
+    def __init__(self, config=None):
+        super().__init__()
+        self.possible_agents = ["a", "b"]
+        self.agents = list(self.possible_agents)
+        space = gym.spaces.Box(0.0, 10.0, (2,), np.float32)
+        self.observation_spaces = {agent: space for agent in self.agents}
+        self.action_spaces = {agent: space for agent in self.agents}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {agent: np.zeros(2, np.float32) for agent in self.agents}, {}
+
+    def step(self, action_dict):
+        obs = {agent: np.asarray(action, np.float32) for agent, action in action_dict.items()}
+        rewards = {agent: 0.0 for agent in action_dict}
+        return obs, rewards, {"__all__": False}, {"__all__": False}, {}
+
+
+def test_random_actions_are_stored_in_each_modules_action_space():
+    # As single-agent: with normalize_actions, episodes hold random actions in [-1, 1], as the
+    # module's own actions, while the env gets them in its bounds.
+    runner = MultiAgentEnvRunner(config=ma_config(EchoActionsEnv, policies=("a", "b")))
+    (episode,) = runner.sample(num_timesteps=20, random_actions=True)
+    runner.stop()
+    for agent_id in ("a", "b"):
+        agent = episode.agent_episodes[agent_id]
+        stored, received = agent.get_actions(), agent.get_observations(slice(1, 21))
+        assert stored.shape == received.shape == (20, 2)
+        np.testing.assert_allclose(stored, received / 5.0 - 1.0, atol=1e-6)
+        assert received.min() < 2.0 and received.max() > 8.0

@@ -2,11 +2,12 @@
 
 import math
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
-from flywheel import Columns
+from flywheel import Columns, PPOConfig
 
 from .conftest import VaryingLengthEnv, counting_config, obs_of, rewards_of
 
@@ -222,3 +223,33 @@ def test_stateful_module_continues_its_state_across_chunks(make_runner):
         expected = chunk.get_extra_model_outputs(Columns.STATE_OUT, index)
         for name, value in state.items():
             np.testing.assert_allclose(value[0].numpy(), expected[name], rtol=1e-5, atol=1e-6)
+
+
+class EchoActionEnv(gym.Env):
+    """Box(0, 10, (2,)) actions; each observation is the action the env received last (0 at reset)."""
+
+    def __init__(self, config=None):
+        self.action_space = gym.spaces.Box(0.0, 10.0, (2,), np.float32)
+        self.observation_space = gym.spaces.Box(0.0, 10.0, (2,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.asarray(action, np.float32), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("normalize_actions", [True, False])
+def test_random_actions_are_stored_in_the_modules_action_space(make_runner, normalize_actions):
+    # Policy actions are stored as the module outputs them (in [-1, 1] with normalize_actions), so
+    # random ones must be too, or a replay buffer or recorded dataset mixes two action spaces.
+    config = PPOConfig().environment(EchoActionEnv, normalize_actions=normalize_actions).debugging(seed=0)
+    (episode,) = make_runner(config.env_runners(num_envs_per_env_runner=1)).sample(
+        num_timesteps=50, random_actions=True
+    )
+    stored, received = episode.get_actions(), episode.get_observations(slice(1, 51))
+    assert stored.shape == received.shape == (50, 2)
+    expected = received / 5.0 - 1.0 if normalize_actions else received
+    np.testing.assert_allclose(stored, expected, atol=1e-6)
+    assert received.min() < 2.0 and received.max() > 8.0  # uniform over the env's bounds

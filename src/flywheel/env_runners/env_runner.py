@@ -16,9 +16,11 @@ import abc
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
 import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
+from flywheel.connectors.module_to_env.normalize_and_clip_actions import normalized_actions, normalizes
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.env.make import (
     INPUT_ENV_SINGLE_SPACES,
@@ -176,6 +178,15 @@ class EnvRunner(Checkpointable, abc.ABC):
                 actions_normalized=config.normalize_actions,
             )
         return self._writer
+
+    def _random_action(self, space: gym.Space) -> tuple[Any, Any]:
+        """(the action as episodes store it, the action for the env) of a uniform sample of `space`:
+        stored in the space the module acts in, so random and policy steps agree in the episodes (for
+        replay and recorded datasets): mapped to [-1, 1] where the module acts normalized."""
+        to_env = space.sample()
+        if normalizes(space, self.config.normalize_actions):
+            return normalized_actions(space, to_env), to_env
+        return to_env, to_env
 
     def _recorded_spaces(self) -> dict[str, tuple]:
         """The spaces an offline dataset records: `{"default": (observation_space, action_space)}`."""

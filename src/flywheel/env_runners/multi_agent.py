@@ -265,15 +265,15 @@ class MultiAgentEnvRunner(EnvRunner):
         self._to_module = self._call_env_to_module(self._ongoing, explore, shared_data)
 
     def _random_actions(self) -> tuple[list[dict], list[dict], list[dict]]:
-        actions = []
+        actions, to_env = [], []
         for episode in self._ongoing:
-            actions.append(
-                {
-                    agent_id: self.env.get_action_space(agent_id).sample()
-                    for agent_id in episode.get_agents_to_act()
-                }
-            )
-        return actions, actions, [{} for _ in actions]
+            pairs = {
+                agent_id: self._random_action(self.env.get_action_space(agent_id))
+                for agent_id in episode.get_agents_to_act()
+            }
+            actions.append({agent_id: pair[0] for agent_id, pair in pairs.items()})
+            to_env.append({agent_id: pair[1] for agent_id, pair in pairs.items()})
+        return actions, to_env, [{} for _ in actions]
 
     def _compute_actions(self, explore: bool) -> tuple[list[dict], list[dict], list[dict]]:
         """The module-to-env output mapped back to `{agent_id: ...}` per sub-env (actions, to env, extras)."""

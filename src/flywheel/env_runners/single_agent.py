@@ -209,8 +209,8 @@ class SingleAgentEnvRunner(EnvRunner):
             self._episode_callback("on_episode_end", self._recorder.episodes[i], i)
 
     def _random_actions(self) -> dict[str, Any]:
-        actions = self.env.action_space.sample()
-        return {Columns.ACTIONS: actions, Columns.ACTIONS_FOR_ENV: actions}
+        actions, to_env = self._random_action(self.env.action_space)
+        return {Columns.ACTIONS: actions, Columns.ACTIONS_FOR_ENV: to_env}
 
     def _next_module_input(self, explore: bool) -> dict[str, Any]:
         """The next forward pass's batch; its `shared_data` goes on to the module-to-env pipeline of

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flywheel.columns import Columns
-from flywheel.connectors.module_to_env.normalize_and_clip_actions import box_center_and_half_range
+from flywheel.connectors.module_to_env.normalize_and_clip_actions import normalized_actions, normalizes
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.arrow_columns import (
@@ -190,12 +190,9 @@ class EpisodeBuilder:
     def module_actions(self, actions: np.ndarray, action_space: gym.Space) -> np.ndarray:
         """`actions` in the module's space: float Box actions from [low, high] to [-1, 1] with
         `normalize_actions` (dimensions with an infinite bound unchanged), others as they are."""
-        floating = isinstance(action_space, gym.spaces.Box) and np.issubdtype(action_space.dtype, np.floating)
-        if not (self.normalize_actions and floating):
+        if not normalizes(action_space, self.normalize_actions):
             return actions
-        box = cast(gym.spaces.Box, action_space)
-        center, half_range = box_center_and_half_range(box)
-        return ((actions - center) / half_range).astype(box.dtype, copy=False)
+        return normalized_actions(action_space, actions)
 
     def agent(self, key: str | None) -> tuple[Any, tuple[gym.Space, gym.Space]]:
         """The agent id and spaces of rows whose `agent_id` column holds `key` (here: single-agent rows,

@@ -1,15 +1,17 @@
 """CQLConfig and CQL: RLlib 2.60's names and defaults, the problems validate() reports, training
 from recorded Pendulum transitions with evaluation on env runners, and a checkpoint round trip."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 import flywheel
-from flywheel import CQL, SACConfig, SingleAgentEnvRunner
+from flywheel import CQL, Columns, SACConfig, SingleAgentEnvRunner
 from flywheel.algorithms.cql import CQLConfig
 from flywheel.algorithms.registry import config_class
 from flywheel.errors import ConfigError
+from flywheel.offline.reader import OfflineData
 
 MODULE = "learner_group/learner/rl_module/default_policy"
 
@@ -172,3 +174,18 @@ def test_the_cql_module_loads_into_sac(pendulum_data, tmp_path):
     finally:
         cql.stop()
         sac.stop()
+
+
+def test_time_limit_ends_reach_the_critics_as_truncated_not_terminated(pendulum_data):
+    # Pendulum episodes end only by their 200-step limit; a row marked terminated there would cut
+    # the critics' bootstrap and drag every Q-value towards the last rewards.
+    env = gym.make("Pendulum-v1")
+    config = cql_config(pendulum_data).offline_data(input_read_method_kwargs={"shuffle": False})
+    episodes = OfflineData(config, env.observation_space, env.action_space).sample(num_rows=400)
+    learner = config.build_learner(env=env)
+    pipeline = config.build_learner_connector(env.observation_space, env.action_space)
+    batch = pipeline(rl_module=learner.module, batch={}, episodes=episodes, shared_data={})["default_policy"]
+    assert batch[Columns.TERMINATEDS].shape == (400,) and not batch[Columns.TERMINATEDS].any()
+    assert batch[Columns.TRUNCATEDS].nonzero().flatten().tolist() == [199, 399]
+    actions = batch[Columns.ACTIONS]
+    assert actions.shape == (400, 1) and bool((actions.abs() <= 1.0).all())  # the module's [-1, 1]

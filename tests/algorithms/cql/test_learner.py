@@ -43,7 +43,7 @@ def logsumexp(x):
     return (top + np.log(np.exp(x - top).sum(axis=1, keepdims=True)))[:, 0]
 
 
-def expected_terms(seed, temperature, min_q_weight):
+def expected_terms(seed, temperature, min_q_weight, batch=BATCH):
     """CQL's terms for BATCH with LinearSAC (pi = squashed N(0.5 s, 0.5^2), Q1 = s + 2a,
     Q2 = s + a + 1, Q1' = 2s, Q2' = 3s + a), with the draws the learner makes after manual_seed(seed):
     the actor's sample, the next action, then N current-policy, N next-policy and N uniform actions
@@ -54,11 +54,11 @@ def expected_terms(seed, temperature, min_q_weight):
     current_noise = torch.randn(3 * N, 1).double().numpy()[:, 0]
     following_noise = torch.randn(3 * N, 1).double().numpy()[:, 0]
     uniform = -1.0 + 2.0 * torch.rand(3 * N, 1).double().numpy()[:, 0]
-    obs, data = BATCH[Columns.OBS][:, 0].astype(float), BATCH[Columns.ACTIONS][:, 0].astype(float)
-    next_obs = BATCH[Columns.NEXT_OBS][:, 0].astype(float)
+    obs, data = batch[Columns.OBS][:, 0].astype(float), batch[Columns.ACTIONS][:, 0].astype(float)
+    next_obs = batch[Columns.NEXT_OBS][:, 0].astype(float)
 
     next_a, _ = squashed_sample(0.5 * next_obs, next_noise)  # deterministic backup: no entropy term
-    targets = BATCH[Columns.REWARDS] + 0.5 * np.array([1, 1, 0]) * np.minimum(
+    targets = batch[Columns.REWARDS] + 0.5 * (1.0 - batch[Columns.TERMINATEDS]) * np.minimum(
         2 * next_obs, 3 * next_obs + next_a
     )
     q_data = [obs + 2 * data, obs + data + 1]
@@ -93,8 +93,8 @@ def expected_terms(seed, temperature, min_q_weight):
     }
 
 
-def loss_terms(learner, seed=0):
-    tensors = convert_to_torch_tensor(BATCH)
+def loss_terms(learner, seed=0, batch=BATCH):
+    tensors = convert_to_torch_tensor(batch)
     module = learner.module["default_policy"]
     torch.manual_seed(seed)
     fwd_out = module.forward_train(tensors)
@@ -115,6 +115,16 @@ def test_the_critic_loss_matches_the_numpy_reference(temperature, min_q_weight):
     assert float(total.detach()) == pytest.approx(
         expected["qf_loss"] + expected["bc_actor"] + expected["alpha_loss"], rel=1e-4
     )
+
+
+def test_truncated_rows_bootstrap_only_terminated_ones_do_not():
+    # The last row ends by a time limit instead: its target keeps gamma * min Q'(s', a').
+    truncated = {**BATCH, Columns.TERMINATEDS: np.array([False, False, False])}
+    truncated[Columns.TRUNCATEDS] = np.array([False, False, True])
+    _, logged = loss_terms(build(), batch=truncated)
+    expected = expected_terms(0, 1.0, 5.0, batch=truncated)
+    assert logged["qf_loss"] == pytest.approx(expected["qf_loss"], rel=1e-5)
+    assert expected["qf_loss"] != pytest.approx(expected_terms(0, 1.0, 5.0)["qf_loss"], rel=1e-3)
 
 
 def test_conservative_gap_on_hand_made_numbers():

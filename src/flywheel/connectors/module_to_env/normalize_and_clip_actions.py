@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 import gymnasium as gym
 import numpy as np
@@ -75,7 +75,7 @@ class NormalizeAndClipActions(ConnectorV2):
         if not isinstance(space, gym.spaces.Box):
             return _identity
         low, high = space.low, space.high
-        if self.normalize_actions and np.issubdtype(space.dtype, np.floating):
+        if normalizes(space, self.normalize_actions):
             center, half_range = box_center_and_half_range(space)
             return lambda actions: np.clip(center + actions * half_range, low, high).astype(
                 space.dtype, copy=False
@@ -96,6 +96,20 @@ def box_center_and_half_range(space: gym.spaces.Box) -> tuple[np.ndarray, np.nda
     center = ((finite_low + finite_high) / 2.0).astype(space.dtype)
     half_range = ((finite_high - finite_low) / 2.0).astype(space.dtype)
     return center, half_range
+
+
+def normalizes(space: gym.Space, normalize_actions: bool) -> TypeGuard[gym.spaces.Box]:
+    """Whether modules act in [-1, 1] for this action space: a float Box with `normalize_actions`."""
+    return bool(
+        normalize_actions and isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating)
+    )
+
+
+def normalized_actions(space: gym.spaces.Box, actions: np.ndarray) -> np.ndarray:
+    """Env actions mapped from the Box's [low, high] to the module's [-1, 1]: the inverse of
+    `NormalizeAndClipActions`' unsquashing (dimensions with an infinite bound unchanged)."""
+    center, half_range = box_center_and_half_range(space)
+    return ((actions - center) / half_range).astype(space.dtype, copy=False)
 
 
 def _identity(actions: np.ndarray) -> np.ndarray:
