@@ -18,6 +18,7 @@ import torch
 
 from flywheel import Columns, MultiRLModuleSpec, PPOConfig, RLlibCallback, RLModuleSpec, register_env
 from flywheel.porting import port_source
+from flywheel.typing import DEFAULT_MODULE_ID
 
 from .conftest import docstring_testcode
 
@@ -25,7 +26,7 @@ RUNS = {
     # file: {class: the role it runs in (the test that runs it)}
     "rl_modules/classes/lstm_containing_rlm.py": {
         "LSTMContainingRLModule": "PPO on StatelessCartPole (custom_lstm_rl_module.py)",
-        "LSTMContainingRLModuleWithTargetNetwork": "its TargetNetworkAPI docstring example; APPO is not in flywheel yet",
+        "LSTMContainingRLModuleWithTargetNetwork": "APPO on CartPole, as its docstring configures it",
     },
     "rl_modules/classes/action_masking_rlm.py": {
         "ActionMaskingRLModule": "base of ActionMaskingTorchRLModule",
@@ -183,11 +184,42 @@ def test_lstm_module_docstring_examples_run(ported_example):
     assert run_testcode(lstm, lstm.LSTMContainingRLModule) == 1
 
 
-@pytest.mark.skip(
-    reason="LSTMContainingRLModuleWithTargetNetwork's role is APPO's module; APPO is not in flywheel yet"
-)
-def test_lstm_module_with_target_network_in_appo():
-    """Runs when APPO lands: APPO with this module on CartPole, as its docstring configures it."""
+def test_lstm_module_with_target_network_in_appo(ported_example):
+    """Its second docstring example: APPO with this module on CartPole. The learner's loss reads the
+    module's own target networks (forward_target), which follow the trained ones (tau 1.0 copies)."""
+    lstm = ported_example("rl_modules.classes.lstm_containing_rlm")
+    cls = lstm.LSTMContainingRLModuleWithTargetNetwork
+    _, appo = docstring_testcode(cls)
+    namespace = dict(vars(lstm))
+    text, problems = port_source(appo, "testcode")
+    assert problems == []
+    exec(compile(text, "testcode", "exec"), namespace)
+    target_batches = []
+
+    class Recorded(cls):
+        def forward_target(self, batch, **kwargs):
+            target_batches.append(batch[Columns.OBS].shape)
+            return super().forward_target(batch, **kwargs)
+
+    config = namespace["config"]
+    config.rl_module_spec.module_class = Recorded  # records the docstring's own module's calls
+    config = (
+        config.env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=20)
+        .training(train_batch_size_per_learner=80, target_network_update_freq=1)
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    (module,) = algo.learner_group.foreach_learner(lambda learner: learner.module[DEFAULT_MODULE_ID])
+    pairs = module.get_target_network_pairs()
+    before = [p.detach().clone() for _, target in pairs for p in target.parameters()]
+    algo.train()
+    algo.stop()
+
+    # Sequences of the module's max_seq_len (RLlib's default 20) reach forward_target.
+    assert target_batches and {shape[1:] for shape in target_batches} == {(20, 4)}
+    after = [p for _, target in pairs for p in target.parameters()]
+    # The target networks followed the trained ones (each of the three pairs moved).
+    assert len(pairs) == 3 and not any(torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
 
 def test_lstm_module_with_target_network_docstring_target_networks(ported_example):
