@@ -47,7 +47,7 @@ class _Unread:
         self.action_space = action_space
 
     def realize(self, episode: SingleAgentEpisode) -> None:
-        del episode._pending
+        episode._pending = None
         episode.observations = LookbackBuffer([], 0, self.observation_space)
         episode.infos = LookbackBuffer([])
         episode.actions = LookbackBuffer([], 0, self.action_space)
@@ -81,10 +81,15 @@ class SingleAgentEpisode:
     multi-agent episode; they are only carried along.
     """
 
-    _pending: Any = None
-    """Set while a `VectorRecorder` holds this episode's newest steps in its columns
+    # Slots as in RLlib: no instance dict, so an episode is one object the garbage collector tracks.
+    __slots__ = (
+        "id_", "agent_id", "module_id", "multi_agent_episode_id", "is_terminated", "is_truncated",
+        "t_started", "custom_data", "_start_time", "_end_time", "_pending", *RECORDED_ATTRIBUTES,
+    )  # fmt: skip
+    _pending: Any
+    """Set while a `VectorRecorder` holds this episode's steps in its columns or arrays
     (`flywheel.episodes.vector_recorder`), or while an episode built empty is unread (`_Unread`):
-    the episode then lacks its `RECORDED_ATTRIBUTES` until one is read."""
+    the episode then lacks its `RECORDED_ATTRIBUTES` until one is read. None otherwise."""
 
     def __init__(
         self,
@@ -115,6 +120,7 @@ class SingleAgentEpisode:
         self.custom_data: dict[str, Any] = {}
         self._start_time: float | None = None
         self._end_time: float | None = None
+        self._pending = None
         given = (observations, infos, actions, rewards, extra_model_outputs)
         if all(data is None for data in given):
             # Built empty (runners: one per episode): its buffers are made when first read, so a
@@ -150,8 +156,9 @@ class SingleAgentEpisode:
     def __getattr__(self, name: str) -> Any:
         # Python calls this only for attributes the instance lacks. A pending episode lacks its data
         # attributes until something reads one: its recorder then hands its steps in.
-        pending = self._pending
-        if pending is None or name not in RECORDED_ATTRIBUTES:
+        # (`_pending` is read only for those: unpickling asks for other names before it is set.)
+        pending = self._pending if name in RECORDED_ATTRIBUTES else None
+        if pending is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         pending.realize(self)
         return getattr(self, name)
