@@ -121,8 +121,13 @@ class SingleAgentEpisode:
         self._start_time: float | None = None
         self._end_time: float | None = None
         self._pending = None
-        given = (observations, infos, actions, rewards, extra_model_outputs)
-        if all(data is None for data in given):
+        if (
+            observations is None
+            and infos is None
+            and actions is None
+            and rewards is None
+            and extra_model_outputs is None
+        ):
             # Built empty (runners: one per episode): its buffers are made when first read, so a
             # `VectorRecorder` that records the episode's steps itself never builds throwaway ones.
             self._pending = _Unread(observation_space, action_space)
