@@ -67,7 +67,9 @@ def test_chunks_over_many_samples_hold_exact_steps_lookback_and_infos(make_runne
             assert c.get_rewards(history, neg_index_as_lookback=True).tolist() == [
                 float(t) for t in range(t0 - lookback + 1, t0 + 1)
             ]
-            assert c.get_infos(history, neg_index_as_lookback=True) == [{"t": t} for t in range(t0 - lookback, t0)]
+            assert c.get_infos(history, neg_index_as_lookback=True) == [
+                {"t": t} for t in range(t0 - lookback, t0)
+            ]
             assert c.get_actions(history, neg_index_as_lookback=True).tolist() == before[t0 - lookback :]
             seq_nos = c.get_extra_model_outputs(Columns.WEIGHTS_SEQ_NO, history, neg_index_as_lookback=True)
             assert seq_nos.tolist() == [0] * lookback
@@ -85,7 +87,10 @@ def test_a_cut_chunk_read_later_continues_with_the_same_lookback(make_runner):
     assert [(c.t_started, len(c)) for c in (first, second, third)] == [(0, 1), (1, 4), (5, 3)]
     assert second.get_observations(slice(-2, 0), neg_index_as_lookback=True).ravel().tolist() == [0.0]
     assert third.get_observations(slice(-2, 0), neg_index_as_lookback=True).ravel().tolist() == [3.0, 4.0]
-    assert third.get_actions(slice(-2, 0), neg_index_as_lookback=True).tolist() == second.get_actions()[-2:].tolist()
+    assert (
+        third.get_actions(slice(-2, 0), neg_index_as_lookback=True).tolist()
+        == second.get_actions()[-2:].tolist()
+    )
     assert third.get_rewards(slice(-2, 0), neg_index_as_lookback=True).tolist() == [4.0, 5.0]
 
 
@@ -114,4 +119,3 @@ def test_a_64_env_sample_keeps_two_tracked_objects_per_episode_until_read(make_r
     assert _tracked_objects_held(episodes) == 2 * len(episodes)
     assert sum(len(e.get_observations()) - len(e) for e in episodes) == len(episodes)  # now read
     assert _tracked_objects_held(episodes) > 8 * len(episodes)
-

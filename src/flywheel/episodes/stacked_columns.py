@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tree
 
+from flywheel.episodes.deferred_data import REWARD_SPACE
 from flywheel.episodes.lookback_buffer import LookbackBuffer
-from flywheel.episodes.single_agent_episode import REWARD_SPACE, SingleAgentEpisode
 from flywheel.episodes.space_items import map_leaves, space_struct
 from flywheel.episodes.vector_rows import per_env_infos
 from flywheel.utils.nested import stack
@@ -30,6 +30,7 @@ from flywheel.utils.nested import stack
 if TYPE_CHECKING:
     import gymnasium as gym
 
+    from flywheel.episodes.single_agent_episode import SingleAgentEpisode
     from flywheel.episodes.vector_recorder import VectorRecorder, _Pending
 
 

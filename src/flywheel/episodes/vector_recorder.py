@@ -34,13 +34,9 @@ from typing import Any
 import numpy as np
 
 from flywheel.episodes import chunks
+from flywheel.episodes.deferred_data import RECORDED_ATTRIBUTES, empty_data, is_unread
 from flywheel.episodes.lookback_buffer import LookbackBuffer
-from flywheel.episodes.single_agent_episode import (
-    RECORDED_ATTRIBUTES,
-    REWARD_SPACE,
-    SingleAgentEpisode,
-    is_unread,
-)
+from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 from flywheel.episodes.space_items import map_leaves
 from flywheel.episodes.stacked_columns import StackedColumns
 from flywheel.episodes.vector_rows import info_row, row
@@ -223,14 +219,7 @@ class VectorRecorder:
         """The data attributes a pending episode held before its rows (empty buffers for a fresh one)."""
         if pending.stash is not None:
             return pending.stash
-        return {
-            "observations": LookbackBuffer([], 0, self.observation_space),
-            "infos": LookbackBuffer([]),
-            "actions": LookbackBuffer([], 0, self.action_space),
-            "rewards": LookbackBuffer([], 0, REWARD_SPACE),
-            "extra_model_outputs": {},
-            "t": episode.t_started,
-        }
+        return empty_data(self.observation_space, self.action_space, episode.t_started)
 
     def steps_of(self, episode: SingleAgentEpisode) -> int:
         """The steps of `episode`'s chunk, without reading (and so realizing) a pending episode."""
