@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from flywheel import Columns, PPOConfig
+from flywheel import AlgorithmConfig, Columns, PPOConfig
 from flywheel.testing import CountingEnv
 
 from .conftest import counting_config, obs_of, rewards_of
@@ -119,3 +119,45 @@ def test_a_64_env_sample_keeps_two_tracked_objects_per_episode_until_read(make_r
     assert _tracked_objects_held(episodes) == 2 * len(episodes)
     assert sum(len(e.get_observations()) - len(e) for e in episodes) == len(episodes)  # now read
     assert _tracked_objects_held(episodes) > 8 * len(episodes)
+
+
+class DictObsEnv(CountingEnv):
+    """`CountingEnv` with `Dict` observations `{"t": [t], "twice": [2t]}` and an info only at the end."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        box = gym.spaces.Box(0.0, 1000.0, (1,), np.float32)
+        self.observation_space = gym.spaces.Dict({"t": box, "twice": box})
+
+    def _obs(self):
+        return {"t": np.array([self.t], np.float32), "twice": np.array([2 * self.t], np.float32)}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed, options=options)
+        return self._obs(), {}
+
+    def step(self, action):
+        _, reward, terminated, truncated, _ = super().step(action)
+        return self._obs(), reward, terminated, truncated, ({"done_at": self.t} if terminated else {})
+
+
+def test_dict_observations_and_a_final_info_over_many_samples(make_runner):
+    # No algorithm: no module to build for these observations, random actions only.
+    config = (
+        AlgorithmConfig()
+        .environment(DictObsEnv, env_config={"episode_len": 4})
+        .env_runners(num_envs_per_env_runner=2, episode_lookback_horizon=2)
+    )
+    runner = make_runner(config)
+    chunks = [c for _ in range(5) for c in runner.sample(num_timesteps=6, random_actions=True)]
+
+    assert sum(map(len, chunks)) == 30
+    for chunk in chunks:
+        t0, t1 = chunk.t_started, chunk.t
+        lookback = min(2, t0)
+        for c in _copies(chunk):
+            obs = c.get_observations(slice(-lookback - (t1 - t0) - 1, None))
+            assert obs["t"].ravel().tolist() == [float(t) for t in range(t0 - lookback, t1 + 1)]
+            assert obs["twice"].ravel().tolist() == [2.0 * t for t in range(t0 - lookback, t1 + 1)]
+            assert c.get_infos() == [{}] * (t1 - t0) + [{"done_at": 4} if t1 == 4 else {}]
+            assert len(c.get_infos(slice(-lookback, 0), neg_index_as_lookback=True)) == lookback

@@ -74,7 +74,6 @@ class StackedColumns:
     per-sub-env infos of each observation index."""
 
     def __init__(self, recorder: VectorRecorder) -> None:
-        self.recorder = recorder
         self.spaces = (recorder.observation_space, recorder.action_space)
         self.num_steps = len(recorder._actions)
         self.obs = _in_dtypes(_stack_steps(recorder._obs), space_struct(self.spaces[0]))
@@ -88,15 +87,16 @@ class StackedColumns:
         """Gives a pending episode its rows (it is then finalized, as `to_numpy` leaves it)."""
         pending: _Pending = episode._pending
         i, lookback = pending.index, pending.lookback
-        start = pending.step_start - lookback
+        start, first_obs = pending.step_start - lookback, pending.obs_start - lookback
         stop = self.num_steps if pending.step_stop is None else pending.step_stop
-        obs = _rows(self.obs, i, pending.obs_start - lookback, stop + 1)
-        infos = self._infos(i, pending.obs_start - lookback, stop + 1)
+        num_obs = stop + 1 - first_obs
+        obs = _rows(self.obs, i, first_obs, stop + 1)
+        infos = self._infos(i, first_obs, stop + 1)
         if pending.final is not None:
             final_obs, final_info = pending.final
             obs = map_leaves(_with_last_row, obs, final_obs)
             if final_info or infos is not None:
-                infos = [{} for _ in range(len(obs))] if infos is None else infos
+                infos = [{} for _ in range(num_obs)] if infos is None else infos
                 infos[-1] = final_info
         actions, rewards = _rows(self.actions, i, start, stop), _rows(self.rewards, i, start, stop)
         extras = {key: _rows(column, i, start, stop) for key, column in self.extras.items()}
@@ -107,7 +107,7 @@ class StackedColumns:
         own = pending.stash
         episode._pending = None
         _append_rows(own["observations"], obs)
-        own["infos"].data.extend([{} for _ in range(len(obs))] if infos is None else infos)
+        own["infos"].data.extend([{} for _ in range(num_obs)] if infos is None else infos)
         _append_rows(own["actions"], actions)
         _append_rows(own["rewards"], rewards)
         outputs = own["extra_model_outputs"]

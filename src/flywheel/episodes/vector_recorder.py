@@ -290,7 +290,9 @@ class VectorRecorder:
                 for i, e in enumerate(self.episodes)
                 if e is not None and not e.is_done and self.steps_of(e)
             ]
-        successors = {i: self._cut(i, e, cut_lookback) for i, e in to_cut if _in_columns(e)}
+            for i, episode in to_cut:
+                if _in_columns(episode):
+                    self._cut(i, episode, cut_lookback)
         to_fill = [e for e in [*self._finished, *(e for _, e in to_cut)] if type(e._pending) is _Pending]
         if to_fill:
             columns = StackedColumns(self)
@@ -301,7 +303,7 @@ class VectorRecorder:
                 episode.to_numpy()
         self._finished = []
         for i, episode in to_cut:
-            if i not in successors:
+            if self.episodes[i] is episode:  # (not cut on the columns above)
                 assert cut_lookback is not None  # episodes are cut only with it
                 successor = episode.cut(len_lookback_buffer=cut_lookback)
                 episode.to_numpy()
@@ -310,10 +312,10 @@ class VectorRecorder:
         self._trim_columns()
         return [episode for _, episode in to_cut]
 
-    def _cut(self, index: int, episode: SingleAgentEpisode, lookback: int | None) -> SingleAgentEpisode:
+    def _cut(self, index: int, episode: SingleAgentEpisode, lookback: int) -> None:
         """Cuts a running episode whose rows are all in the columns: it ends at the newest step, and
-        its successor starts on the same rows, with up to `lookback` of the rows before as history."""
-        assert lookback is not None  # episodes are cut only with it
+        its successor, now sub-env `index`'s episode, starts on the same rows, with up to `lookback`
+        of the rows before as history."""
         pending = episode._pending
         pending.step_stop = len(self._actions)
         steps = pending.step_stop - pending.step_start
@@ -324,7 +326,6 @@ class VectorRecorder:
             self, index, None, len(self._obs) - 1, pending.step_stop, min(lookback, pending.lookback + steps)
         )
         self.episodes[index] = successor
-        return successor
 
     def _trim_columns(self) -> None:
         """Drops the rows no pending episode needs any more (keeping the newest batches)."""
