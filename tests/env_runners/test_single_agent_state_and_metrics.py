@@ -122,6 +122,23 @@ def test_metrics_window_is_metrics_num_episodes_for_smoothing(make_runner):
     assert metrics["num_episodes"] == 4
 
 
+def test_metrics_window_over_two_calls_merges_exactly(make_runner):
+    config = counting_config(env=VaryingLengthEnv, num_envs=3).reporting(metrics_num_episodes_for_smoothing=2)
+    runner = make_runner(config)
+    runner.sample(num_timesteps=12, random_actions=True)  # returns 3, 6, 3, 10 (more than the window)
+    runner.sample(num_timesteps=6, random_actions=True)  # returns 3 (length 2), 6 (length 3)
+    logger = MetricsLogger()
+    logger.aggregate([runner.get_metrics_state()], key="env_runners")
+    result = logger.reduce()["env_runners"]
+    assert (result["episode_return_mean"], result["episode_return_min"], result["episode_return_max"]) == (
+        4.5,
+        3.0,
+        6.0,
+    )
+    assert (result["episode_len_mean"], result["episode_len_min"], result["episode_len_max"]) == (2.5, 2, 3)
+    assert (result["num_episodes"], result["num_env_steps_sampled"]) == (6, 18)
+
+
 def test_metrics_use_unclipped_returns_and_state_merges_exactly(make_runner):
     runner = make_runner(counting_config(episode_len=3).environment(clip_rewards=1.0))
     (episode,) = runner.sample(num_timesteps=3, random_actions=True)

@@ -159,3 +159,12 @@ def test_buffer_iteration_views_and_pop_into_the_lookback():
     )
     with pytest.raises(EpisodeError, match=r"one_hot_discrete=True\) needs the buffer's space"):
         buffer.get(0, one_hot_discrete=True)
+
+
+def test_a_single_agent_episode_takes_no_attributes_of_its_own_as_in_rllib():
+    # Slots, as RLlib's: no instance dict per episode (one object less for the garbage collector).
+    episode = SingleAgentEpisode(observations=[0.0], actions=[], rewards=[], len_lookback_buffer=0)
+    with pytest.raises(AttributeError, match="'SingleAgentEpisode' object has no attribute 'my_note'"):
+        episode.my_note = 1
+    episode.custom_data["my_note"] = 1  # the place for a user's own data
+    assert not hasattr(episode, "__dict__")

@@ -35,20 +35,30 @@ def cut(episode: SingleAgentEpisode, len_lookback_buffer: int) -> SingleAgentEpi
     infos = episode.infos.tail(n + 1)
     # The successor's index 0 is the last observation/info; everything before it is history.
     obs_lookback = max(len(observations) - 1, 0)
-    successor = type(episode)(
-        episode.id_,
+    return successor(
+        episode,
+        episode.t,
         observations=LookbackBuffer(observations, obs_lookback, episode.observation_space),
         infos=LookbackBuffer(infos, max(len(infos) - 1, 0)),
         actions=_history(episode.actions.tail(n), episode.action_space),
         rewards=_history(episode.rewards.tail(n)),
         extra_model_outputs={k: _history(b.tail(n)) for k, b in episode.extra_model_outputs.items()},
-        t_started=episode.t,
+    )
+
+
+def successor(episode: SingleAgentEpisode, t: int, **data: Any) -> SingleAgentEpisode:
+    """The chunk continuing `episode` (which is at step `t`): its ids, a deep copy of its
+    `custom_data`, and `data` (none: built empty)."""
+    new = type(episode)(
+        episode.id_,
+        t_started=t,
         agent_id=episode.agent_id,
         module_id=episode.module_id,
         multi_agent_episode_id=episode.multi_agent_episode_id,
+        **data,
     )
-    successor.custom_data = copy.deepcopy(episode.custom_data)
-    return successor
+    new.custom_data = copy.deepcopy(episode.custom_data)
+    return new
 
 
 def as_slice(item: Any) -> slice:

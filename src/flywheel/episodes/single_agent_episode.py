@@ -25,40 +25,10 @@ import gymnasium as gym
 import numpy as np
 
 from flywheel.episodes import chunks
+from flywheel.episodes.deferred_data import RECORDED_ATTRIBUTES, REWARD_SPACE, Unread
 from flywheel.episodes.episode_id import new_episode_id
 from flywheel.episodes.lookback_buffer import Indices, LookbackBuffer
 from flywheel.errors import EpisodeError, EpisodeKeyError
-
-# Rewards have no space of their own; this one gives them float32 when stacked and a scalar fill.
-REWARD_SPACE = gym.spaces.Box(-np.inf, np.inf, (), np.float32)
-
-RECORDED_ATTRIBUTES = ("observations", "infos", "actions", "rewards", "extra_model_outputs", "t")
-"""The data attributes a pending episode lacks until first read (see `__getattr__`)."""
-
-
-class _Unread:
-    """The `_pending` of an episode built empty that nothing has read yet: reading one of its
-    `RECORDED_ATTRIBUTES` makes them all, empty (a `VectorRecorder` starting it replaces this)."""
-
-    __slots__ = ("observation_space", "action_space")
-
-    def __init__(self, observation_space: gym.Space | None, action_space: gym.Space | None) -> None:
-        self.observation_space = observation_space
-        self.action_space = action_space
-
-    def realize(self, episode: SingleAgentEpisode) -> None:
-        del episode._pending
-        episode.observations = LookbackBuffer([], 0, self.observation_space)
-        episode.infos = LookbackBuffer([])
-        episode.actions = LookbackBuffer([], 0, self.action_space)
-        episode.rewards = LookbackBuffer([], 0, REWARD_SPACE)
-        episode.extra_model_outputs = {}
-        episode.t = episode.t_started
-
-
-def is_unread(episode: SingleAgentEpisode) -> bool:
-    """Whether `episode` was built empty and nothing has read its data yet (it holds none)."""
-    return type(episode._pending) is _Unread
 
 
 def _buffer(data: Any, lookback: int, space: gym.Space | None = None) -> LookbackBuffer:
@@ -81,10 +51,14 @@ class SingleAgentEpisode:
     multi-agent episode; they are only carried along.
     """
 
-    _pending: Any = None
-    """Set while a `VectorRecorder` holds this episode's newest steps in its columns
-    (`flywheel.episodes.vector_recorder`), or while an episode built empty is unread (`_Unread`):
-    the episode then lacks its `RECORDED_ATTRIBUTES` until one is read."""
+    # Slots as in RLlib: no instance dict, so an episode is one object the garbage collector tracks.
+    __slots__ = (
+        "id_", "agent_id", "module_id", "multi_agent_episode_id", "is_terminated", "is_truncated",
+        "t_started", "custom_data", "_start_time", "_end_time", "_pending", *RECORDED_ATTRIBUTES,
+    )  # fmt: skip
+    _pending: Any
+    """What builds the episode's `RECORDED_ATTRIBUTES` when one is first read, or None
+    (`flywheel.episodes.deferred_data`)."""
 
     def __init__(
         self,
@@ -115,11 +89,17 @@ class SingleAgentEpisode:
         self.custom_data: dict[str, Any] = {}
         self._start_time: float | None = None
         self._end_time: float | None = None
-        given = (observations, infos, actions, rewards, extra_model_outputs)
-        if all(data is None for data in given):
+        self._pending = None
+        if (
+            observations is None
+            and infos is None
+            and actions is None
+            and rewards is None
+            and extra_model_outputs is None
+        ):
             # Built empty (runners: one per episode): its buffers are made when first read, so a
             # `VectorRecorder` that records the episode's steps itself never builds throwaway ones.
-            self._pending = _Unread(observation_space, action_space)
+            self._pending = Unread(observation_space, action_space)
             return
         lookback = self._lookback_from(len_lookback_buffer, rewards)
         self.observations = _buffer(observations, lookback, observation_space)
@@ -150,8 +130,9 @@ class SingleAgentEpisode:
     def __getattr__(self, name: str) -> Any:
         # Python calls this only for attributes the instance lacks. A pending episode lacks its data
         # attributes until something reads one: its recorder then hands its steps in.
-        pending = self._pending
-        if pending is None or name not in RECORDED_ATTRIBUTES:
+        # (`_pending` is read only for those: unpickling asks for other names before it is set.)
+        pending = self._pending if name in RECORDED_ATTRIBUTES else None
+        if pending is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         pending.realize(self)
         return getattr(self, name)

@@ -8,7 +8,9 @@ their steps are rows of those columns, and their data attributes are absent. A p
 becomes an ordinary one in one of two ways:
 
 - `end_sample` (when `sample()` returns): each column is stacked once into one array, and every
-  pending episode takes its rows from it as numpy arrays, finalized as `to_numpy` would leave it;
+  pending episode takes its rows from it as numpy arrays, finalized as `to_numpy` would leave it
+  (see `flywheel.episodes.stacked_columns`); a running episode is cut there by starting its
+  successor on the same columns, its lookback being the rows in front of its own;
 - `realize`, as soon as anything reads its data (`SingleAgentEpisode.__getattr__`): a connector piece
   calling `episode.get_observations(-1)`, a callback, a `len(episode)`. Its rows are appended to its
   list-based buffers, and from then on the recorder appends each new step to it, one call per step.
@@ -20,8 +22,8 @@ exactly the env's observation batch: `newest_observations` hands that batch to
 env's observations straight through, and why a custom piece anywhere (or a callback) that reads or
 rewrites episodes simply turns the pass-through off for the steps it touches.
 
-Column layout: `_obs[k]` / `_infos[k]` are the batches seen before step `k` (index 0: after the last
-reset or `end_sample`), `_actions[k]`, `_rewards[k]` and `_extras[key][k]` belong to step `k`.
+Column layout: `_obs[k]` / `_infos[k]` are the batches seen before step `k` (index 0: the oldest
+row a pending episode still needs), `_actions[k]`, `_rewards[k]` and `_extras[key][k]` belong to step `k`.
 """
 
 from __future__ import annotations
@@ -30,38 +32,41 @@ import time
 from typing import Any
 
 import numpy as np
-import tree
 
+from flywheel.episodes import chunks
+from flywheel.episodes.deferred_data import RECORDED_ATTRIBUTES, empty_data, is_unread
 from flywheel.episodes.lookback_buffer import LookbackBuffer
-from flywheel.episodes.single_agent_episode import (
-    RECORDED_ATTRIBUTES,
-    REWARD_SPACE,
-    SingleAgentEpisode,
-    is_unread,
-)
+from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 from flywheel.episodes.space_items import map_leaves
-from flywheel.episodes.vector_rows import info_row, per_env_infos, row
+from flywheel.episodes.stacked_columns import StackedColumns
+from flywheel.episodes.vector_rows import info_row, row
 from flywheel.utils.nested import stack
-
-_NO_INFO: dict = {}
 
 
 class _Pending:
     """Where a pending episode's rows are: sub-env `index`, observations from `obs_start`, steps from
-    `step_start` up to `step_stop` (None while it runs); what it held before (`stash`: its data
-    attributes, e.g. a cut's lookback; None for a fresh episode, which held nothing) and the final
-    observation and info of a `SAME_STEP` ending."""
+    `step_start` up to `step_stop` (None while it runs), after `lookback` rows of history (a cut's
+    successor: the rows in front of its own); what it held before (`stash`: its data attributes,
+    e.g. the lookback of a chunk cut outside the columns; None when the rows are all it holds) and
+    the final observation and info of a `SAME_STEP` ending."""
 
-    __slots__ = ("recorder", "index", "obs_start", "step_start", "step_stop", "stash", "final")
+    __slots__ = ("recorder", "index", "obs_start", "step_start", "lookback", "step_stop", "stash", "final")
 
     def __init__(
-        self, recorder: VectorRecorder, index: int, stash: dict | None, obs_start: int, step_start: int
+        self,
+        recorder: VectorRecorder,
+        index: int,
+        stash: dict | None,
+        obs_start: int,
+        step_start: int,
+        lookback: int = 0,
     ):
         self.recorder = recorder
         self.index = index
         self.stash = stash
         self.obs_start = obs_start
         self.step_start = step_start
+        self.lookback = lookback
         self.step_stop: int | None = None
         self.final: tuple[Any, dict] | None = None
 
@@ -89,8 +94,8 @@ class VectorRecorder:
 
     def __init__(self, num_envs: int, observation_space: Any, action_space: Any) -> None:
         self.num_envs = num_envs
-        self._observation_space = observation_space
-        self._action_space = action_space
+        self.observation_space = observation_space
+        self.action_space = action_space
         self.episodes: list[SingleAgentEpisode | None] = [None] * num_envs
         self._eager: set[int] = set()  # sub-envs whose current episode holds its own data (not pending)
         self._finished: list[SingleAgentEpisode] = []  # episodes that ended since the last end_sample
@@ -119,11 +124,12 @@ class VectorRecorder:
         if fresh:
             episode._start_time = time.perf_counter()
         # A fresh episode's empty buffers are dropped and made anew when needed: a pending episode
-        # then holds 3 objects the garbage collector tracks instead of 12 (the collector's full
-        # passes over the process come that much less often).
-        stash = None if unread else {name: vars(episode).pop(name) for name in RECORDED_ATTRIBUTES}
-        if fresh:
-            stash = None
+        # and its `_Pending` are then 2 objects the garbage collector tracks instead of 11 (the
+        # collector's full passes over the process come that much less often).
+        stash = None if fresh else {name: getattr(episode, name) for name in RECORDED_ATTRIBUTES}
+        if not unread:
+            for name in RECORDED_ATTRIBUTES:
+                delattr(episode, name)
         newest = len(self._obs) - 1
         episode._pending = _Pending(self, index, stash, newest if fresh else newest + 1, len(self._actions))
         self.episodes[index] = episode
@@ -191,7 +197,7 @@ class VectorRecorder:
         episode = self.episodes[i]
         assert episode is not None  # only running episodes finish
         pending = episode._pending
-        if pending is not None:
+        if type(pending) is _Pending:
             episode.is_terminated, episode.is_truncated = bool(terminated), bool(truncated)
             pending.step_stop = len(self._actions)
             if final_obs is not None:
@@ -204,7 +210,7 @@ class VectorRecorder:
         are realized first, and the columns start anew from the newest batches."""
         if self._actions:
             for episode in [*self.episodes, *self._finished]:
-                if episode is not None and episode._pending is not None:
+                if episode is not None and type(episode._pending) is _Pending:
                     self.realize(episode)
             self._obs, self._infos = self._obs[-1:], self._infos[-1:]
         self._restart_columns(self._obs, self._infos, keys)
@@ -213,19 +219,12 @@ class VectorRecorder:
         """The data attributes a pending episode held before its rows (empty buffers for a fresh one)."""
         if pending.stash is not None:
             return pending.stash
-        return {
-            "observations": LookbackBuffer([], 0, self._observation_space),
-            "infos": LookbackBuffer([]),
-            "actions": LookbackBuffer([], 0, self._action_space),
-            "rewards": LookbackBuffer([], 0, REWARD_SPACE),
-            "extra_model_outputs": {},
-            "t": episode.t_started,
-        }
+        return empty_data(self.observation_space, self.action_space, episode.t_started)
 
     def steps_of(self, episode: SingleAgentEpisode) -> int:
         """The steps of `episode`'s chunk, without reading (and so realizing) a pending episode."""
         pending = episode._pending
-        if pending is None:
+        if type(pending) is not _Pending:
             return len(episode)
         stop = len(self._actions) if pending.step_stop is None else pending.step_stop
         return stop - pending.step_start
@@ -250,11 +249,12 @@ class VectorRecorder:
         """Hands a pending episode its recorded rows (list items, one per step); from then on, while
         it runs, `add_step` appends to it directly."""
         pending = episode._pending
-        del episode._pending
-        vars(episode).update(self._held(pending, episode))
-        i = pending.index
+        episode._pending = None
+        for name, value in self._held(pending, episode).items():
+            setattr(episode, name, value)
+        i, lookback = pending.index, pending.lookback
         step_stop = len(self._actions) if pending.step_stop is None else pending.step_stop
-        for k in range(pending.obs_start, step_stop + 1):
+        for k in range(pending.obs_start - lookback, step_stop + 1):
             episode.observations.data.append(row(self._obs[k], i))
             episode.infos.data.append(info_row(self._infos[k], i))
         if pending.final is not None:
@@ -262,11 +262,16 @@ class VectorRecorder:
         outputs = episode.extra_model_outputs
         for key in self._extras:
             outputs.setdefault(key, LookbackBuffer())
-        for k in range(pending.step_start, step_stop):
+        for k in range(pending.step_start - lookback, step_stop):
             episode.actions.data.append(row(self._actions[k], i))
             episode.rewards.data.append(self._rewards[k][i])
             for key, column in self._extras.items():
                 outputs[key].data.append(row(column[k], i))
+        if lookback:
+            for buffer in (episode.observations, episode.infos, episode.actions, episode.rewards):
+                buffer.lookback = lookback
+            for buffer in outputs.values():
+                buffer.lookback = lookback
         episode.t += step_stop - pending.step_start
         if self.episodes[i] is episode:
             self._eager.add(i)
@@ -276,8 +281,8 @@ class VectorRecorder:
     def end_sample(self, cut_lookback: int | None) -> list[SingleAgentEpisode]:
         """Turns every episode that ended since the last call into numpy and, with `cut_lookback`,
         cuts each running episode that has steps: returns those chunks (numpy) and continues each
-        with its successor (`cut(len_lookback_buffer=cut_lookback)`). Episodes that keep running
-        uncut stay pending, and the columns keep only the rows they still need."""
+        with its successor (as `cut(len_lookback_buffer=cut_lookback)` makes it). Episodes that keep
+        running uncut stay pending, and the columns keep only the rows they still need."""
         to_cut = []
         if cut_lookback is not None:
             to_cut = [
@@ -285,28 +290,47 @@ class VectorRecorder:
                 for i, e in enumerate(self.episodes)
                 if e is not None and not e.is_done and self.steps_of(e)
             ]
-        to_fill = [e for e in [*self._finished, *(e for _, e in to_cut)] if e._pending is not None]
+            for i, episode in to_cut:
+                if _in_columns(episode):
+                    self._cut(i, episode, cut_lookback)
+        to_fill = [e for e in [*self._finished, *(e for _, e in to_cut)] if type(e._pending) is _Pending]
         if to_fill:
-            columns = _Stacked(self)
+            columns = StackedColumns(self)
             for episode in to_fill:
                 columns.fill(episode)
         for episode in self._finished:
-            episode.to_numpy()
+            if episode._pending is None:  # (else it holds its rows as arrays already)
+                episode.to_numpy()
         self._finished = []
-        chunks = []
         for i, episode in to_cut:
-            assert cut_lookback is not None  # episodes are cut only with it
-            successor = episode.cut(len_lookback_buffer=cut_lookback)
-            chunks.append(episode.to_numpy())
-            self.start(i, successor)
+            if self.episodes[i] is episode:  # (not cut on the columns above)
+                assert cut_lookback is not None  # episodes are cut only with it
+                successor = episode.cut(len_lookback_buffer=cut_lookback)
+                episode.to_numpy()
+                self.start(i, successor)
         self._eager = {i for i, e in enumerate(self.episodes) if e is not None and e._pending is None}
         self._trim_columns()
-        return chunks
+        return [episode for _, episode in to_cut]
+
+    def _cut(self, index: int, episode: SingleAgentEpisode, lookback: int) -> None:
+        """Cuts a running episode whose rows are all in the columns: it ends at the newest step, and
+        its successor, now sub-env `index`'s episode, starts on the same rows, with up to `lookback`
+        of the rows before as history."""
+        pending = episode._pending
+        pending.step_stop = len(self._actions)
+        steps = pending.step_stop - pending.step_start
+        episode._end_time = time.perf_counter()
+        successor = chunks.successor(episode, episode.t_started + steps)
+        successor._start_time = episode._end_time
+        successor._pending = _Pending(
+            self, index, None, len(self._obs) - 1, pending.step_stop, min(lookback, pending.lookback + steps)
+        )
+        self.episodes[index] = successor
 
     def _trim_columns(self) -> None:
         """Drops the rows no pending episode needs any more (keeping the newest batches)."""
-        pending = [e._pending for e in self.episodes if e is not None and e._pending is not None]
-        keep = min([p.step_start for p in pending] + [len(self._obs) - 1])
+        pending = [e._pending for e in self.episodes if e is not None and type(e._pending) is _Pending]
+        keep = min([p.step_start - p.lookback for p in pending] + [len(self._obs) - 1])
         if keep <= 0:
             return
         self._obs, self._infos = self._obs[keep:], self._infos[keep:]
@@ -317,101 +341,10 @@ class VectorRecorder:
             p.step_start -= keep
 
 
-class _Stacked:
-    """The recorder's columns stacked once into arrays with the sub-env first (`[num_envs, steps, ...]`,
-    so each episode's rows are contiguous), and the per-sub-env infos of each observation index."""
-
-    def __init__(self, recorder: VectorRecorder) -> None:
-        self.num_steps = len(recorder._actions)
-        self.obs = _stack_steps(recorder._obs)
-        self.infos = [per_env_infos(infos, recorder.num_envs) for infos in recorder._infos]
-        self.no_infos = all(rows is None for rows in self.infos)
-        self.actions = _stack_steps(recorder._actions)
-        self.rewards = _stack_steps(recorder._rewards).astype(np.float32)
-        self.extras = {key: _stack_steps(column) for key, column in recorder._extras.items()}
-
-    def fill(self, episode: SingleAgentEpisode) -> None:
-        """Gives a pending episode its rows as finalized (numpy) buffers."""
-        pending = episode._pending
-        del episode._pending
-        i, own = pending.index, pending.recorder._held(pending, episode)
-        start, stop = pending.step_start, self.num_steps if pending.step_stop is None else pending.step_stop
-        obs = _rows(self.obs, i, pending.obs_start, stop + 1)
-        if self.no_infos:
-            infos = [{} for _ in range(pending.obs_start, stop + 1)]
-        else:
-            infos = [{} if rows is None else rows[i] for rows in self.infos[pending.obs_start : stop + 1]]
-        if pending.final is not None:
-            final_obs, infos[-1] = pending.final
-            obs = map_leaves(_with_last_row, obs, final_obs)
-        _append_rows(own["observations"], obs)
-        own["infos"].data.extend(infos)
-        _append_rows(own["actions"], _rows(self.actions, i, start, stop))
-        _append_rows(own["rewards"], _rows(self.rewards, i, start, stop))
-        outputs = own["extra_model_outputs"]
-        for key, column in self.extras.items():
-            rows = _rows(column, i, start, stop)
-            if key in outputs:
-                _append_rows(outputs[key], rows)
-            else:
-                outputs[key] = LookbackBuffer(rows)
-        if len(outputs) > len(
-            self.extras
-        ):  # outputs only the lookback holds (later steps did not return them)
-            for buffer in outputs.values():
-                buffer.finalize()
-        own["t"] += stop - start
-        vars(episode).update(own)
-
-
-def _stack_steps(batches: list) -> Any:
-    """Per-step batches (`[num_envs, ...]`, nested leaf-wise, or one scalar for all rows) as one array
-    `[num_envs, steps, ...]` (scalars: `[steps]`)."""
-    if not batches:
-        return None
-    if isinstance(batches[0], dict | tuple):
-        return tree.map_structure(lambda *leaves: _sub_env_first(leaves), *batches)
-    return _sub_env_first(batches)
-
-
-def _sub_env_first(batches: list | tuple) -> np.ndarray:
-    # One C loop builds `[steps, num_envs, ...]` (np.stack takes several Python steps per array);
-    # one more copy makes each sub-env's rows contiguous.
-    stacked = np.asarray(batches)
-    return stacked if stacked.ndim == 1 else np.ascontiguousarray(stacked.swapaxes(0, 1))
-
-
-def _with_last_row(rows: np.ndarray, last: Any) -> np.ndarray:
-    """A copy of `rows` whose last row is `last` (the view's own last row belongs to the next episode)."""
-    rows = rows.copy()
-    rows[-1] = last
-    return rows
-
-
-def _rows(stacked: Any, index: int, start: int, stop: int) -> Any:
-    """Sub-env `index`'s rows `start:stop` of a `_stack_steps` result."""
-    if isinstance(stacked, np.ndarray):
-        return stacked[start:stop] if stacked.ndim == 1 else stacked[index, start:stop]
-    return tree.map_structure(lambda leaf: leaf[index, start:stop], stacked)
-
-
-def _append_rows(buffer: LookbackBuffer, rows: Any) -> None:
-    """Finalizes a list-based buffer with `rows` appended, in the dtypes of its space (as `finalize`
-    gives them); the items it held stay in front (its lookback stays lookback)."""
-    struct = buffer.space_struct
-    if isinstance(rows, np.ndarray):  # (the common, flat case without dm-tree)
-        if struct is not None and rows.dtype != struct.dtype:
-            rows = rows.astype(struct.dtype)
-        if buffer.data:
-            rows = np.concatenate([stack(buffer.data, struct), rows])
-        buffer.data = rows
-        return
-    if struct is not None:
-        rows = map_leaves(lambda a, space: a.astype(space.dtype, copy=False), rows, struct)
-    if buffer.data:
-        head = stack(buffer.data, struct)
-        rows = map_leaves(lambda a, b: np.concatenate([a, np.asarray(b, a.dtype)]), head, rows)
-    buffer.data = rows
+def _in_columns(episode: SingleAgentEpisode) -> bool:
+    """Whether all of a running episode's data (lookback included) are rows of its recorder's columns."""
+    pending = episode._pending
+    return type(pending) is _Pending and pending.stash is None
 
 
 def newest_observations(episodes: list[Any]) -> Any:
