@@ -167,6 +167,8 @@ class Categorical(Distribution):
         self.logits = logits
         self.probs = probs
         self._log_probs: torch.Tensor | None = None
+        # The last `sample()` and its `[..., 1]` index: `logp` of it gathers at the index as it is.
+        self._sampled: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @classmethod
     def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
@@ -188,7 +190,10 @@ class Categorical(Distribution):
         # probability 0 (a -inf logit) scores 0 and is never picked. (No `no_grad` needed:
         # argmin's integer output never carries gradients.)
         probs = self.log_probs.exp() if self.probs is None else self.probs
-        return torch.argmin(probs / torch.rand_like(probs).log_(), dim=-1)
+        index = torch.argmin(probs / torch.rand_like(probs).log_(), dim=-1, keepdim=True)
+        actions = index.squeeze(-1)
+        self._sampled = (actions, index)
+        return actions
 
     def rsample(self) -> torch.Tensor:
         """A one-hot sample whose gradient is that of the probabilities (straight-through, as RLlib's)."""
@@ -200,7 +205,10 @@ class Categorical(Distribution):
         return torch.argmax(self.logits, dim=-1)
 
     def logp(self, value: torch.Tensor) -> torch.Tensor:
-        return self.log_probs.gather(-1, value.long().unsqueeze(-1)).squeeze(-1)
+        # A runner asks for the log-prob of the sample it just drew: two tensor ops fewer (~0.7 us).
+        sampled = self._sampled
+        index = sampled[1] if sampled is not None and value is sampled[0] else value.long().unsqueeze(-1)
+        return self.log_probs.gather(-1, index).squeeze(-1)
 
     def entropy(self) -> torch.Tensor:
         log_probs = self.log_probs
