@@ -59,3 +59,22 @@ def test_module_and_module_to_env_act_under_inference_mode_the_rest_does_not(mak
     assert set(runner.env_to_module[0].modes) == {(False, True)}
     assert set(trained) == {(False, True)} and len(trained) == 12
     assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+
+
+def test_hooks_on_the_default_modules_layers_run_while_sampling(make_runner):
+    """The acting pass skips `nn.Module.__call__` only where it would run nothing but `forward`."""
+    runner = make_runner(counting_config(num_envs=2))
+    module = runner.module
+    calls = []
+    first_layer = module.encoder.actor_encoder[0]
+    handles = [
+        first_layer.register_forward_hook(lambda mod, args, out: calls.append(("layer", tuple(out.shape)))),
+        module.pi.register_forward_pre_hook(lambda mod, args: calls.append(("pi", tuple(args[0].shape)))),
+    ]
+    runner.sample(num_timesteps=6)
+    assert calls == [("layer", (2, 256)), ("pi", (2, 256))] * 3
+    for handle in handles:
+        handle.remove()
+    calls.clear()
+    runner.sample(num_timesteps=6)
+    assert calls == []
