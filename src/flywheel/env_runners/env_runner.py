@@ -76,11 +76,6 @@ class EnvRunner(Checkpointable, abc.ABC):
         self._writer = None  # the OfflineWriter of config.output, built on first sample()
         self._inference_mode = torch.inference_mode()  # what `_act` runs under
 
-    def _global_env_steps(self) -> int:
-        """`t` passed to `forward_exploration`: the env steps sampled so far over all runners, estimated
-        as RLlib does (this runner's count times the number of runners)."""
-        return self._env_steps_sampled * max(1, self.num_workers)
-
     # --------------------------------------------------------------- sampling
 
     def _act(self, episodes: list[Any], explore: bool) -> dict[str, Any]:
@@ -98,7 +93,10 @@ class EnvRunner(Checkpointable, abc.ABC):
         assert module is not None  # sample() refuses to act without one
         with self._inference_mode:
             if explore:
-                out = module.forward_exploration(self._to_module, t=self._global_env_steps())
+                # `t`: the env steps sampled so far over all runners, estimated as RLlib does (this
+                # runner's count times the number of runners).
+                t = self._env_steps_sampled * max(1, self.num_workers)
+                out = module.forward_exploration(self._to_module, t=t)
             else:
                 out = module.forward_inference(self._to_module)
             return self._module_to_env(
