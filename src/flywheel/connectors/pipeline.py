@@ -52,7 +52,9 @@ class ConnectorPipelineV2(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        for piece in self._pieces_to_call(rl_module, from_empty_batch=not batch):
+        # (A module may return something else than a dict: GetActions names the fix.)
+        from_empty_batch = isinstance(batch, dict) and not batch
+        for piece in self._pieces_to_call(rl_module, from_empty_batch):
             # (Runners pass no extra keywords: a call without `**{}` is 3x cheaper, ~0.2 us a piece.)
             out = (
                 piece(
