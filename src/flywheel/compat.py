@@ -5,6 +5,11 @@
   clipping, target-network updates).
 - gymnasium's `VectorEnv._add_info`: how a vector env merges one sub-env's info dict into the batch's
   infos (`FastSyncVectorEnv` builds the same infos as gymnasium's own `SyncVectorEnv`).
+- torch's `nn.Module` internals on a runner's acting pass (`forward_of`, `child`): calling a small
+  layer through `Module.__call__` costs ~0.9 us of Python, and reading a child module as an attribute
+  ~1 us (Python 3.11 builds and drops an AttributeError before `Module.__getattr__` finds it); a
+  default PPO module acting on CartPole makes six calls and three reads a step, where the hand-written
+  loop's network makes the six calls only.
 
 `tests/test_compat.py` pins each function against the public formula it stands for, so a release
 of torch or gymnasium that changes or drops one fails there first, and only this file changes.
@@ -12,6 +17,8 @@ of torch or gymnasium that changes or drops one fails there first, and only this
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -58,3 +65,39 @@ def add_vector_info(
     """`infos` with sub-env `index`'s `info` merged in, as gymnasium's vector envs build them (each key
     an array over the sub-envs plus a `_key` mask of the sub-envs that set it)."""
     return vector_env._add_info(infos, info, index)
+
+
+def forward_of(module: torch.nn.Module) -> Callable[..., Any]:
+    """What `module(...)` runs: the bound `module.forward` when calling the module would run only that
+    (no forward or backward hooks on it or on all modules, not compiled by `module.compile()`, not
+    traced by `torch.jit`: the shortcut torch's `Module._call_impl` takes), else the module itself, so
+    hooks and the rest run as ever."""
+    torch_modules = _torch_module_globals()
+    if (
+        module._forward_hooks
+        or module._forward_pre_hooks
+        or module._backward_hooks
+        or module._backward_pre_hooks
+        or module._compiled_call_impl is not None
+        or torch_modules._global_forward_hooks
+        or torch_modules._global_forward_pre_hooks
+        or torch_modules._global_backward_hooks
+        or torch_modules._global_backward_pre_hooks
+        or torch_modules.torch._C._get_tracing_state()
+    ):
+        return module
+    return module.forward
+
+
+def child(module: torch.nn.Module, name: str) -> Any:
+    """`getattr(module, name)`, read straight from the registered children when `name` is one."""
+    found = module._modules.get(name)
+    return getattr(module, name) if found is None else found
+
+
+@functools.cache
+def _torch_module_globals() -> Any:
+    """`torch.nn.modules.module`, which holds the hooks registered for all modules."""
+    import torch.nn.modules.module
+
+    return torch.nn.modules.module

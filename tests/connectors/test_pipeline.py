@@ -100,6 +100,9 @@ def test_forwards_every_keyword_to_every_piece():
         rl_module="m", batch={}, episodes=["e"], explore=True, shared_data=shared, metrics="log", extra=1
     )
     assert seen == [("m", ["e"], True, shared, "log", {"extra": 1})] * 2
+    seen.clear()
+    ConnectorPipelineV2(connectors=[Spy()])(rl_module="m", batch={}, episodes=["e"])
+    assert seen == [("m", ["e"], None, None, None, {})]
 
 
 class NoopFor(Tag):
@@ -266,3 +269,43 @@ def test_merge_states_piece_by_piece():
 
 def test_repr_lists_the_pieces():
     assert repr(ConnectorPipelineV2(connectors=[A(), B()])) == "ConnectorPipelineV2([A, B])"
+
+
+def test_batching_piece_is_skipped_only_where_it_has_nothing_to_stack():
+    """`BatchIndividualItems` is a no-op after pieces that add whole columns, in calls that begin
+    with an empty batch (`is_noop_after`); after any other piece, or on a batch given with items, it
+    stacks as ever."""
+    from flywheel.connectors.env_to_module import AddObservationsFromEpisodesToBatch, BatchIndividualItems
+
+    calls = []
+
+    class CountingBatch(BatchIndividualItems):
+        def __call__(self, **kwargs):
+            calls.append(sorted(kwargs["batch"]))
+            return super().__call__(**kwargs)
+
+    class WholeColumn(ConnectorV2):
+        adds_whole_columns = True
+
+        def __call__(self, *, rl_module, batch, episodes, **kwargs):
+            batch["whole"] = np.zeros((2, 3))
+            return batch
+
+    class RowItems(ConnectorV2):
+        def __call__(self, *, rl_module, batch, episodes, **kwargs):
+            batch["rows"] = [np.ones(3), np.zeros(3)]
+            return batch
+
+    assert AddObservationsFromEpisodesToBatch.adds_whole_columns
+    out = ConnectorPipelineV2(connectors=[WholeColumn(), CountingBatch()])(
+        rl_module=None, batch={}, episodes=[]
+    )
+    assert calls == [] and out["whole"].shape == (2, 3)
+    out = ConnectorPipelineV2(connectors=[WholeColumn(), RowItems(), CountingBatch()])(
+        rl_module=None, batch={}, episodes=[]
+    )
+    assert calls == [["rows", "whole"]] and out["rows"].shape == (2, 3)
+    out = ConnectorPipelineV2(connectors=[WholeColumn(), CountingBatch()])(
+        rl_module=None, batch={"given": [1.0, 2.0]}, episodes=[]
+    )
+    assert calls[-1] == ["given", "whole"] and out["given"].tolist() == [1.0, 2.0]

@@ -320,3 +320,17 @@ def test_categorical_logp_of_its_samples_is_the_log_softmax_at_them_exactly():
     actions = dist.sample()
     expected = torch.log_softmax(logits, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
     assert torch.equal(dist.logp(actions), expected)
+
+
+def test_categorical_logp_of_its_sample_and_of_any_equal_tensor_agree():
+    # logp of the distribution's own last sample reuses its index; any other tensor is indexed anew.
+    torch.manual_seed(4)
+    logits = torch.randn(6, 5)
+    dist = Categorical.from_logits(logits)
+    first = dist.sample()
+    second = dist.sample()
+    expected = torch.log_softmax(logits, -1)
+    assert torch.equal(dist.logp(second), expected.gather(-1, second.unsqueeze(-1)).squeeze(-1))
+    assert torch.equal(dist.logp(first), expected.gather(-1, first.unsqueeze(-1)).squeeze(-1))
+    assert torch.equal(dist.logp(second.clone().int()), dist.logp(second))
+    assert first.shape == second.shape == (6,) and second.dtype == torch.int64

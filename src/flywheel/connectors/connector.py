@@ -148,6 +148,16 @@ class ConnectorV2(Checkpointable, abc.ABC):
         skips it. False by default, so a piece is called unless it says otherwise."""
         return False
 
+    adds_whole_columns: bool = False
+    """Whether every column this piece adds to a batch holds all its rows at once (arrays, nested or
+    not), never items per episode for `BatchIndividualItems` to stack (see `is_noop_after`)."""
+
+    def is_noop_after(self, pieces: Sequence[ConnectorV2]) -> bool:
+        """Whether this piece does nothing when `pieces` are all that ran before it in a pipeline call
+        that began with an empty batch (e.g. `BatchIndividualItems` after pieces that each add whole
+        columns); a pipeline then skips it in such calls. False by default."""
+        return False
+
     # Batch helpers (RLlib's; see `flywheel.connectors.batch_items` for how items reach the batch).
 
     add_batch_item = staticmethod(batch_items.add_batch_item)

@@ -18,7 +18,7 @@ import functools
 import math
 import operator
 from collections.abc import Iterable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -54,7 +54,9 @@ class Distribution:
     def from_logits(cls, logits: torch.Tensor, **kwargs: Any) -> Distribution:
         """Builds the distribution from a module's `ACTION_DIST_INPUTS`."""
         # Subclasses' constructors take the logits first; the base class declares no constructor.
-        return cast(Any, cls)(logits, **kwargs)
+        # (Runners build one every step: a call without `**{}` costs a third.)
+        make: Any = cls
+        return make(logits, **kwargs) if kwargs else make(logits)
 
     @classmethod
     def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
@@ -167,6 +169,8 @@ class Categorical(Distribution):
         self.logits = logits
         self.probs = probs
         self._log_probs: torch.Tensor | None = None
+        # The last `sample()` and its `[..., 1]` index: `logp` of it gathers at the index as it is.
+        self._sampled: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @classmethod
     def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
@@ -188,7 +192,10 @@ class Categorical(Distribution):
         # probability 0 (a -inf logit) scores 0 and is never picked. (No `no_grad` needed:
         # argmin's integer output never carries gradients.)
         probs = self.log_probs.exp() if self.probs is None else self.probs
-        return torch.argmin(probs / torch.rand_like(probs).log_(), dim=-1)
+        index = torch.argmin(probs / torch.rand_like(probs).log_(), dim=-1, keepdim=True)
+        actions = index.squeeze(-1)
+        self._sampled = (actions, index)
+        return actions
 
     def rsample(self) -> torch.Tensor:
         """A one-hot sample whose gradient is that of the probabilities (straight-through, as RLlib's)."""
@@ -200,7 +207,10 @@ class Categorical(Distribution):
         return torch.argmax(self.logits, dim=-1)
 
     def logp(self, value: torch.Tensor) -> torch.Tensor:
-        return self.log_probs.gather(-1, value.long().unsqueeze(-1)).squeeze(-1)
+        # A runner asks for the log-prob of the sample it just drew: two tensor ops fewer (~0.7 us).
+        sampled = self._sampled
+        index = sampled[1] if sampled is not None and value is sampled[0] else value.long().unsqueeze(-1)
+        return self.log_probs.gather(-1, index).squeeze(-1)
 
     def entropy(self) -> torch.Tensor:
         log_probs = self.log_probs

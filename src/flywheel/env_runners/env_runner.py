@@ -74,11 +74,7 @@ class EnvRunner(Checkpointable, abc.ABC):
         self._shared_data: dict[str, Any] = {}  # of the step's env-to-module call, for its module-to-env call
         self._env_steps_sampled = 0  # by this runner, over its lifetime: `t` of forward_exploration
         self._writer = None  # the OfflineWriter of config.output, built on first sample()
-
-    def _global_env_steps(self) -> int:
-        """`t` passed to `forward_exploration`: the env steps sampled so far over all runners, estimated
-        as RLlib does (this runner's count times the number of runners)."""
-        return self._env_steps_sampled * max(1, self.num_workers)
+        self._inference_mode = torch.inference_mode()  # what `_act` runs under
 
     # --------------------------------------------------------------- sampling
 
@@ -89,12 +85,18 @@ class EnvRunner(Checkpointable, abc.ABC):
         `TensorToNumpy` hands the env and the episodes numpy arrays), and inference tensors skip
         autograd's bookkeeping, which makes each of the step's dozen small torch ops cheaper (1-env
         CartPole, thread time: forward 28.0 -> 26.7 us, module-to-env 17.2 -> 15.0 us per step).
+        The runner enters one `inference_mode` object each step: building a new one costs twice as
+        much (1.0 vs 0.6 us). The env, the env-to-module pipeline and the callbacks run outside it,
+        with torch's grad mode as the caller set it.
         """
         module = self.module
         assert module is not None  # sample() refuses to act without one
-        with torch.inference_mode():
+        with self._inference_mode:
             if explore:
-                out = module.forward_exploration(self._to_module, t=self._global_env_steps())
+                # `t`: the env steps sampled so far over all runners, estimated as RLlib does (this
+                # runner's count times the number of runners).
+                t = self._env_steps_sampled * max(1, self.num_workers)
+                out = module.forward_exploration(self._to_module, t=t)
             else:
                 out = module.forward_inference(self._to_module)
             return self._module_to_env(

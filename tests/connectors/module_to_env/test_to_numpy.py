@@ -26,3 +26,14 @@ def test_inference_mode_tensors_convert():
     with torch.inference_mode():
         tensor = torch.arange(3.0)
     assert TensorToNumpy()(rl_module=None, batch={"x": tensor}, episodes=[])["x"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_arrays_are_copies_that_later_tensor_writes_leave_alone():
+    with torch.inference_mode():
+        tensor = torch.arange(3.0)
+    complex_view = torch.tensor([1 + 2j]).conj()  # numpy() refuses a conjugate view; it converts too
+    batch = TensorToNumpy()(rl_module=None, batch={"x": tensor, "z": complex_view}, episodes=[])
+    with torch.inference_mode():
+        tensor.add_(10.0)
+    assert batch["x"].tolist() == [0.0, 1.0, 2.0] and batch["x"].flags.owndata
+    assert batch["z"].tolist() == [1 - 2j]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from flywheel.columns import Columns
+from flywheel.compat import child, forward_of
 from flywheel.core.models import (
     LSTMEncoder,
     build_encoder,
@@ -81,13 +82,13 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         if self.recurrent:
             embeddings, state = self.encoder(obs, batch[Columns.STATE_IN])
             return {Columns.ACTION_DIST_INPUTS: self._logits(embeddings, allowed), Columns.STATE_OUT: state}
-        # The actor encoder is called directly rather than through `ActorCriticEncoder`, whose call
-        # would only pass `obs` on: runners call this every step, and each `nn.Module` call costs
-        # about a microsecond there.
-        encoder = self.encoder
+        # Runners call this every step: the actor encoder is called directly rather than through
+        # `ActorCriticEncoder` (whose call would only pass `obs` on), and the children are read and
+        # called through `flywheel.compat` (`self.encoder(obs)` as it runs, ~2 us less per read and call).
+        encoder = child(self, "encoder")
         if isinstance(encoder, ActorCriticEncoder):
-            encoder = encoder.actor_encoder
-        return {Columns.ACTION_DIST_INPUTS: self._logits(encoder(obs), allowed)}
+            encoder = child(encoder, "actor_encoder")
+        return {Columns.ACTION_DIST_INPUTS: self._logits(forward_of(encoder)(obs), allowed)}
 
     def _forward_train(self, batch: dict, **kwargs) -> dict:
         obs, allowed = self._observations(batch)
@@ -119,7 +120,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         return split_masked(batch[Columns.OBS]) if self.masked else (batch[Columns.OBS], None)
 
     def _logits(self, embeddings: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
-        logits = self.pi(embeddings)
+        logits = forward_of(child(self, "pi"))(embeddings)  # `self.pi(embeddings)`, see `_forward`
         return logits if allowed is None else mask_logits(logits, allowed)
 
     def _value_embeddings(self, batch: dict) -> torch.Tensor:

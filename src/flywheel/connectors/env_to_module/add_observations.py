@@ -23,8 +23,11 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     Skipped when an earlier piece already set `OBS` (e.g. `FrameStacking`), so such pieces replace
     what the module sees without being undone here (columns custom pieces added per episode with
     `add_batch_item` are first moved into this piece's layout). For `MultiAgentEpisode`s it sets
-    `batch[module_id][OBS]` instead, one row per agent to act (layout: `agent_rows`).
+    `batch[module_id][OBS]` instead, one row per agent to act (layout: `agent_rows`). The column it
+    adds is whole (`adds_whole_columns`): after it alone, `BatchIndividualItems` has nothing to stack.
     """
+
+    adds_whole_columns = True
 
     def __call__(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flywheel.connectors.batch_items import stack_rows
@@ -16,8 +17,13 @@ class BatchIndividualItems(ConnectorV2):
     `np.stack` for a handful of small arrays); nested items (dicts, tuples, as in
     Dict observations or recurrent states) are stacked leaf-wise. Columns that are not lists (already
     batched by an earlier piece) are left as they are. For `MultiAgentEpisode`s the batch is
-    `{module_id: {column: items}}` and each module's columns are stacked the same way.
+    `{module_id: {column: items}}` and each module's columns are stacked the same way. A pipeline
+    skips it where it has nothing to stack: in a call that began with an empty batch, after pieces
+    that each add whole columns only (the default observation piece, `adds_whole_columns`).
     """
+
+    def is_noop_after(self, pieces: Sequence[ConnectorV2]) -> bool:
+        return all(piece.adds_whole_columns for piece in pieces)
 
     def __call__(
         self,

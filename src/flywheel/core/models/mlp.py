@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from flywheel.compat import forward_of
 from flywheel.core.models.config import activation_layer
 from flywheel.core.models.initializers import LayerInit
 
@@ -97,7 +98,7 @@ class MLPEncoder(nn.Sequential):
         if obs.dtype is not torch.float32:
             obs = obs.float()
         for layer in self:
-            obs = layer(obs)
+            obs = forward_of(layer)(obs)  # `layer(obs)`, hooks too, without `Module.__call__`'s ~0.9 us
         return obs
 
 

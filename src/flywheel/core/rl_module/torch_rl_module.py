@@ -45,19 +45,25 @@ class TorchRLModule(nn.Module, RLModule):
     def forward_inference(self, batch: dict, **kwargs) -> dict:
         if self.training:
             self.eval()
-        return without_grad(self._forward_inference, self._tensors(batch), **kwargs)
+        batch = self._tensors(batch)
+        if torch.is_grad_enabled():
+            return without_grad(self._forward_inference, batch, **kwargs)
+        return self._forward_inference(batch, **kwargs)  # (runners act under inference mode)
 
     def forward_exploration(self, batch: dict, **kwargs) -> dict:
         if self.training:
             self.eval()
-        return without_grad(self._forward_exploration, self._tensors(batch), **kwargs)
+        batch = self._tensors(batch)
+        if torch.is_grad_enabled():
+            return without_grad(self._forward_exploration, batch, **kwargs)
+        return self._forward_exploration(batch, **kwargs)  # (runners act under inference mode)
 
     def _tensors(self, batch: dict) -> dict:
         """`batch` with its numpy arrays (nested dicts too) as tensors on the module's device, float64
         as float32 (as `NumpyToTensor` makes them); the batch itself, after one loop, when it holds
         no arrays (the runners' case)."""
         for value in batch.values():
-            if isinstance(value, np.ndarray | dict) and _holds_array(value):
+            if isinstance(value, _ARRAY_OR_DICT) and _holds_array(value):
                 break
         else:
             return batch
@@ -151,6 +157,9 @@ def without_grad(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     finally:
         torch.set_grad_enabled(True)
+
+
+_ARRAY_OR_DICT = (np.ndarray, dict)  # (a tuple: isinstance is faster with it than with a union)
 
 
 def _holds_array(value: Any) -> bool:
