@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback
 from flywheel.core.rl_module.default_model_config import model_config_problems
+from flywheel.offline.options import iter_batches_problem
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
@@ -406,6 +407,7 @@ def _check_offline_data(config: AlgorithmConfig) -> list[str | None]:
         check_bool(config, "actions_in_input_normalized"),
         check_int(config, "output_max_rows_per_file", 1, allow_none=True),
         check_int(config, "dataset_num_iters_per_learner", 1, allow_none=True),
+        iter_batches_problem(config),
     ]
     for name, value in (("output", config.output), ("input_", config.input_)):
         paths = value if isinstance(value, list | tuple) else [value]
