@@ -14,8 +14,10 @@ the next pass starts when it ends (`shuffle=False`: one file after the other, in
 Rows become `SingleAgentEpisode` chunks (consecutive rows of one episode id), or for a multi-agent
 config `MultiAgentEpisode`s of their agents' chunks (`multi_agent.MultiAgentEpisodeBuilder`); a chunk that a record
 batch cuts continues in the next one, with the same id and `t_started` where the first stopped.
-With `input_read_method_kwargs={"prefetch_batches": n}` a background thread reads n train batches
-ahead while the learner trains (`flywheel.offline.prefetch`), in the same order.
+With `iter_batches_kwargs={"local_shuffle_buffer_size": n}` (CQL's default) the record batches pass
+through a shuffle buffer of n rows first (`flywheel.offline.shuffle`), so rows leave one by one in
+random order. With `input_read_method_kwargs={"prefetch_batches": n}` a background thread reads n
+train batches ahead while the learner trains (`flywheel.offline.prefetch`), in the same order.
 """
 
 from __future__ import annotations
