@@ -52,9 +52,7 @@ def build_config(folder: str) -> CQLConfig:
         CQLConfig()
         .environment("Pendulum-v1")
         .offline_data(input_=folder, dataset_num_iters_per_learner=250)
-        .training(
-            train_batch_size_per_learner=512, bc_iters=200, actor_lr=1e-3, critic_lr=3e-3, tau=0.02
-        )
+        .training(train_batch_size_per_learner=512, bc_iters=200, actor_lr=1e-3, critic_lr=3e-3, tau=0.02)
         .rl_module(model_config={"fcnet_hiddens": [64, 64]})
         .evaluation(evaluation_interval=1, evaluation_duration=10, evaluation_config={"explore": False})
         .debugging(seed=0)
@@ -76,7 +74,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     config = build_config(folder)
     if args.smoke:
-        config.offline_data(dataset_num_iters_per_learner=2).training(num_actions=2, train_batch_size_per_learner=64)
+        config.offline_data(dataset_num_iters_per_learner=2).training(
+            num_actions=2, train_batch_size_per_learner=64
+        )
         config.evaluation(evaluation_duration=1)
     algo = config.build_algo()
     for _ in range(1 if args.smoke else args.stop_iters):

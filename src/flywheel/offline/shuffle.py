@@ -7,8 +7,7 @@ rows from all over the data in every batch. `iter_batches_kwargs={"local_shuffle
 in random order: memory holds the buffer, never the dataset. With `num_learners >= 1` Ray Data's own
 `iter_batches(local_shuffle_buffer_size=n)` does it; with a local learner `shuffled` below.
 
-This module imports pyarrow; `iter_batches_options` and `iter_batches_problem` do not need it and live
-in `flywheel.offline.options`.
+The options (with the algorithm's defaults) come from `flywheel.offline.options.iter_batches_options`.
 """
 
 from __future__ import annotations
