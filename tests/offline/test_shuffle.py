@@ -112,6 +112,20 @@ def test_bad_shuffle_values_are_named(pendulum_rows, kwargs, message):
         config.validate()
 
 
+def test_files_of_whole_episode_chunks_are_not_shuffled_by_step(pendulum_rows):
+    config = (
+        CQLConfig().environment("Pendulum-v1").offline_data(input_=pendulum_rows, input_read_episodes=True)
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"iter_batches_kwargs\['local_shuffle_buffer_size'\]=10000 shuffles single steps, but "
+        r"input_read_episodes=True reads files with one row per episode chunk, whose steps stay together\. "
+        r"Fix: record one row per step \(config\.offline_data\(output_write_episodes=False\)\)",
+    ):
+        config.validate()
+    config.offline_data(iter_batches_kwargs={"local_shuffle_buffer_size": None}).validate()
+
+
 def test_iter_batches_kwargs_must_be_a_dict(pendulum_rows):
     config = CQLConfig().environment("Pendulum-v1").offline_data(input_=pendulum_rows, iter_batches_kwargs=5)
     with pytest.raises(ConfigError, match=r"iter_batches_kwargs=5 must be a dict"):

@@ -420,6 +420,13 @@ def check_iter_batches_kwargs(config: AlgorithmConfig) -> str | None:
             f"iter_batches_kwargs[{SEED_KEY!r}]={seed!r} must be an int or None (None: the config's seed). "
             f"Fix: config.offline_data(iter_batches_kwargs={{{SEED_KEY!r}: 0}})."
         )
+    if size is not None and config.input_read_episodes is True:
+        return (
+            f"iter_batches_kwargs[{SHUFFLE_KEY!r}]={size!r} shuffles single steps, but input_read_episodes=True "
+            "reads files with one row per episode chunk, whose steps stay together. Fix: record one row per "
+            "step (config.offline_data(output_write_episodes=False)) and read those, or train on whole "
+            f"chunks with config.offline_data(iter_batches_kwargs={{{SHUFFLE_KEY!r}: None}})."
+        )
     return None
 
 
