@@ -99,6 +99,10 @@ def test_a_pass_of_shuffled_rows_holds_each_row_once(pendulum_rows):
             r"iter_batches_kwargs\['local_shuffle_buffer_size'\]=True must be an int >= 1",
         ),
         (
+            {"prefetch_batches": -1},
+            r"iter_batches_kwargs\['prefetch_batches'\]=-1 must be an int >= 0 \(train batches read ahead\)",
+        ),
+        (
             {"local_shuffle_seed": "zero"},
             r"iter_batches_kwargs\['local_shuffle_seed'\]='zero' must be an int or None",
         ),
@@ -130,6 +134,14 @@ def test_iter_batches_kwargs_must_be_a_dict(pendulum_rows):
     config = CQLConfig().environment("Pendulum-v1").offline_data(input_=pendulum_rows, iter_batches_kwargs=5)
     with pytest.raises(ConfigError, match=r"iter_batches_kwargs=5 must be a dict"):
         config.validate()
+
+
+def test_the_local_reader_reads_ahead_with_ray_datas_prefetch_batches_in_the_same_order(pendulum_rows):
+    config = CQLConfig().environment("Pendulum-v1").offline_data(input_=pendulum_rows).debugging(seed=0)
+    inline = steps(OfflineData(config, *SPACES).sample(num_rows=300))
+    ahead = OfflineData(config.offline_data(iter_batches_kwargs={"prefetch_batches": 2}), *SPACES)
+    assert steps(ahead.sample(num_rows=300)) == inline
+    ahead.stop()
 
 
 def test_the_local_reader_names_keys_only_ray_data_takes(pendulum_rows):

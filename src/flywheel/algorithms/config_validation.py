@@ -409,7 +409,12 @@ def check_iter_batches_kwargs(config: AlgorithmConfig) -> str | None:
             f"dict to {where(config, 'iter_batches_kwargs')}."
         )
     options = iter_batches_options(config)
-    size, seed = options.get(SHUFFLE_KEY), options.get(SEED_KEY)
+    size, seed, ahead = options.get(SHUFFLE_KEY), options.get(SEED_KEY), options.get("prefetch_batches", 0)
+    if not (_is_int(ahead) and ahead >= 0):
+        return (
+            f"iter_batches_kwargs['prefetch_batches']={ahead!r} must be an int >= 0 (train batches read ahead). "
+            "Fix: config.offline_data(iter_batches_kwargs={'prefetch_batches': 1}), or leave it out."
+        )
     if size is not None and not (_is_int(size) and size >= 1):
         return (
             f"iter_batches_kwargs[{SHUFFLE_KEY!r}]={size!r} must be an int >= 1 (rows in the shuffle buffer) "
