@@ -1,4 +1,4 @@
-"""Offline data for the BC / MARWIL tests, recorded with the example's helpers."""
+"""Offline data for the BC / MARWIL / CQL learning tests, recorded with the examples' helpers."""
 
 import runpy
 from pathlib import Path
@@ -9,6 +9,9 @@ from flywheel import PPOConfig
 
 EXAMPLE = runpy.run_path(
     str(Path(__file__).parents[2] / "examples/offline_bc_cartpole.py"), run_name="example"
+)
+CQL_EXAMPLE = runpy.run_path(
+    str(Path(__file__).parents[2] / "examples/offline_cql_pendulum.py"), run_name="example"
 )
 EXPERT_RETURN = 490
 
@@ -26,3 +29,12 @@ def expert_data(tmp_path_factory):
     _, weights = EXAMPLE["train_expert"](smoke=False, target=EXPERT_RETURN)
     folder = tmp_path_factory.mktemp("expert")
     return folder, record(folder, num_episodes=100, seed=2, weights=weights)
+
+
+@pytest.fixture(scope="session")
+def sac_pendulum_replay(tmp_path_factory):
+    """The replay data of a 20,000-step SAC run on Pendulum-v1 (the CQL example's `record_sac`: seed
+    0, one update per 4 env steps; 20,000 rows), recorded once per test session; returns the folder
+    and SAC's mean return over its last 10 episodes."""
+    folder = tmp_path_factory.mktemp("sac-pendulum")
+    return folder, CQL_EXAMPLE["record_sac"](str(folder), 20_000)

@@ -1,10 +1,11 @@
-"""BC and MARWIL learn CartPole from recorded data (issue 18's learning targets, fixed seeds)."""
+"""BC and MARWIL learn CartPole, CQL learns Pendulum from recorded data (issue 18's learning targets,
+fixed seeds)."""
 
 import pytest
 
 from flywheel import BCConfig, MARWILConfig
 
-from .conftest import record
+from .conftest import CQL_EXAMPLE, record
 
 pytestmark = pytest.mark.learning
 
@@ -51,3 +52,19 @@ def test_marwil_on_expert_and_as_many_random_steps_reaches_400_and_beats_bc(expe
     bc = train(BCConfig, [folder, tmp_path], iterations=60, interval=20)
     assert marwil >= 400, (marwil, bc)
     assert bc <= marwil - 200, (marwil, bc)
+
+
+def test_cql_on_the_replay_of_a_20k_step_sac_run_reaches_minus_400(sac_pendulum_replay):
+    """The example's CQL (512 shuffled rows per update, bc_iters=200, actor_lr=1e-3, critic_lr=3e-3,
+    tau=0.02) on every row SAC sampled in 20,000 env steps: greedy return after 1,500 updates, -181 /
+    -144 / -130 for seeds 0 / 1 / 2 (RLlib's tuned example stops at -700). Measured on this 2-core
+    machine shared with other jobs (load 5-6): the whole test 143-168 s in 3 runs (recording 83-102 s
+    in the session fixture, CQL 60-62 s); up to 140 s + 95 s under heavier load."""
+    folder, sac_return = sac_pendulum_replay
+    assert sac_return >= -400  # the data holds a good policy's steps (SAC: -206 at 20,000 steps)
+    config = CQL_EXAMPLE["build_config"](str(folder)).evaluation(evaluation_interval=6)
+    algo = config.build_algo()
+    result = [algo.train() for _ in range(6)][-1]
+    algo.stop()
+    assert result["learners"]["__all_modules__"]["weights_seq_no"] == 1500
+    assert result["evaluation"]["env_runners"]["episode_return_mean"] >= -400

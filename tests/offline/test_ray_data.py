@@ -77,14 +77,27 @@ def bc_config(data, **learners):
     )
 
 
-def test_bc_with_two_learners_reads_every_row_and_learns(ray_session, tmp_path):
+def logging_bc_config(tmp_path, **offline):
+    """`bc_config` on `heuristic_cartpole_rows` with `row_logger` (and `offline` settings), and the
+    folder of its logs."""
     data, logs = tmp_path / "data", tmp_path / "logs"
     data.mkdir()
     logs.mkdir()
     heuristic_cartpole_rows(data)
-    config = bc_config(data, learner_connector=row_logger(str(logs))).offline_data(
-        dataset_num_iters_per_learner=2
-    )
+    return bc_config(data, learner_connector=row_logger(str(logs))).offline_data(**offline), logs
+
+
+def logged_steps(logs):
+    """`(eps_id, t)` of every row the learners trained on, and the chunk lengths, from `row_logger`'s files."""
+    lines = [line.split() for file in sorted(logs.iterdir()) for line in file.read_text().splitlines()]
+    rows = [
+        (eps_id, t) for eps_id, start, length in lines for t in range(int(start), int(start) + int(length))
+    ]
+    return rows, [int(length) for _, _, length in lines]
+
+
+def test_bc_with_two_learners_reads_every_row_and_learns(ray_session, tmp_path):
+    config, logs = logging_bc_config(tmp_path, dataset_num_iters_per_learner=2)
     algo = config.build_algo()
     before = algo.evaluate()["env_runners"]["episode_return_mean"]
     trained = [algo.train()["learners"]["__all_modules__"]["num_env_steps_trained"] for _ in range(2)]
@@ -93,12 +106,7 @@ def test_bc_with_two_learners_reads_every_row_and_learns(ray_session, tmp_path):
 
     files = sorted(logs.iterdir())
     assert len(files) == 2  # each learner process read its own shard
-    steps = [
-        (eps_id, t)
-        for file in files
-        for eps_id, t_started, length in (line.split() for line in file.read_text().splitlines())
-        for t in range(int(t_started), int(t_started) + int(length))
-    ]
+    steps, _ = logged_steps(logs)
     assert len(steps) == len(set(steps)) == NUM_ROWS  # every row exactly once
     shard_rows = [sum(int(line.split()[2]) for line in f.read_text().splitlines()) for f in files]
     assert shard_rows == [NUM_ROWS // 2, NUM_ROWS // 2]
@@ -126,5 +134,27 @@ def test_ray_path_needs_a_free_cpu(ray_session, tmp_path):
     config = bc_config(tmp_path).learners(num_cpus_per_learner=1)
     with pytest.raises(
         OfflineDataError, match=r"needs a free CPU for its read tasks, but the Ray cluster has 0 CPU"
+    ):
+        config.build_algo()
+
+
+def test_shards_shuffle_rows_with_ray_datas_local_shuffle_buffer(ray_session, tmp_path):
+    config, logs = logging_bc_config(
+        tmp_path, dataset_num_iters_per_learner=4, iter_batches_kwargs={"local_shuffle_buffer_size": 500}
+    )
+    config.training(num_epochs=1)
+    algo = config.build_algo()
+    algo.train()  # 4 updates x 2 learners x 250 rows: one pass
+    algo.stop()
+    rows, lengths = logged_steps(logs)
+    assert len(rows) == len(set(rows)) == NUM_ROWS  # every row exactly once, shuffled or not
+    assert len(lengths) >= 0.95 * NUM_ROWS  # single rows, not runs of consecutive steps
+
+
+def test_ray_path_names_iter_batches_kwargs_the_reader_sets(ray_session, tmp_path):
+    heuristic_cartpole_rows(tmp_path, num_rows=40, num_files=1)
+    config = bc_config(tmp_path).offline_data(iter_batches_kwargs={"batch_size": 10})
+    with pytest.raises(
+        OfflineDataError, match=r"iter_batches_kwargs sets \['batch_size'\], which the reader sets"
     ):
         config.build_algo()

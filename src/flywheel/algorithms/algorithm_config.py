@@ -210,9 +210,9 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     def offline_data(self, **kwargs: Any) -> Self:
         """Recording and reading offline data (Parquet files; see docs/concepts/offline.md).
 
-        Keywords: input_, input_read_episodes, input_read_method_kwargs, dataset_num_iters_per_learner,
-        actions_in_input_normalized, output, output_write_episodes, output_max_rows_per_file,
-        output_compress_columns.
+        Keywords: input_, input_read_episodes, input_read_method_kwargs, iter_batches_kwargs,
+        dataset_num_iters_per_learner, actions_in_input_normalized, output, output_write_episodes,
+        output_max_rows_per_file, output_compress_columns.
         """
         return self._section("offline_data", kwargs)
 

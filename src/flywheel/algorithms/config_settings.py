@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from flywheel.callbacks import RLlibCallback
 from flywheel.typing import DEFAULT_MODULE_ID
@@ -170,6 +170,14 @@ class AlgorithmSettings:
     """Options of the reader: with a local learner `batch_size` (rows per Arrow record batch read at a
     time; memory bound) and `shuffle` (file order per pass, default True); with `num_learners >= 1`
     keywords of `ray.data.read_parquet`."""
+    iter_batches_kwargs: dict = setting("offline_data", factory=dict)
+    """How rows are handed to the learners, with both readers: `local_shuffle_buffer_size` (rows that
+    stream through a shuffle buffer, handed out in random order; None: stored order) and
+    `local_shuffle_seed` (None: the config's seed), Ray Data's names; with `num_learners >= 1` every
+    key goes to Ray Data's `iter_batches`. Updates the algorithm's defaults key by key (CQL:
+    `{"local_shuffle_buffer_size": 10_000}`; others: none)."""
+    default_iter_batches_kwargs: ClassVar[dict[str, Any]] = {}
+    """The algorithm's own `iter_batches_kwargs` defaults (a class attribute, not a setting)."""
     dataset_num_iters_per_learner: int | None = setting("offline_data")
     """Updates per training iteration, each on `train_batch_size_per_learner` rows per learner (None: 1)."""
     actions_in_input_normalized: bool = setting("offline_data", False)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback
 from flywheel.core.rl_module.default_model_config import model_config_problems
+from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
@@ -399,6 +400,41 @@ def check_offline_input(config: AlgorithmConfig) -> str | None:
     )
 
 
+def check_iter_batches_kwargs(config: AlgorithmConfig) -> str | None:
+    """`iter_batches_kwargs` is a dict; with the algorithm's defaults, its shuffle keys are valid."""
+    kwargs = config.iter_batches_kwargs
+    if not isinstance(kwargs, dict):
+        return (
+            f"iter_batches_kwargs={kwargs!r} must be a dict (e.g. {{{SHUFFLE_KEY!r}: 10_000}}). Fix: pass a "
+            f"dict to {where(config, 'iter_batches_kwargs')}."
+        )
+    options = iter_batches_options(config)
+    size, seed, ahead = options.get(SHUFFLE_KEY), options.get(SEED_KEY), options.get("prefetch_batches", 0)
+    if not (_is_int(ahead) and ahead >= 0):
+        return (
+            f"iter_batches_kwargs['prefetch_batches']={ahead!r} must be an int >= 0 (train batches read ahead). "
+            "Fix: config.offline_data(iter_batches_kwargs={'prefetch_batches': 1}), or leave it out."
+        )
+    if size is not None and not (_is_int(size) and size >= 1):
+        return (
+            f"iter_batches_kwargs[{SHUFFLE_KEY!r}]={size!r} must be an int >= 1 (rows in the shuffle buffer) "
+            f"or None (no shuffling). Fix: config.offline_data(iter_batches_kwargs={{{SHUFFLE_KEY!r}: 10_000}})."
+        )
+    if seed is not None and not _is_int(seed):
+        return (
+            f"iter_batches_kwargs[{SEED_KEY!r}]={seed!r} must be an int or None (None: the config's seed). "
+            f"Fix: config.offline_data(iter_batches_kwargs={{{SEED_KEY!r}: 0}})."
+        )
+    if size is not None and config.input_read_episodes is True:
+        return (
+            f"iter_batches_kwargs[{SHUFFLE_KEY!r}]={size!r} shuffles single steps, but input_read_episodes=True "
+            "reads files with one row per episode chunk, whose steps stay together. Fix: record one row per "
+            "step (config.offline_data(output_write_episodes=False)) and read those, or train on whole "
+            f"chunks with config.offline_data(iter_batches_kwargs={{{SHUFFLE_KEY!r}: None}})."
+        )
+    return None
+
+
 def _check_offline_data(config: AlgorithmConfig) -> list[str | None]:
     problems = [
         check_bool(config, "output_write_episodes"),
@@ -406,6 +442,7 @@ def _check_offline_data(config: AlgorithmConfig) -> list[str | None]:
         check_bool(config, "actions_in_input_normalized"),
         check_int(config, "output_max_rows_per_file", 1, allow_none=True),
         check_int(config, "dataset_num_iters_per_learner", 1, allow_none=True),
+        check_iter_batches_kwargs(config),
     ]
     for name, value in (("output", config.output), ("input_", config.input_)):
         paths = value if isinstance(value, list | tuple) else [value]

@@ -3,9 +3,11 @@
 As in RLlib, `ray.data.read_parquet` reads the files and `Dataset.streaming_split(num_learners,
 equal=True)` cuts the stream into one shard per learner; each learner keeps its `DataShard` and
 reads `train_batch_size_per_learner` rows from it per update, turning them into episode chunks in
-its own process (`EpisodeBuilder`) and running them through its learner pipeline. Every shard holds
+its own process (`EpisodeBuilder`) and running them through its learner pipeline. With
+`iter_batches_kwargs={"local_shuffle_buffer_size": n}` (CQL's default) each shard hands out its rows
+in random order through Ray Data's local shuffle buffer of at least n rows. Every shard holds
 the same number of rows, so all learners finish a pass over the data in the same update and start
-the next one together; within a pass every row is read exactly once.
+the next one together; within a pass every row is read exactly once (the shuffle keeps that).
 
 Ray is imported here only; the driver checks every file (columns, layout, spaces) before reading.
 """
@@ -19,6 +21,7 @@ import gymnasium as gym
 
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder, episode_builder
+from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
 from flywheel.offline.reader import parquet_files
 
 
@@ -39,7 +42,10 @@ class RayOfflineData:
         kwargs = config.input_read_method_kwargs or {}
         dataset = ray.data.read_parquet(paths, **kwargs).select_columns(builder.columns)
         splits = dataset.streaming_split(num_shards, equal=True)
-        self.shards = [DataShard(split, builder, config.train_batch_size_per_learner) for split in splits]
+        options = ray_iter_options(config)
+        self.shards = [
+            DataShard(split, builder, config.train_batch_size_per_learner, options) for split in splits
+        ]
 
     def stop(self) -> None:
         """Nothing to end here (the readers' common interface): each shard's stream is read in its
@@ -51,10 +57,13 @@ class DataShard:
     rest of a pass at its end, then the next pass begins). Picklable: it is sent to the learner,
     which opens the stream in its own process on first use."""
 
-    def __init__(self, iterator: Any, builder: EpisodeBuilder, batch_size: int) -> None:
+    def __init__(
+        self, iterator: Any, builder: EpisodeBuilder, batch_size: int, options: dict[str, Any]
+    ) -> None:
         self.iterator = iterator
         self.builder = builder
         self.batch_size = batch_size
+        self.options = options
         self._batches: Iterator[Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -65,7 +74,7 @@ class DataShard:
         batch = None if self._batches is None else next(self._batches, None)
         if batch is None:  # first use, or the pass ended: every shard starts the next one now
             self._batches = iter(
-                self.iterator.iter_batches(batch_size=self.batch_size, batch_format="pyarrow")
+                self.iterator.iter_batches(batch_size=self.batch_size, batch_format="pyarrow", **self.options)
             )
             batch = next(self._batches, None)
         if batch is None:
@@ -74,6 +83,25 @@ class DataShard:
                 "num_learners. Fix: record more data, or train with fewer learners."
             )
         return list(self.builder.episodes(batch))
+
+
+def ray_iter_options(config: Any) -> dict[str, Any]:
+    """The keywords of each shard's `iter_batches`: `iter_batches_options(config)` (the shuffle seed,
+    when shuffling, the config's seed unless set); the batch size and format are the reader's."""
+    options = iter_batches_options(config)
+    taken = sorted(set(options) & {"batch_size", "batch_format"})
+    if taken:
+        raise OfflineDataError(
+            f"iter_batches_kwargs sets {taken}, which the reader sets itself (train_batch_size_per_learner "
+            "rows per update, as Arrow tables). Fix: remove them from config.offline_data(iter_batches_kwargs=...); "
+            "set config.training(train_batch_size_per_learner=...) instead."
+        )
+    if options.get(SHUFFLE_KEY) is None:
+        options.pop(SHUFFLE_KEY, None)
+        options.pop(SEED_KEY, None)
+    elif options.get(SEED_KEY) is None:
+        options[SEED_KEY] = config.seed
+    return options
 
 
 def _check_free_cpu(ray: Any) -> None:

@@ -14,8 +14,10 @@ the next pass starts when it ends (`shuffle=False`: one file after the other, in
 Rows become `SingleAgentEpisode` chunks (consecutive rows of one episode id), or for a multi-agent
 config `MultiAgentEpisode`s of their agents' chunks (`multi_agent.MultiAgentEpisodeBuilder`); a chunk that a record
 batch cuts continues in the next one, with the same id and `t_started` where the first stopped.
-With `input_read_method_kwargs={"prefetch_batches": n}` a background thread reads n train batches
-ahead while the learner trains (`flywheel.offline.prefetch`), in the same order.
+With `iter_batches_kwargs={"local_shuffle_buffer_size": n}` (CQL's default) the record batches pass
+through a shuffle buffer of n rows first (`flywheel.offline.shuffle`), so rows leave one by one in
+random order. With `input_read_method_kwargs={"prefetch_batches": n}` a background thread reads n
+train batches ahead while the learner trains (`flywheel.offline.prefetch`), in the same order.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import pyarrow.parquet as pq
 
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import episode_builder
+from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
 from flywheel.offline.prefetch import PREFETCH_KEY, Episode, Prefetcher, prefetch_depth
+from flywheel.offline.shuffle import shuffled
 
 _DEFAULT_BATCH_SIZE = 1024
 _READ_KWARGS = ("batch_size", "shuffle", PREFETCH_KEY)
@@ -52,8 +56,13 @@ class OfflineData:
         self.batch_size = int(kwargs.get("batch_size", _DEFAULT_BATCH_SIZE))
         self.shuffle = bool(kwargs.get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
+        options = local_iter_options(config)
+        self.shuffle_buffer_size: int | None = options.get(SHUFFLE_KEY)
+        seed = options.get(SEED_KEY)
+        self._row_rng = np.random.default_rng(config.seed if seed is None else seed)
         self.builder = episode_builder(config, self.paths, (observation_space, action_space))
-        self._prefetcher = Prefetcher(self._episodes(), prefetch_depth(kwargs))
+        depth = {PREFETCH_KEY: options[PREFETCH_KEY]} if PREFETCH_KEY in options else {}
+        self._prefetcher = Prefetcher(self._episodes(), prefetch_depth({**depth, **kwargs}))
 
     def sample(self, num_rows: int) -> list[Episode]:
         """Whole episode chunks holding at least `num_rows` agent steps together (the last may overshoot)."""
@@ -64,7 +73,10 @@ class OfflineData:
         self._prefetcher.stop()
 
     def _episodes(self) -> Iterator[Episode]:
-        for batch in self._record_batches():
+        batches = self._record_batches()
+        if self.shuffle_buffer_size is not None:
+            batches = shuffled(batches, self.shuffle_buffer_size, self._row_rng, self.batch_size)
+        for batch in batches:
             yield from self.builder.episodes(batch)
 
     def _record_batches(self) -> Iterator[Any]:
@@ -91,6 +103,21 @@ class OfflineData:
                     continue
                 window[pick][1] -= batch.num_rows
                 yield batch
+
+
+def local_iter_options(config: Any) -> dict[str, Any]:
+    """`iter_batches_options(config)`, checked for the keys a local reader takes: the shuffle's and
+    `prefetch_batches` (read-ahead, as `input_read_method_kwargs`'s, which wins when both are set)."""
+    options = iter_batches_options(config)
+    unknown = sorted(set(options) - {SHUFFLE_KEY, SEED_KEY, PREFETCH_KEY})
+    if unknown:
+        raise OfflineDataError(
+            f"iter_batches_kwargs has the key(s) {unknown}, which only Ray Data's iter_batches takes "
+            f"(num_learners >= 1); a local learner's reader takes {[SHUFFLE_KEY, SEED_KEY, PREFETCH_KEY]}. "
+            "Fix: remove them from config.offline_data(iter_batches_kwargs=...), or read with "
+            "config.learners(num_learners=1)."
+        )
+    return options
 
 
 def parquet_files(input_: Any) -> list[str]:

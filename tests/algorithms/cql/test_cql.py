@@ -180,12 +180,35 @@ def test_time_limit_ends_reach_the_critics_as_truncated_not_terminated(pendulum_
     # Pendulum episodes end only by their 200-step limit; a row marked terminated there would cut
     # the critics' bootstrap and drag every Q-value towards the last rewards.
     env = gym.make("Pendulum-v1")
-    config = cql_config(pendulum_data).offline_data(input_read_method_kwargs={"shuffle": False})
+    config = cql_config(pendulum_data).offline_data(
+        input_read_method_kwargs={"shuffle": False},
+        iter_batches_kwargs={"local_shuffle_buffer_size": None},
+    )
     episodes = OfflineData(config, env.observation_space, env.action_space).sample(num_rows=400)
-    learner = config.build_learner(env=env)
-    pipeline = config.build_learner_connector(env.observation_space, env.action_space)
-    batch = pipeline(rl_module=learner.module, batch={}, episodes=episodes, shared_data={})["default_policy"]
+    batch = train_batch(config, env, episodes)
     assert batch[Columns.TERMINATEDS].shape == (400,) and not batch[Columns.TERMINATEDS].any()
     assert batch[Columns.TRUNCATEDS].nonzero().flatten().tolist() == [199, 399]
     actions = batch[Columns.ACTIONS]
     assert actions.shape == (400, 1) and bool((actions.abs() <= 1.0).all())  # the module's [-1, 1]
+
+
+def train_batch(config, env, episodes):
+    learner = config.build_learner(env=env)
+    pipeline = config.build_learner_connector(env.observation_space, env.action_space)
+    return pipeline(rl_module=learner.module, batch={}, episodes=episodes, shared_data={})["default_policy"]
+
+
+def test_shuffled_rows_keep_their_own_end_flags_and_next_observations(pendulum_data):
+    # CQL's default shuffle hands out single rows: each keeps its truncation flag and its next
+    # observation (the row's new_obs), so the critics bootstrap exactly as with whole episodes.
+    env = gym.make("Pendulum-v1")
+    config = cql_config(pendulum_data).offline_data(iter_batches_kwargs={"local_shuffle_buffer_size": 300})
+    episodes = OfflineData(config, env.observation_space, env.action_space).sample(num_rows=256)
+    assert len(episodes) >= 200 and sum(len(e) for e in episodes) == 256
+    batch = train_batch(config, env, episodes)
+    assert not batch[Columns.TERMINATEDS].any()
+    ends = np.cumsum([len(e) for e in episodes]) - 1
+    truncated = [int(end) for e, end in zip(episodes, ends, strict=True) if e.is_truncated]
+    assert truncated and batch[Columns.TRUNCATEDS].nonzero().flatten().tolist() == truncated
+    next_obs = np.concatenate([e.get_observations()[1:] for e in episodes])
+    np.testing.assert_allclose(batch[Columns.NEXT_OBS].numpy(), next_obs)

@@ -11,10 +11,12 @@ config = (
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 from flywheel.algorithms import config_validation as checks
 from flywheel.algorithms.config_settings import Schedule, setting
 from flywheel.algorithms.sac.config import SACConfig
+from flywheel.offline.options import SHUFFLE_KEY
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -46,6 +48,10 @@ class CQLConfig(SACConfig):
     """Learning rate of the critic(s) and, with `lagrangian`, of log(alpha') (CQL default 1e-3)."""
     alpha_lr: float | Schedule = setting("training", 1e-3)
     """Learning rate of log(alpha) (CQL default 1e-3)."""
+    default_iter_batches_kwargs: ClassVar[dict[str, Any]] = {SHUFFLE_KEY: 10_000}
+    """CQL trains on single transitions: rows stream through a 10,000-row shuffle buffer (see
+    `flywheel.offline.shuffle`), so a train batch holds rows from many episodes, not one or two
+    consecutive ones. `iter_batches_kwargs={"local_shuffle_buffer_size": None}` turns it off."""
     min_sample_timesteps_per_iteration: int = setting("reporting", 0)
     """Offline: a training iteration samples no env steps."""
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from flywheel.algorithms import config_validation as checks
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
 from flywheel.algorithms.config_settings import Schedule, setting
+from flywheel.offline.options import SHUFFLE_KEY, iter_batches_options
 
 if TYPE_CHECKING:
     from flywheel.connectors.pipeline import ConnectorPipelineV2
@@ -87,5 +88,17 @@ class MARWILConfig(AlgorithmConfig):
             checks.check_number(self, "bc_logstd_coeff", 0),
             checks.check_unit_interval(self, "lambda_"),
             checks.check_offline_input(self),
+            self._shuffle_problem(),
         ]
         return super().validation_problems() + [problem for problem in problems if problem]
+
+    def _shuffle_problem(self) -> str | None:
+        """MARWIL's advantages are discounted returns along whole episodes: shuffled rows have none."""
+        size = iter_batches_options(self).get(SHUFFLE_KEY)
+        if self.beta == 0.0 or size is None:
+            return None
+        return (
+            f"iter_batches_kwargs[{SHUFFLE_KEY!r}]={size!r} shuffles single rows, but MARWIL with beta={self.beta!r} "
+            "computes its advantages along whole episodes, which shuffled rows no longer form. Fix: "
+            f"config.offline_data(iter_batches_kwargs={{{SHUFFLE_KEY!r}: None}}), or beta=0.0 (BC)."
+        )
