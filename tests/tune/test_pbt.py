@@ -32,6 +32,10 @@ def test_pbt_perturbs_lr_in_place_and_both_trials_finish(ray_session, tmp_path):
         perturbation_interval=1,
         quantile_fraction=0.5,
         hyperparam_mutations={"lr": tune.loguniform(1e-5, 1e-2)},
+        # Synchronous: both trials reach each perturbation before the top one is saved and the other
+        # clones it. (Asynchronous PBT skips an exploit when the top trial has not yet saved at a
+        # perturbation, which on a loaded machine can happen at every one of the 3.)
+        synch=True,
     )
     tuner = tune.Tuner(
         flywheel.tune.trainable("PPO"),
