@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from minari.data_collector import EpisodeBuffer
 
-from flywheel import BCConfig
+from flywheel import BCConfig, CQLConfig
 from flywheel.errors import OfflineDataError
 from flywheel.offline.minari_data import MinariData
 
@@ -93,3 +93,38 @@ def test_box_actions_are_normalized_on_read_unless_they_already_are(minari_folde
     [episode] = MinariData(config, env.observation_space, env.action_space).sample(num_rows=200)
     expected = 1.5 if normalized else 0.75  # Pendulum's bounds are [-2, 2]
     np.testing.assert_allclose(episode.get_actions(), np.full((200, 1), expected, np.float32))
+
+
+def test_a_shuffle_buffer_hands_out_the_steps_as_one_step_chunks_in_random_order(minari_folder):
+    collect("cartpole/tilt-v0", "CartPole-v1", lambda obs: int(obs[2] > 0), 3)
+    env = gym.make("CartPole-v1")
+    episodes = list(minari.load_dataset("cartpole/tilt-v0").iterate_episodes())
+    steps = sum(len(e.actions) for e in episodes)
+    config = bc_config("minari:cartpole/tilt-v0").offline_data(
+        iter_batches_kwargs={"local_shuffle_buffer_size": 5}, input_read_method_kwargs={"shuffle": False}
+    )
+    chunks = MinariData(config, env.observation_space, env.action_space).sample(num_rows=steps)
+
+    assert [len(chunk) for chunk in chunks] == [1] * steps
+    stored = [(e.id, t) for e in episodes for t in range(len(e.actions))]
+    handed = [(int(c.id_.removeprefix("minari-")), c.t_started) for c in chunks]
+    # (Passes over the data follow each other in the stream, so a step may come twice before another.)
+    assert set(handed) <= set(stored) and handed != stored
+    for chunk, (episode_id, t) in zip(chunks, handed, strict=True):
+        data = episodes[episode_id]
+        np.testing.assert_allclose(chunk.get_observations(), data.observations[t : t + 2])
+        assert chunk.get_actions()[0] == data.actions[t]
+        last = t == len(data.actions) - 1
+        assert chunk.is_terminated == (last and bool(data.terminations[-1]))
+        assert chunk.is_truncated == (last and bool(data.truncations[-1]))
+
+
+def test_cql_shuffles_minari_steps_by_default(minari_folder):
+    collect("pendulum/zero-v0", "Pendulum-v1", lambda obs: np.zeros(1, np.float32), 2)
+    env = gym.make("Pendulum-v1")
+    config = CQLConfig().environment("Pendulum-v1").offline_data(input_="minari:pendulum/zero-v0")
+    chunks = MinariData(config, env.observation_space, env.action_space).sample(num_rows=400)
+    assert len(chunks) == 400 and {len(chunk) for chunk in chunks} == {1}
+    turned_off = config.offline_data(iter_batches_kwargs={"local_shuffle_buffer_size": None})
+    whole = MinariData(turned_off, env.observation_space, env.action_space).sample(num_rows=400)
+    assert [len(episode) for episode in whole] == [200, 200]

@@ -6,10 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from flywheel import BCConfig, CQLConfig, MARWILConfig, SACConfig, SingleAgentEnvRunner
+from flywheel import BCConfig, CQLConfig, MARWILConfig, SACConfig, SingleAgentEnvRunner, SingleAgentEpisode
 from flywheel.errors import ConfigError, OfflineDataError
 from flywheel.offline.reader import OfflineData
-from flywheel.offline.shuffle import shuffled
+from flywheel.offline.shuffle import shuffled, shuffled_steps
 
 PENDULUM = gym.make("Pendulum-v1")
 SPACES = (PENDULUM.observation_space, PENDULUM.action_space)
@@ -43,6 +43,38 @@ def test_the_same_seed_gives_the_same_order():
         return [row for batch in stream for row in batch.column("row").to_pylist()]
 
     assert order(3) == order(3) != order(4)
+
+
+def test_the_steps_of_whole_episodes_come_out_once_each_as_one_step_chunks():
+    def episode(id_, length, terminated):
+        return SingleAgentEpisode(
+            id_=id_,
+            observations=[[float(t)] for t in range(length + 1)],
+            actions=list(range(length)),
+            rewards=[float(t) for t in range(length)],
+            terminated=terminated,
+            truncated=not terminated,
+            len_lookback_buffer=0,
+        )
+
+    episodes = [episode("a", 30, True), episode("b", 50, False), episode("c", 20, True)]
+    chunks = list(shuffled_steps(iter(episodes), 10, np.random.default_rng(0)))
+
+    handed = [(chunk.id_, chunk.t_started) for chunk in chunks]
+    stored = [(e.id_, t) for e in episodes for t in range(len(e))]
+    assert sorted(handed) == sorted(stored) and handed != stored
+    for chunk in chunks:
+        t, last = chunk.t_started, chunk.t_started == {"a": 29, "b": 49, "c": 19}[chunk.id_]
+        assert (
+            len(chunk) == 1
+            and np.asarray(chunk.get_actions()).tolist() == [t]
+            and np.asarray(chunk.get_rewards()).tolist() == [t]
+        )
+        assert np.asarray(chunk.get_observations()).tolist() == [[t], [t + 1]]
+        assert (chunk.is_terminated, chunk.is_truncated) == (
+            last and chunk.id_ != "b",
+            last and chunk.id_ == "b",
+        )
 
 
 @pytest.fixture(scope="module")

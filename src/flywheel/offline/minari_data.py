@@ -5,7 +5,9 @@ Minari (Farama's standard for offline RL datasets) keeps datasets under its data
 downloads: `minari download ID` or `minari.DataCollector(env).create_dataset(dataset_id=ID)` puts a
 dataset there first. Episodes are read one at a time (memory holds one episode), in a new seeded
 order each pass; their actions are in the env's space, so Box actions are normalized to [-1, 1] on
-read when the module acts in normalized space (unless `actions_in_input_normalized`).
+read when the module acts in normalized space (unless `actions_in_input_normalized`). With a shuffle
+buffer (`iter_batches_kwargs={"local_shuffle_buffer_size": n}`, CQL's default) their steps leave one
+by one in random order, as Parquet rows do (`flywheel.offline.shuffle.shuffled_steps`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder, check_spaces, needs_action_normalizing
 from flywheel.offline.inputs import MINARI_PREFIX
-from flywheel.offline.prefetch import PREFETCH_KEY, Prefetcher, prefetch_depth
+from flywheel.offline.prefetch import PREFETCH_KEY, Prefetcher
+from flywheel.offline.reader import RowShuffle
+from flywheel.offline.shuffle import shuffled_steps
 
 _READ_KWARGS = ("shuffle", PREFETCH_KEY)
 
@@ -54,10 +58,12 @@ class MinariData:
         self.builder = EpisodeBuilder(False, spaces, needs_action_normalizing(config, None))
         self.shuffle = bool((config.input_read_method_kwargs or {}).get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
-        self._prefetcher = Prefetcher(self._episodes(), prefetch_depth(config.input_read_method_kwargs or {}))
+        self.row_shuffle = RowShuffle(config)
+        kwargs = config.input_read_method_kwargs or {}
+        self._prefetcher = Prefetcher(self._episodes(), self.row_shuffle.prefetch_depth(kwargs))
 
     def sample(self, num_rows: int) -> list[SingleAgentEpisode]:
-        """Whole episodes holding at least `num_rows` steps together."""
+        """Whole episodes (or shuffled one-step chunks) holding at least `num_rows` steps together."""
         return self._prefetcher.take(num_rows)
 
     def stop(self) -> None:
@@ -65,6 +71,12 @@ class MinariData:
         self._prefetcher.stop()
 
     def _episodes(self) -> Iterator[SingleAgentEpisode]:
+        shuffle = self.row_shuffle
+        if shuffle.buffer_size is None:
+            return self._whole_episodes()
+        return shuffled_steps(self._whole_episodes(), shuffle.buffer_size, shuffle.rng)
+
+    def _whole_episodes(self) -> Iterator[SingleAgentEpisode]:
         indices = np.asarray(self.dataset.episode_indices)
         while True:
             order = self._rng.permutation(indices) if self.shuffle else indices

@@ -56,13 +56,9 @@ class OfflineData:
         self.batch_size = int(kwargs.get("batch_size", _DEFAULT_BATCH_SIZE))
         self.shuffle = bool(kwargs.get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
-        options = local_iter_options(config)
-        self.shuffle_buffer_size: int | None = options.get(SHUFFLE_KEY)
-        seed = options.get(SEED_KEY)
-        self._row_rng = np.random.default_rng(config.seed if seed is None else seed)
+        self.row_shuffle = RowShuffle(config)
         self.builder = episode_builder(config, self.paths, (observation_space, action_space))
-        depth = {PREFETCH_KEY: options[PREFETCH_KEY]} if PREFETCH_KEY in options else {}
-        self._prefetcher = Prefetcher(self._episodes(), prefetch_depth({**depth, **kwargs}))
+        self._prefetcher = Prefetcher(self._episodes(), self.row_shuffle.prefetch_depth(kwargs))
 
     def sample(self, num_rows: int) -> list[Episode]:
         """Whole episode chunks holding at least `num_rows` agent steps together (the last may overshoot)."""
@@ -74,8 +70,9 @@ class OfflineData:
 
     def _episodes(self) -> Iterator[Episode]:
         batches = self._record_batches()
-        if self.shuffle_buffer_size is not None:
-            batches = shuffled(batches, self.shuffle_buffer_size, self._row_rng, self.batch_size)
+        shuffle = self.row_shuffle
+        if shuffle.buffer_size is not None:
+            batches = shuffled(batches, shuffle.buffer_size, shuffle.rng, self.batch_size)
         for batch in batches:
             yield from self.builder.episodes(batch)
 
@@ -103,6 +100,23 @@ class OfflineData:
                     continue
                 window[pick][1] -= batch.num_rows
                 yield batch
+
+
+class RowShuffle:
+    """A local reader's `iter_batches_kwargs` (with the algorithm's defaults): the shuffle buffer's
+    size (None: stored order) and its seeded generator, and the read-ahead depth."""
+
+    def __init__(self, config: Any) -> None:
+        self.options = local_iter_options(config)
+        self.buffer_size: int | None = self.options.get(SHUFFLE_KEY)
+        seed = self.options.get(SEED_KEY)
+        self.rng = np.random.default_rng(config.seed if seed is None else seed)
+
+    def prefetch_depth(self, read_kwargs: dict[str, Any]) -> int:
+        """`prefetch_batches` of `iter_batches_kwargs`, or of `read_kwargs` (`input_read_method_kwargs`),
+        which wins when both are set."""
+        depth = {PREFETCH_KEY: self.options[PREFETCH_KEY]} if PREFETCH_KEY in self.options else {}
+        return prefetch_depth({**depth, **read_kwargs})
 
 
 def local_iter_options(config: Any) -> dict[str, Any]:

@@ -5,7 +5,8 @@ one or two whole episodes, highly correlated. Learners that train on single tran
 rows from all over the data in every batch. `iter_batches_kwargs={"local_shuffle_buffer_size": n}`
 (Ray Data's name and meaning) streams the rows through a buffer of at least n rows and hands them out
 in random order: memory holds the buffer, never the dataset. With `num_learners >= 1` Ray Data's own
-`iter_batches(local_shuffle_buffer_size=n)` does it; with a local learner `shuffled` below.
+`iter_batches(local_shuffle_buffer_size=n)` does it; with a local learner `shuffled` below (Parquet
+rows) or `shuffled_steps` (the steps of episodes read whole, as from a Minari dataset).
 
 The options (with the algorithm's defaults) come from `flywheel.offline.options.iter_batches_options`.
 """
@@ -13,9 +14,13 @@ The options (with the algorithm's defaults) come from `flywheel.offline.options.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 
 
 def shuffled(
@@ -41,3 +46,20 @@ def shuffled(
         rows = buffer_size
     if rows:
         yield from pa.Table.from_batches(pending).take(rng.permutation(rows)).to_batches(out_rows)
+
+
+def shuffled_steps(
+    episodes: Iterator[SingleAgentEpisode], buffer_size: int, rng: np.random.Generator
+) -> Iterator[SingleAgentEpisode]:
+    """The steps of `episodes` in random order, each a one-step chunk (its observation, action, reward,
+    next observation, and the done flags if it is its episode's last step), drawn as `shuffled` draws
+    rows: from a buffer of `2 * buffer_size` steps, half of which stays for the next round."""
+    steps: list[SingleAgentEpisode] = []
+    for episode in episodes:
+        steps.extend(episode.slice(slice(t, t + 1), len_lookback_buffer=0) for t in range(len(episode)))
+        if len(steps) < 2 * buffer_size:
+            continue
+        order = rng.permutation(len(steps))
+        yield from (steps[i] for i in order[: len(steps) - buffer_size])
+        steps = [steps[i] for i in order[len(steps) - buffer_size :]]
+    yield from (steps[i] for i in rng.permutation(len(steps)))
