@@ -56,5 +56,6 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
                 infos = add_vector_info(self, infos, {"final_obs": obs, "final_info": info}, i)
                 obs, info = env.reset()
             obs_buffer[i] = obs
-            infos = add_vector_info(self, infos, info, i)
+            if info:  # (merging an empty info changes nothing: most envs return one every step)
+                infos = add_vector_info(self, infos, info, i)
         return obs_buffer.copy(), rewards, terminateds, truncateds, infos
