@@ -51,8 +51,8 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
         infos: dict[str, Any] = {}
         for i, env in enumerate(self.envs):
             obs, rewards[i], terminated, truncated, info = env.step(actions[i])
-            terminateds[i], truncateds[i] = terminated, truncated
-            if terminated or truncated:
+            if terminated or truncated:  # (else both flags stay False: most steps write neither)
+                terminateds[i], truncateds[i] = terminated, truncated
                 infos = add_vector_info(self, infos, {"final_obs": obs, "final_info": info}, i)
                 obs, info = env.reset()
             obs_buffer[i] = obs
