@@ -31,6 +31,14 @@ class InfoEnv(gym.Env):
         return self.t, float(np.sum(action)), done and not truncate, done and truncate, info
 
 
+class SparseInfoEnv(InfoEnv):
+    """InfoEnv whose step infos are empty on odd steps (sub-envs with and without infos mix)."""
+
+    def step(self, action):
+        *rest, info = super().step(action)
+        return *rest, (info if self.t % 2 == 0 else {})
+
+
 class DictObsEnv(InfoEnv):
     def __init__(self, index):
         super().__init__(index)
@@ -63,6 +71,7 @@ def assert_same(a, b):
     [
         (lambda i: gym.make("CartPole-v1"), True),
         (lambda i: InfoEnv(i), True),
+        (lambda i: SparseInfoEnv(i), True),
         (lambda i: DictObsEnv(i), False),  # gymnasium's own step
     ],
 )

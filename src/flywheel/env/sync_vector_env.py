@@ -51,10 +51,11 @@ class FastSyncVectorEnv(gym.vector.SyncVectorEnv):
         infos: dict[str, Any] = {}
         for i, env in enumerate(self.envs):
             obs, rewards[i], terminated, truncated, info = env.step(actions[i])
-            terminateds[i], truncateds[i] = terminated, truncated
-            if terminated or truncated:
+            if terminated or truncated:  # (else both flags stay False: most steps write neither)
+                terminateds[i], truncateds[i] = terminated, truncated
                 infos = add_vector_info(self, infos, {"final_obs": obs, "final_info": info}, i)
                 obs, info = env.reset()
             obs_buffer[i] = obs
-            infos = add_vector_info(self, infos, info, i)
+            if info:  # (merging an empty info changes nothing: most envs return one every step)
+                infos = add_vector_info(self, infos, info, i)
         return obs_buffer.copy(), rewards, terminateds, truncateds, infos
