@@ -53,4 +53,5 @@ def _convert(columns: dict[str, Any]) -> None:
 
 
 def _leaf_to_numpy(leaf: Any) -> Any:
+    # (Leaves of nested outputs, e.g. recurrent states: forced, which converts every tensor.)
     return leaf.numpy(force=True).copy() if isinstance(leaf, torch.Tensor) else leaf
