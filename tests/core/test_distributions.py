@@ -46,6 +46,17 @@ def test_categorical_sampling_frequencies_with_seed():
     assert torch.allclose(freq, probs, atol=0.01)
 
 
+def test_categorical_never_samples_an_action_of_probability_zero_and_repeats_under_a_seed():
+    logits = torch.tensor([0.0, float("-inf"), 1.0]).expand(10_000, 3)
+    torch.manual_seed(1)
+    actions = Categorical.from_logits(logits).sample()
+    assert set(actions.tolist()) == {0, 2}
+    torch.manual_seed(1)
+    assert torch.equal(Categorical.from_logits(logits).sample(), actions)
+    torch.manual_seed(1)
+    assert torch.equal(Categorical(probs=torch.softmax(logits, -1)).sample(), actions)
+
+
 def test_categorical_works_with_time_dimension():
     logits = torch.randn(4, 5, 3)
     dist = Categorical.from_logits(logits)

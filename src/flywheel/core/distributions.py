@@ -185,14 +185,15 @@ class Categorical(Distribution):
 
     def sample(self) -> torch.Tensor:
         # An exponential race: with E_i = -log(U_i) ~ Exp(1), argmax_i p_i / E_i (the action whose
-        # exponential clock rings first) is an exact categorical sample. It takes one op after the
-        # probabilities, fewer than Gumbel-max (which also needs a clamp) or torch.multinomial
-        # (which also needs a reshape for extra leading dims), and the log-probabilities it starts
-        # from are the ones `logp` reads. U_i in [0, 1) keeps log(U_i) < 0, so an action of
-        # probability 0 (a -inf logit) scores 0 and is never picked. (No `no_grad` needed:
-        # argmin's integer output never carries gradients.)
+        # exponential clock rings first), i.e. argmax_i log(U_i) / p_i, is an exact categorical
+        # sample. It takes one op after the probabilities, fewer than Gumbel-max (which also needs a
+        # clamp) or torch.multinomial (which also needs a reshape for extra leading dims), and the
+        # log-probabilities it starts from are the ones `logp` reads; the uniforms are divided in
+        # place (one tensor fewer a step). U_i in [0, 1) keeps log(U_i) < 0, so an action of
+        # probability 0 (a -inf logit) scores -inf and is never picked. (No `no_grad` needed:
+        # argmax's integer output never carries gradients.)
         probs = self.log_probs.exp() if self.probs is None else self.probs
-        index = torch.argmin(probs / torch.rand_like(probs).log_(), dim=-1, keepdim=True)
+        index = torch.argmax(torch.rand_like(probs).log_().div_(probs), dim=-1, keepdim=True)
         actions = index.squeeze(-1)
         self._sampled = (actions, index)
         return actions

@@ -99,7 +99,8 @@ class EnvRunner(Checkpointable, abc.ABC):
                 out = module.forward_exploration(self._to_module, t=t)
             else:
                 out = module.forward_inference(self._to_module)
-            return self._module_to_env(
+            # (`.__call__`: keywords passed on without a dict, see `ConnectorPipelineV2.__call__`.)
+            return self._module_to_env.__call__(
                 rl_module=module, batch=out, episodes=episodes, explore=explore,
                 shared_data=self._shared_data, metrics=self.metrics,
             )  # fmt: skip

@@ -227,7 +227,8 @@ class SingleAgentEnvRunner(EnvRunner):
     ) -> dict[str, Any]:
         if self.module is None:  # nothing will read the batch
             return {}
-        return self._env_to_module(
+        # (`.__call__`: keywords passed on without a dict, see `ConnectorPipelineV2.__call__`.)
+        return self._env_to_module.__call__(
             rl_module=self.module, batch={}, episodes=episodes, explore=explore,
             shared_data={} if shared_data is None else shared_data, metrics=self.metrics,
         )  # fmt: skip

@@ -40,7 +40,8 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
+        if batch:  # (an empty batch, a runner's without custom pieces, has nothing to place: a call fewer)
+            place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
         if is_multi_agent(episodes):
             for module_id, rows in agent_rows(episodes, shared_data).items():
                 columns = batch.setdefault(module_id, {})

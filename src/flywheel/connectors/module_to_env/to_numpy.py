@@ -40,19 +40,18 @@ class TensorToNumpy(ConnectorV2):
 
 def _convert(columns: dict[str, Any]) -> None:
     for column, value in columns.items():
-        if isinstance(value, (dict, tuple, list)):
+        if isinstance(value, torch.Tensor):
+            try:
+                # What a runner's module returns (on the CPU, under inference mode) needs no forcing:
+                # `numpy()` is 0.2 us cheaper than `numpy(force=True)`, on each output every step
+                # (and converted here rather than in `_leaf_to_numpy`: one call fewer per output).
+                columns[column] = value.numpy().copy()
+            except (RuntimeError, TypeError):  # gradients, another device, a conjugate or negative view
+                columns[column] = value.numpy(force=True).copy()
+        elif isinstance(value, (dict, tuple, list)):
             columns[column] = tree.map_structure(_leaf_to_numpy, value)
-        else:
-            columns[column] = _leaf_to_numpy(value)
 
 
 def _leaf_to_numpy(leaf: Any) -> Any:
-    if not isinstance(leaf, torch.Tensor):
-        return leaf
-    try:
-        # What a runner's module returns (on the CPU, under inference mode) needs no forcing:
-        # `numpy()` is 0.2 us cheaper than `numpy(force=True)`, on each output every step.
-        array = leaf.numpy()
-    except (RuntimeError, TypeError):  # gradients, another device, a conjugate or negative view
-        array = leaf.numpy(force=True)
-    return array.copy()
+    # (Leaves of nested outputs, e.g. recurrent states: forced, which converts every tensor.)
+    return leaf.numpy(force=True).copy() if isinstance(leaf, torch.Tensor) else leaf

@@ -131,7 +131,8 @@ class RLModule(Checkpointable):
         one, else the action space's default (`distribution_for_space`)."""
         if self.action_dist_cls is not None:
             return self.action_dist_cls
-        return self._default_action_dist_cls()
+        # (Read here once known: GetActions asks every step, a call costs a tenth of a microsecond.)
+        return self._default_dist_cls or self._default_action_dist_cls()
 
     def get_exploration_action_dist_cls(self) -> type[Distribution]:
         """Distribution class for `forward_exploration` outputs (default: the inference one, as in RLlib)."""
