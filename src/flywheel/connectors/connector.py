@@ -152,6 +152,12 @@ class ConnectorV2(Checkpointable, abc.ABC):
     """Whether every column this piece adds to a batch holds all its rows at once (arrays, nested or
     not), never items per episode for `BatchIndividualItems` to stack (see `is_noop_after`)."""
 
+    only_builds_batch: bool = False
+    """Whether this piece's only effects are the batch it returns and the call's `shared_data`: it
+    writes no episode, keeps no state and logs no metrics. A runner skips a pipeline call whose batch
+    and `shared_data` it discards (the env-to-module call on finished episodes, which lets pieces see
+    their final observations) when every piece it would call says so (`builds_only_batches`)."""
+
     def is_noop_after(self, pieces: Sequence[ConnectorV2]) -> bool:
         """Whether this piece does nothing when `pieces` are all that ran before it in a pipeline call
         that began with an empty batch (e.g. `BatchIndividualItems` after pieces that each add whole

@@ -52,7 +52,7 @@ class ConnectorPipelineV2(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        # The cache is checked here, not in `_work_out_calls`: one call fewer, twice a runner's step.
+        # The cache is checked here, not in `_calls`: one call fewer, twice a runner's step.
         cached = self._calls_for
         if cached is None or cached[0] is not rl_module or cached[1] != self.connectors:
             cached = self._work_out_calls(rl_module)
@@ -81,6 +81,17 @@ class ConnectorPipelineV2(ConnectorV2):
                 )
             batch = out
         return batch
+
+    def builds_only_batches(self, rl_module: Any) -> bool:
+        """Whether every piece this pipeline calls for `rl_module` only builds the batch it returns
+        (`ConnectorV2.only_builds_batch`): a call whose batch is discarded then changes nothing."""
+        return all(piece.only_builds_batch for piece in self._calls(rl_module)[2])
+
+    def _calls(self, rl_module: Any) -> tuple[Any, list[ConnectorV2], list[ConnectorV2], list[ConnectorV2]]:
+        cached = self._calls_for
+        if cached is None or cached[0] is not rl_module or cached[1] != self.connectors:
+            cached = self._work_out_calls(rl_module)
+        return cached
 
     def _work_out_calls(
         self, rl_module: Any

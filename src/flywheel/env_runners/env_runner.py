@@ -13,7 +13,7 @@ The driving loop::
 from __future__ import annotations
 
 import abc
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -104,6 +104,27 @@ class EnvRunner(Checkpointable, abc.ABC):
                 rl_module=module, batch=out, episodes=episodes, explore=explore,
                 shared_data=self._shared_data, metrics=self.metrics,
             )  # fmt: skip
+
+    def _call_env_to_module(
+        self, episodes: Sequence[Any], explore: bool, shared_data: dict | None = None
+    ) -> dict[str, Any]:
+        """The env-to-module pipeline's batch for `episodes` (a single-agent runner's recorder slots:
+        every sub-env holds an episode whenever the pipeline runs)."""
+        if self.module is None:  # nothing will read the batch
+            return {}
+        # (`.__call__`: keywords passed on without a dict, see `ConnectorPipelineV2.__call__`.)
+        return self._env_to_module.__call__(
+            rl_module=self.module, batch={}, episodes=episodes, explore=explore,
+            shared_data={} if shared_data is None else shared_data, metrics=self.metrics,
+        )  # fmt: skip
+
+    def _process_final_observations(self, episodes: list[Any], explore: bool) -> None:
+        """Runs the env-to-module pipeline on finished episodes, so that its pieces see their final
+        observations (as in RLlib: e.g. a piece that rewrites observations in the episodes). The
+        batch is discarded, so the call is skipped when the pipeline only builds batches (the default
+        pieces: one pipeline call fewer per finished episode, ~1.4% of 8-env CartPole sampling)."""
+        if self.module is not None and not self._env_to_module.builds_only_batches(self.module):
+            self._call_env_to_module(episodes, explore)
 
     def _make_env(self) -> Any:
         """Checks the env once (unless `disable_env_checking`), builds the vector env of

@@ -237,7 +237,7 @@ class MultiAgentEnvRunner(EnvRunner):
         """Ends finished episodes, starts their successors, prepares the next forward pass (callbacks
         in RLlib's order: step, end, created, start)."""
         if finished:
-            self._call_env_to_module([episode for _, episode in finished], explore)
+            self._process_final_observations([episode for _, episode in finished], explore)
             for i, episode in finished:
                 self._episode_callback("on_episode_end", episode, i)
                 episode.to_numpy()
@@ -279,17 +279,6 @@ class MultiAgentEnvRunner(EnvRunner):
         """The module-to-env output mapped back to `{agent_id: ...}` per sub-env (actions, to env, extras)."""
         to_env = self._act(self._ongoing, explore)
         return _per_sub_env(to_env, self._rows, self.num_envs, self.weights_seq_no)
-
-    def _call_env_to_module(
-        self, episodes: list[MultiAgentEpisode], explore: bool, shared_data: dict | None = None
-    ) -> dict[str, Any]:
-        if self.module is None:  # nothing will read the batch
-            return {}
-        # (`.__call__`: keywords passed on without a dict, see `ConnectorPipelineV2.__call__`.)
-        return self._env_to_module.__call__(
-            rl_module=self.module, batch={}, episodes=episodes, explore=explore,
-            shared_data={} if shared_data is None else shared_data, metrics=self.metrics,
-        )  # fmt: skip
 
     def _reset_envs(self, explore: bool) -> None:
         seed = self._take_env_seed()

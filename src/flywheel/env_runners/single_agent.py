@@ -8,7 +8,6 @@ batch; metrics are counted in plain numbers and logged once per `sample()`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -190,7 +189,7 @@ class SingleAgentEnvRunner(EnvRunner):
         """
         episodes = self._recorder.episodes
         if finished and not self._next_step_autoreset:
-            self._call_env_to_module([episodes[i] for i in finished], explore)
+            self._process_final_observations([episodes[i] for i in finished], explore)
             self._end_episodes(finished)
             starting = starting + finished
         for i in starting:
@@ -217,21 +216,6 @@ class SingleAgentEnvRunner(EnvRunner):
         the same step, as in RLlib."""
         self._shared_data: dict[str, Any] = {}
         return self._call_env_to_module(self._recorder.episodes, explore, self._shared_data)
-
-    def _call_env_to_module(
-        # The recorder's slots: every sub-env holds an episode whenever the pipeline runs.
-        self,
-        episodes: Sequence[SingleAgentEpisode | None],
-        explore: bool,
-        shared_data: dict | None = None,
-    ) -> dict[str, Any]:
-        if self.module is None:  # nothing will read the batch
-            return {}
-        # (`.__call__`: keywords passed on without a dict, see `ConnectorPipelineV2.__call__`.)
-        return self._env_to_module.__call__(
-            rl_module=self.module, batch={}, episodes=episodes, explore=explore,
-            shared_data={} if shared_data is None else shared_data, metrics=self.metrics,
-        )  # fmt: skip
 
     def _reset_envs(self, explore: bool) -> None:
         seed = self._take_env_seed()

@@ -28,6 +28,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     """
 
     adds_whole_columns = True
+    only_builds_batch = True
 
     def __call__(
         self,

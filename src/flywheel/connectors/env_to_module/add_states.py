@@ -43,6 +43,8 @@ class AddStatesFromEpisodesToBatch(ConnectorV2):
             batch[Columns.STATE_IN] = _states(rl_module, episodes)
         return batch
 
+    only_builds_batch = True
+
     def is_noop_for(self, rl_module: Any) -> bool:
         return is_stateless(rl_module)
 

@@ -55,6 +55,8 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
             shared_data[ADDED_SINGLE_TS_TIME_RANK] = True
         return batch
 
+    only_builds_batch = True
+
     def is_noop_for(self, rl_module: Any) -> bool:
         return is_stateless(rl_module)
 

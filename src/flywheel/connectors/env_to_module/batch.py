@@ -22,6 +22,8 @@ class BatchIndividualItems(ConnectorV2):
     that each add whole columns only (the default observation piece, `adds_whole_columns`).
     """
 
+    only_builds_batch = True
+
     def is_noop_after(self, pieces: Sequence[ConnectorV2]) -> bool:
         return all(piece.adds_whole_columns for piece in pieces)
 

@@ -23,6 +23,8 @@ class NumpyToTensor(ConnectorV2):
     they are moved there. For `MultiAgentEpisode`s each module's columns (`batch[module_id]`) convert.
     """
 
+    only_builds_batch = True
+
     def __init__(
         self,
         input_observation_space: gym.Space | None = None,
