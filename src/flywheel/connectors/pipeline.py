@@ -52,10 +52,7 @@ class ConnectorPipelineV2(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        # The cache is checked here, not in `_calls`: one call fewer, twice a runner's step.
-        cached = self._calls_for
-        if cached is None or cached[0] is not rl_module or cached[1] != self.connectors:
-            cached = self._work_out_calls(rl_module)
+        cached = self._calls(rl_module)
         # A call that begins with an empty batch (a runner's). A module may return something else
         # than a dict: GetActions names the fix.
         for piece in cached[3] if isinstance(batch, dict) and not batch else cached[2]:
@@ -88,6 +85,7 @@ class ConnectorPipelineV2(ConnectorV2):
         return all(piece.only_builds_batch for piece in self._calls(rl_module)[2])
 
     def _calls(self, rl_module: Any) -> tuple[Any, list[ConnectorV2], list[ConnectorV2], list[ConnectorV2]]:
+        """`_calls_for`, worked out again when the module or the pieces changed."""
         cached = self._calls_for
         if cached is None or cached[0] is not rl_module or cached[1] != self.connectors:
             cached = self._work_out_calls(rl_module)
