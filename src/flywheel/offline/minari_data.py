@@ -23,7 +23,7 @@ from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder, check_spaces, needs_action_normalizing
 from flywheel.offline.inputs import MINARI_PREFIX
 from flywheel.offline.prefetch import PREFETCH_KEY, Prefetcher
-from flywheel.offline.reader import RowShuffle
+from flywheel.offline.reader import LocalReadOptions
 from flywheel.offline.shuffle import shuffled_steps
 
 _READ_KWARGS = ("shuffle", PREFETCH_KEY)
@@ -58,9 +58,9 @@ class MinariData:
         self.builder = EpisodeBuilder(False, spaces, needs_action_normalizing(config, None))
         self.shuffle = bool((config.input_read_method_kwargs or {}).get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
-        self.row_shuffle = RowShuffle(config)
+        self.read_options = LocalReadOptions(config)
         kwargs = config.input_read_method_kwargs or {}
-        self._prefetcher = Prefetcher(self._episodes(), self.row_shuffle.prefetch_depth(kwargs))
+        self._prefetcher = Prefetcher(self._episodes(), self.read_options.prefetch_depth(kwargs))
 
     def sample(self, num_rows: int) -> list[SingleAgentEpisode]:
         """Whole episodes (or shuffled one-step chunks) holding at least `num_rows` steps together."""
@@ -71,10 +71,10 @@ class MinariData:
         self._prefetcher.stop()
 
     def _episodes(self) -> Iterator[SingleAgentEpisode]:
-        shuffle = self.row_shuffle
-        if shuffle.buffer_size is None:
+        options = self.read_options
+        if options.shuffle_buffer_size is None:
             return self._whole_episodes()
-        return shuffled_steps(self._whole_episodes(), shuffle.buffer_size, shuffle.rng)
+        return shuffled_steps(self._whole_episodes(), options.shuffle_buffer_size, options.shuffle_rng)
 
     def _whole_episodes(self) -> Iterator[SingleAgentEpisode]:
         indices = np.asarray(self.dataset.episode_indices)

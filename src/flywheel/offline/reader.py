@@ -56,9 +56,9 @@ class OfflineData:
         self.batch_size = int(kwargs.get("batch_size", _DEFAULT_BATCH_SIZE))
         self.shuffle = bool(kwargs.get("shuffle", True))
         self._rng = np.random.default_rng(config.seed)
-        self.row_shuffle = RowShuffle(config)
+        self.read_options = LocalReadOptions(config)
         self.builder = episode_builder(config, self.paths, (observation_space, action_space))
-        self._prefetcher = Prefetcher(self._episodes(), self.row_shuffle.prefetch_depth(kwargs))
+        self._prefetcher = Prefetcher(self._episodes(), self.read_options.prefetch_depth(kwargs))
 
     def sample(self, num_rows: int) -> list[Episode]:
         """Whole episode chunks holding at least `num_rows` agent steps together (the last may overshoot)."""
@@ -70,9 +70,9 @@ class OfflineData:
 
     def _episodes(self) -> Iterator[Episode]:
         batches = self._record_batches()
-        shuffle = self.row_shuffle
-        if shuffle.buffer_size is not None:
-            batches = shuffled(batches, shuffle.buffer_size, shuffle.rng, self.batch_size)
+        options = self.read_options
+        if options.shuffle_buffer_size is not None:
+            batches = shuffled(batches, options.shuffle_buffer_size, options.shuffle_rng, self.batch_size)
         for batch in batches:
             yield from self.builder.episodes(batch)
 
@@ -102,15 +102,15 @@ class OfflineData:
                 yield batch
 
 
-class RowShuffle:
-    """A local reader's `iter_batches_kwargs` (with the algorithm's defaults): the shuffle buffer's
-    size (None: stored order) and its seeded generator, and the read-ahead depth."""
+class LocalReadOptions:
+    """What a local reader (Parquet or Minari) takes from `iter_batches_kwargs`, with the algorithm's
+    defaults: the shuffle buffer's size (None: stored order), its seeded generator, the read-ahead."""
 
     def __init__(self, config: Any) -> None:
         self.options = local_iter_options(config)
-        self.buffer_size: int | None = self.options.get(SHUFFLE_KEY)
+        self.shuffle_buffer_size: int | None = self.options.get(SHUFFLE_KEY)
         seed = self.options.get(SEED_KEY)
-        self.rng = np.random.default_rng(config.seed if seed is None else seed)
+        self.shuffle_rng = np.random.default_rng(config.seed if seed is None else seed)
 
     def prefetch_depth(self, read_kwargs: dict[str, Any]) -> int:
         """`prefetch_batches` of `iter_batches_kwargs`, or of `read_kwargs` (`input_read_method_kwargs`),
