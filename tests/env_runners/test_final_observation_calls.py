@@ -27,6 +27,18 @@ class CountFinished(ConnectorV2):
         return batch
 
 
+def counting_config(config, batch_only):
+    """`config` with a `CountFinished` piece in front of the default env-to-module pieces, and the
+    list the runner's piece lands in."""
+    pieces = []
+
+    def connector(env, spaces=None, device=None):
+        pieces.append(CountFinished(batch_only=batch_only))
+        return pieces[-1]
+
+    return config.env_runners(env_to_module_connector=connector).debugging(seed=0), pieces
+
+
 def test_a_pipeline_of_default_pieces_only_builds_batches_and_a_custom_piece_ends_that():
     module = None  # (none of these pieces depends on the module)
     pipeline = ConnectorPipelineV2(
@@ -44,17 +56,8 @@ def test_a_pipeline_of_default_pieces_only_builds_batches_and_a_custom_piece_end
 def test_the_runner_calls_the_pipeline_on_finished_episodes_unless_it_only_builds_batches(
     make_runner, batch_only, calls_on_finished
 ):
-    pieces = []
-
-    def connector(env, spaces=None, device=None):
-        pieces.append(CountFinished(batch_only=batch_only))
-        return pieces[-1]
-
-    config = (
-        PPOConfig()
-        .environment("CartPole-v1")
-        .env_runners(num_envs_per_env_runner=2, env_to_module_connector=connector)
-        .debugging(seed=0)
+    config, pieces = counting_config(
+        PPOConfig().environment("CartPole-v1").env_runners(num_envs_per_env_runner=2), batch_only
     )
     runner = make_runner(config)
     episodes = runner.sample(num_timesteps=400)
@@ -69,18 +72,11 @@ def test_the_runner_calls_the_pipeline_on_finished_episodes_unless_it_only_build
 
 @pytest.mark.parametrize("batch_only", [False, True])
 def test_the_multi_agent_runner_skips_the_call_likewise(batch_only):
-    pieces = []
-
-    def connector(env, spaces=None, device=None):
-        pieces.append(CountFinished(batch_only=batch_only))
-        return pieces[-1]
-
-    config = (
+    config, pieces = counting_config(
         PPOConfig()
         .environment(make_multi_agent("CartPole-v1"), env_config={"num_agents": 2})
-        .multi_agent(policies={"p0"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p0")
-        .env_runners(env_to_module_connector=connector)
-        .debugging(seed=0)
+        .multi_agent(policies={"p0"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p0"),
+        batch_only,
     )
     runner = MultiAgentEnvRunner(config=config)
     episodes = runner.sample(num_episodes=3)
