@@ -26,7 +26,7 @@ def test_the_examples_are_found():
 
 
 # Examples that start Ray actors use the shared Ray session.
-RAY_EXAMPLES = {"appo_cartpole.py", "distributed_ppo.py", "tune_ppo_cartpole.py"}
+RAY_EXAMPLES = {"appo_cartpole.py", "distributed_ppo.py", "ray_serve_cartpole.py", "tune_ppo_cartpole.py"}
 
 
 @pytest.mark.parametrize(
