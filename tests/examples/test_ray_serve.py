@@ -60,7 +60,21 @@ def test_served_actions_equal_load_policy_and_serve_shuts_down(ray_session, tmp_
             assert batch.json() == {"actions": policy.compute_actions(observations).tolist()}
             assert batch.json()["actions"] == [s["action"] for s in served]
 
+            sampled = [
+                http.post(url, json={"observation": obs.tolist(), "explore": True}, timeout=30).json()
+                for obs in observations[:10]
+            ]
+            assert {s["action"] for s in sampled} <= {0, 1} and all(len(s) == 1 for s in sampled)
+
             # Bad requests: HTTP 400 with the error the policy raises locally.
+            bad_explore = http.post(url, json={"observation": [0.0] * 4, "explore": "yes"}, timeout=30)
+            assert (bad_explore.status_code, bad_explore.json()) == (
+                400,
+                {
+                    "error": "explore must be True or False, got 'yes' (str). Fix: explore=True samples from "
+                    "the action distribution, explore=False acts greedily."
+                },
+            )
             wrong_shape = http.post(url, json={"observation": [0.0, 0.0, 0.0]}, timeout=30)
             with pytest.raises(InferenceError) as local_error:
                 policy.compute_single_action([0.0, 0.0, 0.0])
