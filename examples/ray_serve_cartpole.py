@@ -2,13 +2,13 @@
 
     python examples/ray_serve_cartpole.py                                   # train, serve on :8000, play 2 episodes
     python examples/ray_serve_cartpole.py --checkpoint runs/cartpole/checkpoint --port 12345
-    curl -X POST localhost:8000/flywheel-policy -d '{"observation": [0.0, 0.0, 0.0, 0.0]}'   # while it serves
 
 Needs the `serve` extra (`pip install "flywheel[serve]"`). Each Serve replica restores the policy
 from the algorithm checkpoint with `load_policy` (module, observation filter statistics, action
 sampling), so a served action is exactly what `load_policy(path).compute_single_action(obs)` gives.
 
-Requests are JSON: `{"observation": [...]}` -> `{"action": ...}`, or a batch
+Requests are JSON, POSTed to http://127.0.0.1:<port>/flywheel-policy while the episodes play:
+`{"observation": [...]}` -> `{"action": ...}`, or a batch
 `{"observations": [[...], ...]}` -> `{"actions": [...]}`; `"explore": true` samples instead of
 acting greedily. A request that does not fit gets HTTP 400 and `{"error": "<what was expected>"}`.
 """
