@@ -29,6 +29,7 @@ import cloudpickle
 import numpy as np
 import torch
 
+from flywheel.algorithms import evaluation
 from flywheel.algorithms.config_builders import single_agent_learner_spec
 from flywheel.algorithms.saved_config import saved_config
 from flywheel.checkpoints.checkpointable import Checkpointable, select
@@ -76,7 +77,7 @@ class Algorithm(Checkpointable):
         self._time_total_s = 0.0
         self._callbacks = config.build_callbacks()
         self._seed_everything()
-        self.env_runner_group = EnvRunnerGroup(config=config, runner_class=_runner_class(config))
+        self.env_runner_group = EnvRunnerGroup(config=config, runner_class=runner_class(config))
         runner = self.env_runner_group.local_env_runner
         spaces = (runner.env_to_module.observation_space, runner.env_to_module.action_space)
         module_spec = (
@@ -94,10 +95,7 @@ class Algorithm(Checkpointable):
             seed_process(self.config.seed)
 
     def _build_evaluation_group(self) -> EnvRunnerGroup | None:
-        if not self.config.evaluation_interval:
-            return None
-        eval_config = self.config.get_evaluation_config_object()
-        return EnvRunnerGroup(config=eval_config, runner_class=_runner_class(eval_config))
+        return evaluation.build_evaluation_group(self.config) if self.config.evaluation_interval else None
 
     # ------------------------------------------------------------- training
 
@@ -127,17 +125,17 @@ class Algorithm(Checkpointable):
                 ):
                     break
         self.iteration += 1
-        evaluation = None
+        evaluated = None
         interval = self.config.evaluation_interval
         if interval and self.iteration % interval == 0:
-            evaluation = self.evaluate()
+            evaluated = self.evaluate()
         result = self.metrics.reduce()
         for key in EPISODE_KEYS:  # present (NaN) before the first episode ends, as API.md §2 lists them
             result.setdefault(ENV_RUNNER_RESULTS, {}).setdefault(key, float("nan"))
         time_this_iter = time.perf_counter() - start
         self._time_total_s += time_this_iter
-        if evaluation is not None:
-            result[keys.EVALUATION_RESULTS] = evaluation
+        if evaluated is not None:
+            result[keys.EVALUATION_RESULTS] = evaluated
         result.update(
             training_iteration=self.iteration,
             time_this_iter_s=time_this_iter,
@@ -226,28 +224,10 @@ class Algorithm(Checkpointable):
     # ----------------------------------------------------------- evaluation
 
     def evaluate(self) -> dict[str, Any]:
-        """Runs the evaluation runners with the current weights; returns the `evaluation` result part."""
-        group = self.eval_env_runner_group
-        if group is None:
-            eval_config = self.config.get_evaluation_config_object()
-            group = self.eval_env_runner_group = EnvRunnerGroup(
-                config=eval_config, runner_class=_runner_class(eval_config)
-            )
-        self._callbacks.on_evaluate_start(algorithm=self, metrics_logger=self.metrics)
-        group.sync_weights(self.learner_group.get_weights(inference_only=True), 0)
-        group.sync_connector_states(from_group=self.env_runner_group)
-        duration = self.config.evaluation_duration
-        if self.config.evaluation_duration_unit == "episodes":
-            group.sample(num_episodes=duration)
-        else:
-            group.sample(num_timesteps=duration)
-        logger = MetricsLogger()
-        logger.aggregate(group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
-        evaluation = logger.reduce()
-        self._callbacks.on_evaluate_end(
-            algorithm=self, metrics_logger=self.metrics, evaluation_metrics=evaluation
-        )
-        return evaluation
+        """One evaluation round with the learners' current weights (`flywheel.algorithms.evaluation`);
+        returns the `evaluation` result part."""
+        group = evaluation.start(self)
+        return evaluation.finish(self, evaluation.run(self, group))
 
     # -------------------------------------------------------------- modules
 
@@ -452,6 +432,7 @@ class Algorithm(Checkpointable):
         weights = self.learner_group.get_weights(inference_only=True)
         self.env_runner_group.sync_weights(weights, 0)
         self.env_runner_group.sync_weights(weights, self.learner_group.weights_seq_no)
+        evaluation.forget_weights(self)
 
     def stop(self) -> None:
         """Releases envs, runners and learners."""
@@ -461,7 +442,7 @@ class Algorithm(Checkpointable):
         self.learner_group.shutdown()
 
 
-def _runner_class(config: Any) -> type:
+def runner_class(config: Any) -> type:
     """`config.env_runner_cls` when set, else `MultiAgentEnvRunner` for multi-agent configs
     (`config.is_multi_agent`) and `SingleAgentEnvRunner` for the others."""
     if config.env_runner_cls is not None:

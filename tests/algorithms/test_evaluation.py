@@ -1,0 +1,36 @@
+"""Evaluation rounds as RLlib 2.60 runs them: which weights were evaluated (`weights_seq_no`), forced
+env resets, custom evaluation functions; parallel evaluation is in test_evaluation_parallel.py."""
+
+from flywheel import PPOConfig
+from flywheel.testing import CountingEnv
+
+
+def config(**evaluation):
+    return (
+        PPOConfig()
+        .environment(CountingEnv, env_config={"episode_len": 5})
+        .training(train_batch_size_per_learner=20, minibatch_size=10, num_epochs=1)
+        .evaluation(evaluation_interval=1, evaluation_duration=2, **evaluation)
+        .debugging(seed=0)
+    )
+
+
+def test_results_name_the_evaluated_weights_also_after_a_restore(tmp_path):
+    algo = config().build_algo()
+    try:
+        first = algo.train()
+        path = algo.save_to_path(tmp_path / "ckpt")
+        second = algo.train()
+        # One learner update per iteration; evaluation runs after it, on the updated weights.
+        assert first["learners"]["__all_modules__"]["weights_seq_no"] == 1
+        assert first["evaluation"]["env_runners"]["weights_seq_no"] == 1
+        assert first["evaluation"]["env_runners"]["num_episodes"] == 2
+        assert second["evaluation"]["env_runners"]["weights_seq_no"] == 2
+        assert algo.evaluate()["env_runners"]["weights_seq_no"] == 2
+        algo.restore_from_path(path)  # back to the weights numbered 1: evaluation takes them
+        assert algo.evaluate()["env_runners"]["weights_seq_no"] == 1
+        restored = algo.learner_group.get_weights(inference_only=True)["default_policy"]
+        evaluated = algo.eval_env_runner_group.local_env_runner.module.get_state(inference_only=True)
+        assert all((restored[name] == evaluated[name]).all() for name in restored)
+    finally:
+        algo.stop()
