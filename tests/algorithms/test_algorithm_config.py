@@ -73,6 +73,7 @@ SECTION_KEYWORDS = {
         "evaluation_num_env_runners",
         "evaluation_config",
         "evaluation_parallel_to_training",
+        "evaluation_force_reset_envs_before_iteration",
     },
     "fault_tolerance": {
         "restart_failed_env_runners",

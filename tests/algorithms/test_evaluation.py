@@ -10,7 +10,7 @@ def config(**evaluation):
         PPOConfig()
         .environment(CountingEnv, env_config={"episode_len": 5})
         .training(train_batch_size_per_learner=20, minibatch_size=10, num_epochs=1)
-        .evaluation(evaluation_interval=1, evaluation_duration=2, **evaluation)
+        .evaluation(**{"evaluation_interval": 1, "evaluation_duration": 2, **evaluation})
         .debugging(seed=0)
     )
 
@@ -34,3 +34,24 @@ def test_results_name_the_evaluated_weights_also_after_a_restore(tmp_path):
         assert all((restored[name] == evaluated[name]).all() for name in restored)
     finally:
         algo.stop()
+
+
+def test_force_reset_envs_before_iteration_decides_whether_rounds_continue_episodes():
+    """Rounds of 3 env steps in 5-step episodes: reset at each round, no episode ever ends; continued,
+    the second round ends the first episode (steps 4 and 5) and starts the next one."""
+    counts = {}
+    for force_reset in (True, False):
+        algo = config(
+            evaluation_duration=3,
+            evaluation_duration_unit="timesteps",
+            evaluation_force_reset_envs_before_iteration=force_reset,
+        ).build_algo()
+        try:
+            rounds = [algo.evaluate()["env_runners"] for _ in range(3)]
+        finally:
+            algo.stop()
+        counts[force_reset] = [(r["num_env_steps_sampled"], r.get("num_episodes", 0)) for r in rounds]
+        if not force_reset:
+            assert rounds[1]["episode_len_mean"] == 5
+            assert rounds[1]["episode_return_mean"] == 15  # 1 + 2 + 3 + 4 + 5: one episode over two rounds
+    assert counts == {True: [(3, 0), (3, 0), (3, 0)], False: [(3, 0), (3, 1), (3, 0)]}

@@ -205,6 +205,9 @@ class AlgorithmSettings:
     """Remote evaluation runners (0: evaluate on a local runner)."""
     evaluation_config: dict | None = setting("evaluation")
     """Setting overrides for evaluation, e.g. AlgorithmConfig.overrides(explore=False)."""
+    evaluation_force_reset_envs_before_iteration: bool = setting("evaluation", True)
+    """Reset the evaluation envs when a round starts, so no episode of the round began with older
+    weights (with the "timesteps" unit; "episodes" always start new ones). False: continue them."""
     evaluation_parallel_to_training: bool = setting("evaluation", False)
     """Accepted for RLlib code; flywheel evaluates after the iteration's training step either way (the
     result holds the same keys)."""

@@ -302,6 +302,7 @@ def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
         check_int(config, "evaluation_duration", 1),
         check_choice(config, "evaluation_duration_unit", ("episodes", "timesteps")),
         check_int(config, "evaluation_num_env_runners", 0),
+        check_bool(config, "evaluation_force_reset_envs_before_iteration"),
     ]
     overrides = config.evaluation_config
     if overrides is not None and not isinstance(overrides, Mapping):

@@ -49,10 +49,11 @@ def start(algo: Any) -> EnvRunnerGroup:
 def run(algo: Any, group: EnvRunnerGroup) -> dict[str, Any]:
     """Samples `evaluation_duration` episodes or timesteps; returns the round's reduced metrics."""
     config = algo.config
+    force_reset = config.evaluation_force_reset_envs_before_iteration
     if config.evaluation_duration_unit == "episodes":
-        group.sample(num_episodes=config.evaluation_duration)
+        group.sample(num_episodes=config.evaluation_duration, force_reset=force_reset)
     else:
-        group.sample(num_timesteps=config.evaluation_duration)
+        group.sample(num_timesteps=config.evaluation_duration, force_reset=force_reset)
     logger = MetricsLogger()
     logger.aggregate(group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
     return logger.reduce()
