@@ -74,6 +74,7 @@ SECTION_KEYWORDS = {
         "evaluation_config",
         "evaluation_parallel_to_training",
         "evaluation_force_reset_envs_before_iteration",
+        "custom_evaluation_function",
     },
     "fault_tolerance": {
         "restart_failed_env_runners",

@@ -1,7 +1,13 @@
 """Evaluation rounds as RLlib 2.60 runs them: which weights were evaluated (`weights_seq_no`), forced
 env resets, custom evaluation functions; parallel evaluation is in test_evaluation_parallel.py."""
 
+import re
+
+import pytest
+
 from flywheel import PPOConfig
+from flywheel.errors import ConfigError
+from flywheel.metrics.keys import ENV_RUNNER_RESULTS, EVALUATION_RESULTS
 from flywheel.testing import CountingEnv
 
 
@@ -55,3 +61,56 @@ def test_force_reset_envs_before_iteration_decides_whether_rounds_continue_episo
             assert rounds[1]["episode_len_mean"] == 5
             assert rounds[1]["episode_return_mean"] == 15  # 1 + 2 + 3 + 4 + 5: one episode over two rounds
     assert counts == {True: [(3, 0), (3, 0), (3, 0)], False: [(3, 0), (3, 1), (3, 0)]}
+
+
+def custom_eval(algorithm, eval_workers):
+    """Written as RLlib 2.60's custom evaluation example: sample, log under "evaluation", return steps."""
+    samples = eval_workers.foreach_env_runner(
+        lambda runner: (runner.sample(num_episodes=3), runner.get_metrics()), local_env_runner=True
+    )
+    algorithm.metrics.aggregate([m for _, m in samples], key=(EVALUATION_RESULTS, ENV_RUNNER_RESULTS))
+    algorithm.metrics.log_value((EVALUATION_RESULTS, "rounds_logged"), 1, reduce="sum")
+    episodes = [episode for chunk, _ in samples for episode in chunk]
+    results = algorithm.metrics.peek((EVALUATION_RESULTS, ENV_RUNNER_RESULTS))
+    return results, sum(e.env_steps() for e in episodes), sum(e.agent_steps() for e in episodes)
+
+
+def test_custom_evaluation_function_result_is_what_it_logged_under_evaluation():
+    algo = config(custom_evaluation_function=custom_eval).build_algo()
+    try:
+        results = [algo.train() for _ in range(2)]
+    finally:
+        algo.stop()
+    for iteration, result in enumerate(results, start=1):
+        evaluation = result["evaluation"]
+        assert evaluation["rounds_logged"] == 1  # taken out of algo.metrics after each round
+        assert evaluation["env_runners"]["num_episodes"] == 3
+        assert evaluation["env_runners"]["episode_return_mean"] == 15
+        assert evaluation["env_runners"]["weights_seq_no"] == iteration
+        assert "rounds_logged" not in result
+
+
+def test_custom_evaluation_function_that_logs_nothing_gives_its_results_and_a_wrong_return_is_refused():
+    algo = config(custom_evaluation_function=lambda algorithm, workers: ({"score": 2.5}, 10, 10)).build_algo()
+    try:
+        assert algo.evaluate() == {"score": 2.5}
+    finally:
+        algo.stop()
+
+    def old_style(algorithm, workers):
+        return {"score": 2.5}
+
+    algo = config(custom_evaluation_function=old_style).build_algo()
+    try:
+        with pytest.raises(ConfigError) as error:
+            algo.evaluate()
+    finally:
+        algo.stop()
+    assert str(error.value) == (
+        "custom_evaluation_function 'old_style' returned a dict; expected (results: dict, env_steps: int, "
+        "agent_steps: int), as in RLlib's new API stack. Fix: return the metrics dict and the env and agent "
+        "steps the round sampled, e.g. `return results, sum(e.env_steps() for e in episodes), "
+        "sum(e.agent_steps() for e in episodes)`."
+    )
+    with pytest.raises(ConfigError, match=re.escape("custom_evaluation_function=3 is not callable.")):
+        config(custom_evaluation_function=3).validate()

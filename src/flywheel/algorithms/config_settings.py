@@ -205,6 +205,10 @@ class AlgorithmSettings:
     """Remote evaluation runners (0: evaluate on a local runner)."""
     evaluation_config: dict | None = setting("evaluation")
     """Setting overrides for evaluation, e.g. AlgorithmConfig.overrides(explore=False)."""
+    custom_evaluation_function: Callable | None = setting("evaluation")
+    """`fn(algorithm, eval_env_runner_group) -> (results, env_steps, agent_steps)` runs each round
+    instead of the sampling; what it logs into `algorithm.metrics` under "evaluation" is the round's
+    result (its `results` dict when it logs nothing there)."""
     evaluation_force_reset_envs_before_iteration: bool = setting("evaluation", True)
     """Reset the evaluation envs when a round starts, so no episode of the round began with older
     weights (with the "timesteps" unit; "episodes" always start new ones). False: continue them."""

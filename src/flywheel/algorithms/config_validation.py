@@ -303,6 +303,7 @@ def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
         check_choice(config, "evaluation_duration_unit", ("episodes", "timesteps")),
         check_int(config, "evaluation_num_env_runners", 0),
         check_bool(config, "evaluation_force_reset_envs_before_iteration"),
+        check_optional_callable(config, "custom_evaluation_function"),
     ]
     overrides = config.evaluation_config
     if overrides is not None and not isinstance(overrides, Mapping):

@@ -13,11 +13,13 @@ The evaluation runners log the `weights_seq_no` of the weights they act with, so
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flywheel.env_runners.group import EnvRunnerGroup
+from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger
-from flywheel.metrics.keys import ENV_RUNNER_RESULTS
+from flywheel.metrics.keys import ENV_RUNNER_RESULTS, EVALUATION_RESULTS
 
 
 def evaluation_group(algo: Any) -> EnvRunnerGroup:
@@ -47,8 +49,11 @@ def start(algo: Any) -> EnvRunnerGroup:
 
 
 def run(algo: Any, group: EnvRunnerGroup) -> dict[str, Any]:
-    """Samples `evaluation_duration` episodes or timesteps; returns the round's reduced metrics."""
+    """Samples `evaluation_duration` episodes or timesteps (or calls `custom_evaluation_function`);
+    returns the round's reduced metrics."""
     config = algo.config
+    if config.custom_evaluation_function is not None:
+        return _run_custom(algo, group)
     force_reset = config.evaluation_force_reset_envs_before_iteration
     if config.evaluation_duration_unit == "episodes":
         group.sample(num_episodes=config.evaluation_duration, force_reset=force_reset)
@@ -57,6 +62,36 @@ def run(algo: Any, group: EnvRunnerGroup) -> dict[str, Any]:
     logger = MetricsLogger()
     logger.aggregate(group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
     return logger.reduce()
+
+
+def _run_custom(algo: Any, group: EnvRunnerGroup) -> dict[str, Any]:
+    """RLlib's contract: `fn(algorithm, eval_workers) -> (results, env_steps, agent_steps)`; the
+    function logs into `algorithm.metrics` under "evaluation" (e.g. `aggregate([runner.get_metrics()
+    ...], key=("evaluation", "env_runners"))`), which becomes the round's result and is taken out
+    of the algorithm's metrics. A function that logs nothing there gives its `results` dict."""
+    fn = algo.config.custom_evaluation_function
+    returned = fn(algo, group)
+    if not (
+        isinstance(returned, tuple)
+        and len(returned) == 3
+        and isinstance(returned[0], Mapping)
+        and all(type(n) is int for n in returned[1:])
+    ):
+        raise ConfigError(
+            f"custom_evaluation_function {getattr(fn, '__name__', fn)!r} returned {_describe(returned)}; "
+            "expected (results: dict, env_steps: int, agent_steps: int), as in RLlib's new API stack. "
+            "Fix: return the metrics dict and the env and agent steps the round sampled, e.g. "
+            "`return results, sum(e.env_steps() for e in episodes), sum(e.agent_steps() for e in episodes)`."
+        )
+    logged = algo.metrics.peek(EVALUATION_RESULTS, default={})
+    algo.metrics.delete(EVALUATION_RESULTS, key_error=False)
+    return logged or dict(returned[0])
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} ({', '.join(type(v).__name__ for v in value)})"
+    return f"a {type(value).__name__}"
 
 
 def finish(algo: Any, evaluation: dict[str, Any]) -> dict[str, Any]:
