@@ -114,3 +114,13 @@ def test_custom_evaluation_function_that_logs_nothing_gives_its_results_and_a_wr
     )
     with pytest.raises(ConfigError, match=re.escape("custom_evaluation_function=3 is not callable.")):
         config(custom_evaluation_function=3).validate()
+
+
+def test_parallel_evaluation_needs_remote_evaluation_runners():
+    with pytest.raises(ConfigError) as error:
+        config(evaluation_parallel_to_training=True).validate()
+    assert (
+        "evaluation_parallel_to_training=True needs remote evaluation runners (evaluation_num_env_runners is 0): "
+        "the evaluation samples while this process trains. Fix: config.evaluation(evaluation_num_env_runners=1), "
+        "or evaluation_parallel_to_training=False."
+    ) in str(error.value)

@@ -110,24 +110,22 @@ class Algorithm(Checkpointable):
 
     def train(self) -> dict[str, Any]:
         """Runs `training_step()` until `min_time_s_per_iteration` and `min_sample_timesteps_per_iteration`
-        are met; returns the result dict (API.md §2). An iteration that raises changes no counter,
-        metric or learner (`_all_or_nothing`)."""
+        are met, then evaluates when `evaluation_interval` says so (with
+        `evaluation_parallel_to_training`: while training, on the weights from before it); returns the
+        result dict (API.md §2). An iteration that raises changes no counter, metric or learner
+        (`_all_or_nothing`)."""
         start = time.perf_counter()
-        steps_before = self._lifetime_env_steps()
-        with self._all_or_nothing():
-            while True:
-                self.training_step()
-                elapsed = time.perf_counter() - start
-                steps = self._lifetime_env_steps() - steps_before
-                if (
-                    elapsed >= self.config.min_time_s_per_iteration
-                    and steps >= self.config.min_sample_timesteps_per_iteration
-                ):
-                    break
-        self.iteration += 1
-        evaluated = None
         interval = self.config.evaluation_interval
-        if interval and self.iteration % interval == 0:
+        evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
+        parallel = evaluate_now and self.config.evaluation_parallel_to_training
+        evaluated = None
+        with self._all_or_nothing():
+            if parallel:
+                evaluated = evaluation.alongside(self, self._train_until_minimums)
+            else:
+                self._train_until_minimums()
+        self.iteration += 1
+        if evaluate_now and not parallel:
             evaluated = self.evaluate()
         result = self.metrics.reduce()
         for key in EPISODE_KEYS:  # present (NaN) before the first episode ends, as API.md §2 lists them
@@ -144,6 +142,22 @@ class Algorithm(Checkpointable):
         )
         self._callbacks.on_train_result(algorithm=self, metrics_logger=self.metrics, result=result)
         return result
+
+    def _train_until_minimums(self) -> None:
+        """`training_step()` until the iteration's minimum time and env steps are met; logs the time
+        under `timers/training_iteration`."""
+        start = time.perf_counter()
+        steps_before = self._lifetime_env_steps()
+        with self.metrics.log_time((TIMERS, keys.TRAINING_ITERATION_TIMER), reduce="mean"):
+            while True:
+                self.training_step()
+                elapsed = time.perf_counter() - start
+                steps = self._lifetime_env_steps() - steps_before
+                if (
+                    elapsed >= self.config.min_time_s_per_iteration
+                    and steps >= self.config.min_sample_timesteps_per_iteration
+                ):
+                    break
 
     @contextlib.contextmanager
     def _all_or_nothing(self) -> Iterator[None]:

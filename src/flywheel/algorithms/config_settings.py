@@ -213,8 +213,8 @@ class AlgorithmSettings:
     """Reset the evaluation envs when a round starts, so no episode of the round began with older
     weights (with the "timesteps" unit; "episodes" always start new ones). False: continue them."""
     evaluation_parallel_to_training: bool = setting("evaluation", False)
-    """Accepted for RLlib code; flywheel evaluates after the iteration's training step either way (the
-    result holds the same keys)."""
+    """Evaluate while the iteration trains (on remote evaluation runners), on the weights from
+    before the iteration: the results' evaluation lags one iteration behind."""
 
     # fault_tolerance()
     restart_failed_env_runners: bool = setting("fault_tolerance", True)

@@ -305,6 +305,12 @@ def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
         check_bool(config, "evaluation_force_reset_envs_before_iteration"),
         check_optional_callable(config, "custom_evaluation_function"),
     ]
+    if config.evaluation_parallel_to_training and config.evaluation_num_env_runners == 0:
+        problems.append(
+            "evaluation_parallel_to_training=True needs remote evaluation runners (evaluation_num_env_runners "
+            "is 0): the evaluation samples while this process trains. Fix: "
+            "config.evaluation(evaluation_num_env_runners=1), or evaluation_parallel_to_training=False."
+        )
     overrides = config.evaluation_config
     if overrides is not None and not isinstance(overrides, Mapping):
         problems.append(

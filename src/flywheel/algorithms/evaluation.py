@@ -9,11 +9,16 @@ A round has three parts::
 
 The evaluation runners log the `weights_seq_no` of the weights they act with, so
 `result["evaluation"]["env_runners"]["weights_seq_no"]` says which weights were evaluated.
+
+With `evaluation_parallel_to_training`, `alongside` runs the iteration's training in a second thread
+while this one drives the (remote) evaluation runners: the round evaluates the weights from before
+the iteration's updates, and both callbacks run while training does not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from flywheel.env_runners.group import EnvRunnerGroup
@@ -46,6 +51,17 @@ def start(algo: Any) -> EnvRunnerGroup:
     group.sync_connector_states(from_group=algo.env_runner_group)
     algo._callbacks.on_evaluate_start(algorithm=algo, metrics_logger=algo.metrics)
     return group
+
+
+def alongside(algo: Any, training: Callable[[], None]) -> dict[str, Any]:
+    """One round while `training()` runs in another thread; returns the round's result once both
+    ended (an error of either is raised after both ended)."""
+    group = start(algo)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="flywheel-training") as pool:
+        future = pool.submit(training)
+        evaluation = run(algo, group)
+        future.result()
+    return finish(algo, evaluation)
 
 
 def run(algo: Any, group: EnvRunnerGroup) -> dict[str, Any]:
