@@ -124,3 +124,17 @@ def test_parallel_evaluation_needs_remote_evaluation_runners():
         "the evaluation samples while this process trains. Fix: config.evaluation(evaluation_num_env_runners=1), "
         "or evaluation_parallel_to_training=False."
     ) in str(error.value)
+
+
+def test_auto_duration_needs_parallel_evaluation_and_other_durations_are_ints():
+    with pytest.raises(ConfigError) as error:
+        config(evaluation_duration="auto").validate()
+    assert (
+        "evaluation_duration='auto' means: evaluate for as long as the parallel training step takes, but "
+        "evaluation_parallel_to_training is False. Fix: config.evaluation(evaluation_parallel_to_training=True, "
+        "evaluation_num_env_runners=1), or an int evaluation_duration."
+    ) in str(error.value)
+    with pytest.raises(ConfigError, match=re.escape("evaluation_duration='ten' must be an int >= 1.")):
+        config(evaluation_duration="ten").validate()
+    parallel = {"evaluation_parallel_to_training": True, "evaluation_num_env_runners": 1}
+    config(evaluation_duration="auto", **parallel).validate()

@@ -197,8 +197,13 @@ class AlgorithmSettings:
     # evaluation()
     evaluation_interval: int | None = setting("evaluation")
     """Evaluate every n training iterations (None: only when algo.evaluate() is called)."""
-    evaluation_duration: int = setting("evaluation", 10)
-    """How much to evaluate per round, in evaluation_duration_unit."""
+    evaluation_duration: int | str = setting("evaluation", 10)
+    """How much to evaluate per round, in evaluation_duration_unit; "auto" (with
+    evaluation_parallel_to_training): env steps for as long as the iteration's training takes."""
+    evaluation_auto_duration_min_env_steps_per_sample: int = setting("evaluation", 100)
+    """With evaluation_duration="auto": the fewest env steps each evaluation runner samples per call."""
+    evaluation_auto_duration_max_env_steps_per_sample: int = setting("evaluation", 2000)
+    """With evaluation_duration="auto": the most env steps each evaluation runner samples per call."""
     evaluation_duration_unit: str = setting("evaluation", "episodes")
     """"episodes" or "timesteps"."""
     evaluation_num_env_runners: int = setting("evaluation", 0)

@@ -17,14 +17,15 @@ the iteration's updates, and both callbacks run while training does not.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger
-from flywheel.metrics.keys import ENV_RUNNER_RESULTS, EVALUATION_RESULTS
+from flywheel.metrics.keys import ENV_RUNNER_RESULTS, EVALUATION_RESULTS, TIMERS, TRAINING_ITERATION_TIMER
 
 
 def evaluation_group(algo: Any) -> EnvRunnerGroup:
@@ -57,27 +58,59 @@ def alongside(algo: Any, training: Callable[[], None]) -> dict[str, Any]:
     """One round while `training()` runs in another thread; returns the round's result once both
     ended (an error of either is raised after both ended)."""
     group = start(algo)
+    expected_s = algo.metrics.peek(
+        (TIMERS, TRAINING_ITERATION_TIMER), default=0.0
+    )  # read before training logs it
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="flywheel-training") as pool:
         future = pool.submit(training)
-        evaluation = run(algo, group)
+        evaluation = run(algo, group, training=future, expected_s=expected_s)
         future.result()
     return finish(algo, evaluation)
 
 
-def run(algo: Any, group: EnvRunnerGroup) -> dict[str, Any]:
+def run(
+    algo: Any, group: EnvRunnerGroup, *, training: Future | None = None, expected_s: float = 0.0
+) -> dict[str, Any]:
     """Samples `evaluation_duration` episodes or timesteps (or calls `custom_evaluation_function`);
-    returns the round's reduced metrics."""
+    returns the round's reduced metrics. `training`: the parallel training, which "auto" lasts
+    as long as (`expected_s`: how long the last one took)."""
     config = algo.config
     if config.custom_evaluation_function is not None:
         return _run_custom(algo, group)
     force_reset = config.evaluation_force_reset_envs_before_iteration
-    if config.evaluation_duration_unit == "episodes":
+    logger = MetricsLogger()
+    if config.evaluation_duration == "auto":
+        _run_auto(algo, group, logger, training, expected_s)
+    elif config.evaluation_duration_unit == "episodes":
         group.sample(num_episodes=config.evaluation_duration, force_reset=force_reset)
     else:
         group.sample(num_timesteps=config.evaluation_duration, force_reset=force_reset)
-    logger = MetricsLogger()
     logger.aggregate(group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
     return logger.reduce()
+
+
+def _run_auto(
+    algo: Any, group: EnvRunnerGroup, logger: MetricsLogger, training: Future | None, expected_s: float
+) -> None:
+    """Calls of `n` env steps on every evaluation runner until `training` is done (at least one;
+    without training, one). `n` starts at the configured minimum; then it is what a runner samples,
+    at this round's measured rate, in the time the training is expected to take still (the last
+    iteration's training time minus the time gone), within the configured minimum and maximum."""
+    config = algo.config
+    low = config.evaluation_auto_duration_min_env_steps_per_sample
+    high = config.evaluation_auto_duration_max_env_steps_per_sample
+    force_reset = config.evaluation_force_reset_envs_before_iteration
+    started, steps, per_runner = time.perf_counter(), 0, low
+    while True:
+        runners = group.num_healthy_env_runners or group.num_remote_env_runners()  # those starting, at first
+        episodes = group.sample(num_timesteps=per_runner * runners, force_reset=force_reset)
+        logger.aggregate(group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
+        steps, force_reset = steps + sum(len(episode) for episode in episodes), False
+        if training is None or training.done():
+            return
+        elapsed = time.perf_counter() - started
+        rate = steps / elapsed / runners
+        per_runner = int(min(high, max(low, (expected_s - elapsed) * rate)))
 
 
 def _run_custom(algo: Any, group: EnvRunnerGroup) -> dict[str, Any]:
