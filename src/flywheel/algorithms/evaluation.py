@@ -58,9 +58,8 @@ def alongside(algo: Any, training: Callable[[], None]) -> dict[str, Any]:
     """One round while `training()` runs in another thread; returns the round's result once both
     ended (an error of either is raised after both ended)."""
     group = start(algo)
-    expected_s = algo.metrics.peek(
-        (TIMERS, TRAINING_ITERATION_TIMER), default=0.0
-    )  # read before training logs it
+    # How long the last training took ("auto"), read before this one's thread may log it.
+    expected_s = algo.metrics.peek((TIMERS, TRAINING_ITERATION_TIMER), default=0.0)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="flywheel-training") as pool:
         future = pool.submit(training)
         evaluation = run(algo, group, training=future, expected_s=expected_s)
@@ -94,8 +93,8 @@ def _run_auto(
 ) -> None:
     """Calls of `n` env steps on every evaluation runner until `training` is done (at least one;
     without training, one). `n` starts at the configured minimum; then it is what a runner samples,
-    at this round's measured rate, in the time the training is expected to take still (the last
-    iteration's training time minus the time gone), within the configured minimum and maximum."""
+    at this round's measured rate, in the training time still expected (the last iteration's
+    training time minus the time gone), kept within the configured minimum and maximum."""
     config = algo.config
     low = config.evaluation_auto_duration_min_env_steps_per_sample
     high = config.evaluation_auto_duration_max_env_steps_per_sample
