@@ -73,6 +73,10 @@ SECTION_KEYWORDS = {
         "evaluation_num_env_runners",
         "evaluation_config",
         "evaluation_parallel_to_training",
+        "evaluation_force_reset_envs_before_iteration",
+        "custom_evaluation_function",
+        "evaluation_auto_duration_min_env_steps_per_sample",
+        "evaluation_auto_duration_max_env_steps_per_sample",
     },
     "fault_tolerance": {
         "restart_failed_env_runners",

@@ -39,7 +39,7 @@ def test_accepted_rllib_settings_and_the_one_refused_value():
     config = (
         PPOConfig()
         .environment("CartPole-v1")
-        .evaluation(evaluation_parallel_to_training=True)
+        .evaluation(evaluation_parallel_to_training=True, evaluation_num_env_runners=1)
         .env_runners(create_env_on_local_worker=True, num_gpus_per_env_runner=0)
         .reporting(log_gradients=False)
         .debugging(log_sys_usage=False)

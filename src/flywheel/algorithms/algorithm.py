@@ -29,6 +29,7 @@ import cloudpickle
 import numpy as np
 import torch
 
+from flywheel.algorithms import evaluation
 from flywheel.algorithms.config_builders import single_agent_learner_spec
 from flywheel.algorithms.saved_config import saved_config
 from flywheel.checkpoints.checkpointable import Checkpointable, select
@@ -76,7 +77,7 @@ class Algorithm(Checkpointable):
         self._time_total_s = 0.0
         self._callbacks = config.build_callbacks()
         self._seed_everything()
-        self.env_runner_group = EnvRunnerGroup(config=config, runner_class=_runner_class(config))
+        self.env_runner_group = EnvRunnerGroup(config=config, runner_class=runner_class(config))
         runner = self.env_runner_group.local_env_runner
         spaces = (runner.env_to_module.observation_space, runner.env_to_module.action_space)
         module_spec = (
@@ -94,10 +95,7 @@ class Algorithm(Checkpointable):
             seed_process(self.config.seed)
 
     def _build_evaluation_group(self) -> EnvRunnerGroup | None:
-        if not self.config.evaluation_interval:
-            return None
-        eval_config = self.config.get_evaluation_config_object()
-        return EnvRunnerGroup(config=eval_config, runner_class=_runner_class(eval_config))
+        return evaluation.build_evaluation_group(self.config) if self.config.evaluation_interval else None
 
     # ------------------------------------------------------------- training
 
@@ -112,11 +110,45 @@ class Algorithm(Checkpointable):
 
     def train(self) -> dict[str, Any]:
         """Runs `training_step()` until `min_time_s_per_iteration` and `min_sample_timesteps_per_iteration`
-        are met; returns the result dict (API.md §2). An iteration that raises changes no counter,
-        metric or learner (`_all_or_nothing`)."""
+        are met, then evaluates when `evaluation_interval` says so (with
+        `evaluation_parallel_to_training`: while training, on the weights from before it); returns the
+        result dict (API.md §2). An iteration that raises changes no counter, metric or learner
+        (`_all_or_nothing`)."""
+        start = time.perf_counter()
+        interval = self.config.evaluation_interval
+        evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
+        parallel = evaluate_now and self.config.evaluation_parallel_to_training
+        evaluated = None
+        with self._all_or_nothing():
+            if parallel:
+                evaluated = evaluation.alongside(self, self._train_until_minimums)
+            else:
+                self._train_until_minimums()
+        self.iteration += 1
+        if evaluate_now and not parallel:
+            evaluated = self.evaluate()
+        result = self.metrics.reduce()
+        for key in EPISODE_KEYS:  # present (NaN) before the first episode ends, as API.md §2 lists them
+            result.setdefault(ENV_RUNNER_RESULTS, {}).setdefault(key, float("nan"))
+        time_this_iter = time.perf_counter() - start
+        self._time_total_s += time_this_iter
+        if evaluated is not None:
+            result[keys.EVALUATION_RESULTS] = evaluated
+        result.update(
+            training_iteration=self.iteration,
+            time_this_iter_s=time_this_iter,
+            time_total_s=self._time_total_s,
+            **{keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()},
+        )
+        self._callbacks.on_train_result(algorithm=self, metrics_logger=self.metrics, result=result)
+        return result
+
+    def _train_until_minimums(self) -> None:
+        """`training_step()` until the iteration's minimum time and env steps are met; logs the time
+        under `timers/training_iteration`."""
         start = time.perf_counter()
         steps_before = self._lifetime_env_steps()
-        with self._all_or_nothing():
+        with self.metrics.log_time((TIMERS, keys.TRAINING_ITERATION_TIMER), reduce="mean"):
             while True:
                 self.training_step()
                 elapsed = time.perf_counter() - start
@@ -126,26 +158,6 @@ class Algorithm(Checkpointable):
                     and steps >= self.config.min_sample_timesteps_per_iteration
                 ):
                     break
-        self.iteration += 1
-        evaluation = None
-        interval = self.config.evaluation_interval
-        if interval and self.iteration % interval == 0:
-            evaluation = self.evaluate()
-        result = self.metrics.reduce()
-        for key in EPISODE_KEYS:  # present (NaN) before the first episode ends, as API.md §2 lists them
-            result.setdefault(ENV_RUNNER_RESULTS, {}).setdefault(key, float("nan"))
-        time_this_iter = time.perf_counter() - start
-        self._time_total_s += time_this_iter
-        if evaluation is not None:
-            result[keys.EVALUATION_RESULTS] = evaluation
-        result.update(
-            training_iteration=self.iteration,
-            time_this_iter_s=time_this_iter,
-            time_total_s=self._time_total_s,
-            **{keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()},
-        )
-        self._callbacks.on_train_result(algorithm=self, metrics_logger=self.metrics, result=result)
-        return result
 
     @contextlib.contextmanager
     def _all_or_nothing(self) -> Iterator[None]:
@@ -226,28 +238,10 @@ class Algorithm(Checkpointable):
     # ----------------------------------------------------------- evaluation
 
     def evaluate(self) -> dict[str, Any]:
-        """Runs the evaluation runners with the current weights; returns the `evaluation` result part."""
-        group = self.eval_env_runner_group
-        if group is None:
-            eval_config = self.config.get_evaluation_config_object()
-            group = self.eval_env_runner_group = EnvRunnerGroup(
-                config=eval_config, runner_class=_runner_class(eval_config)
-            )
-        self._callbacks.on_evaluate_start(algorithm=self, metrics_logger=self.metrics)
-        group.sync_weights(self.learner_group.get_weights(inference_only=True), 0)
-        group.sync_connector_states(from_group=self.env_runner_group)
-        duration = self.config.evaluation_duration
-        if self.config.evaluation_duration_unit == "episodes":
-            group.sample(num_episodes=duration)
-        else:
-            group.sample(num_timesteps=duration)
-        logger = MetricsLogger()
-        logger.aggregate(group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
-        evaluation = logger.reduce()
-        self._callbacks.on_evaluate_end(
-            algorithm=self, metrics_logger=self.metrics, evaluation_metrics=evaluation
-        )
-        return evaluation
+        """One evaluation round with the learners' current weights (`flywheel.algorithms.evaluation`);
+        returns the `evaluation` result part."""
+        group = evaluation.start(self)
+        return evaluation.finish(self, evaluation.run(self, group))
 
     # -------------------------------------------------------------- modules
 
@@ -452,6 +446,7 @@ class Algorithm(Checkpointable):
         weights = self.learner_group.get_weights(inference_only=True)
         self.env_runner_group.sync_weights(weights, 0)
         self.env_runner_group.sync_weights(weights, self.learner_group.weights_seq_no)
+        evaluation.forget_weights(self)
 
     def stop(self) -> None:
         """Releases envs, runners and learners."""
@@ -461,7 +456,7 @@ class Algorithm(Checkpointable):
         self.learner_group.shutdown()
 
 
-def _runner_class(config: Any) -> type:
+def runner_class(config: Any) -> type:
     """`config.env_runner_cls` when set, else `MultiAgentEnvRunner` for multi-agent configs
     (`config.is_multi_agent`) and `SingleAgentEnvRunner` for the others."""
     if config.env_runner_cls is not None:

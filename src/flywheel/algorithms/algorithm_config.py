@@ -217,8 +217,10 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         return self._section("offline_data", kwargs)
 
     def evaluation(self, **kwargs: Any) -> Self:
-        """Evaluation: evaluation_interval, evaluation_duration, evaluation_duration_unit,
-        evaluation_num_env_runners, evaluation_config."""
+        """Evaluation: evaluation_interval, evaluation_duration (int or "auto"), evaluation_duration_unit,
+        evaluation_num_env_runners, evaluation_config, evaluation_parallel_to_training,
+        evaluation_force_reset_envs_before_iteration, custom_evaluation_function and the "auto"
+        duration's evaluation_auto_duration_{min,max}_env_steps_per_sample (docs/concepts/evaluation.md)."""
         return self._section("evaluation", kwargs)
 
     def fault_tolerance(self, **kwargs: Any) -> Self:

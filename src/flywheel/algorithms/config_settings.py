@@ -197,17 +197,29 @@ class AlgorithmSettings:
     # evaluation()
     evaluation_interval: int | None = setting("evaluation")
     """Evaluate every n training iterations (None: only when algo.evaluate() is called)."""
-    evaluation_duration: int = setting("evaluation", 10)
-    """How much to evaluate per round, in evaluation_duration_unit."""
+    evaluation_duration: int | str = setting("evaluation", 10)
+    """How much to evaluate per round, in evaluation_duration_unit; "auto" (with
+    evaluation_parallel_to_training): env steps for as long as the iteration's training takes."""
+    evaluation_auto_duration_min_env_steps_per_sample: int = setting("evaluation", 100)
+    """With evaluation_duration="auto": the fewest env steps each evaluation runner samples per call."""
+    evaluation_auto_duration_max_env_steps_per_sample: int = setting("evaluation", 2000)
+    """With evaluation_duration="auto": the most env steps each evaluation runner samples per call."""
     evaluation_duration_unit: str = setting("evaluation", "episodes")
     """"episodes" or "timesteps"."""
     evaluation_num_env_runners: int = setting("evaluation", 0)
     """Remote evaluation runners (0: evaluate on a local runner)."""
     evaluation_config: dict | None = setting("evaluation")
     """Setting overrides for evaluation, e.g. AlgorithmConfig.overrides(explore=False)."""
+    custom_evaluation_function: Callable | None = setting("evaluation")
+    """`fn(algorithm, eval_env_runner_group) -> (results, env_steps, agent_steps)` runs each round
+    instead of the sampling; what it logs into `algorithm.metrics` under "evaluation" is the round's
+    result (its `results` dict when it logs nothing there)."""
+    evaluation_force_reset_envs_before_iteration: bool = setting("evaluation", True)
+    """Reset the evaluation envs when a round starts, so no episode of the round began with older
+    weights (with the "timesteps" unit; "episodes" always start new ones). False: continue them."""
     evaluation_parallel_to_training: bool = setting("evaluation", False)
-    """Accepted for RLlib code; flywheel evaluates after the iteration's training step either way (the
-    result holds the same keys)."""
+    """Evaluate while the iteration trains (on remote evaluation runners), on the weights from
+    before the iteration: the results' evaluation lags one iteration behind."""
 
     # fault_tolerance()
     restart_failed_env_runners: bool = setting("fault_tolerance", True)

@@ -299,10 +299,20 @@ def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
     problems += _check_model_configs(config) + _check_module_ids(config)
     problems += [
         check_int(config, "evaluation_interval", 1, allow_none=True),
-        check_int(config, "evaluation_duration", 1),
+        _check_evaluation_duration(config),
+        check_int(config, "evaluation_auto_duration_min_env_steps_per_sample", 1),
+        check_int(config, "evaluation_auto_duration_max_env_steps_per_sample", 1),
         check_choice(config, "evaluation_duration_unit", ("episodes", "timesteps")),
         check_int(config, "evaluation_num_env_runners", 0),
+        check_bool(config, "evaluation_force_reset_envs_before_iteration"),
+        check_optional_callable(config, "custom_evaluation_function"),
     ]
+    if config.evaluation_parallel_to_training and config.evaluation_num_env_runners == 0:
+        problems.append(
+            "evaluation_parallel_to_training=True needs remote evaluation runners (evaluation_num_env_runners "
+            "is 0): the evaluation samples while this process trains. Fix: "
+            "config.evaluation(evaluation_num_env_runners=1), or evaluation_parallel_to_training=False."
+        )
     overrides = config.evaluation_config
     if overrides is not None and not isinstance(overrides, Mapping):
         problems.append(
@@ -317,6 +327,19 @@ def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:
                 + (f", e.g. {hint!r}." if hint else f" ({type(config).__name__}.setting_names() lists them).")
             )
     return problems
+
+
+def _check_evaluation_duration(config: AlgorithmConfig) -> str | None:
+    """An int >= 1, or "auto" when evaluation runs parallel to training (RLlib refuses it otherwise)."""
+    if config.evaluation_duration != "auto":
+        return check_int(config, "evaluation_duration", 1)
+    if config.evaluation_parallel_to_training:
+        return None
+    return (
+        "evaluation_duration='auto' means: evaluate for as long as the parallel training step takes, but "
+        "evaluation_parallel_to_training is False. Fix: config.evaluation(evaluation_parallel_to_training=True, "
+        "evaluation_num_env_runners=1), or an int evaluation_duration."
+    )
 
 
 def _check_model_configs(config: AlgorithmConfig) -> list[str]:

@@ -69,7 +69,7 @@ class EnvRunnerGroup:
         Remote runners sample in parallel, each its share of what is still missing, in rounds
         until `num_timesteps` env steps (or `num_episodes` episodes) arrived; without either,
         each runner samples one rollout fragment. The runners' connector states are then merged
-        and sent back to every runner.
+        and sent back to every runner. `force_reset` resets the envs in the first round only.
         """
         if self._remote is None:
             episodes = self.local_env_runner.sample(
@@ -94,6 +94,7 @@ class EnvRunnerGroup:
             calls = self._remote.call("sample", args)
             results = self._remote.gather(calls)
             self._num_dropped += len(calls) - len(results)
+            kwargs.pop("force_reset", None)  # later rounds continue the episodes of the first
             for _, (chunk, metrics_state, connector_state) in results:
                 episodes.extend(chunk)
                 metrics_states.append(metrics_state)

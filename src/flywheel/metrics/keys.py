@@ -64,6 +64,7 @@ NUM_ENV_STEPS_STORED = "num_env_steps_stored"
 
 # result[TIMERS][...] (seconds).
 ENV_RUNNER_SAMPLING_TIMER = "env_runner_sampling_timer"
+TRAINING_ITERATION_TIMER = "training_iteration"  # the iteration's training_step() calls, evaluation aside
 LEARNER_UPDATE_TIMER = "learner_update_timer"
 SYNCH_WORKER_WEIGHTS_TIMER = "synch_weights"
 REPLAY_BUFFER_ADD_DATA_TIMER = "replay_buffer_add_data_timer"

@@ -311,7 +311,7 @@ class MetricsLogger:
         """
         parts = [part for k in key for part in (k if isinstance(k, tuple | list) else (k,))]
         path = _path(tuple(parts))
-        doomed = [other for other in self._stats if other[: len(path)] == path]
+        doomed = [other for other in tuple(self._stats) if other[: len(path)] == path]
         if not doomed and key_error:
             raise MetricKeyError(
                 f"No metric {_name(path)!r} to delete; logged keys are {sorted(map(_name, self._stats))}."
@@ -331,7 +331,7 @@ class MetricsLogger:
         depth = len(path)
         group: dict = {}
         seconds = time.perf_counter() - self._last_reduce_time
-        for other, stats in self._stats.items():
+        for other, stats in tuple(self._stats.items()):
             if len(other) > depth and other[:depth] == path:
                 if not throughput_only:
                     _set_nested(group, other[depth:], stats.peek())
@@ -387,7 +387,7 @@ class MetricsLogger:
             raise MetricsError(
                 f"Metric key {_name(path)!r} has an empty part; use names like 'timers/update'."
             )
-        for other in self._stats:
+        for other in tuple(self._stats):  # a copy: another thread may add keys meanwhile
             depth = min(len(other), len(path))
             if other[:depth] == path[:depth]:
                 raise MetricsError(
