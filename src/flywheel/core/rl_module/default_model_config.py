@@ -174,8 +174,11 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "use_lstm": (lambda v: isinstance(v, bool), "True or False"),
     "max_seq_len": (_positive_int, "an int >= 1"),
     "lstm_cell_size": (_positive_int, "an int >= 1"),
-    # Set by the algorithm from its training settings (DQN's dueling, SAC's twin_q).
+    # Set by the algorithm from its training settings (DQN's dueling and distributional support, SAC's twin_q).
     "dueling": (lambda v: isinstance(v, bool), "True or False"),
+    "num_atoms": (_positive_int, "an int >= 1"),
+    "v_min": (lambda v: _number(v) and math.isfinite(v), "a finite number"),
+    "v_max": (lambda v: _number(v) and math.isfinite(v), "a finite number"),
     "twin_q": (lambda v: isinstance(v, bool), "True or False"),
 }
 
