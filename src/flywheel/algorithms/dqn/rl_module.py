@@ -27,6 +27,7 @@ from flywheel.algorithms.dqn.distributional import support
 from flywheel.columns import Columns
 from flywheel.core.learner.utils import make_target_network
 from flywheel.core.models import (
+    FUSION_KEYS,
     GAUSSIAN_HEAD_KEYS,
     build_encoder,
     build_head,
@@ -85,7 +86,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
         self.model_config = resolve_model_config(
             self.model_config,
             check=self.uses_default_model_config,
-            unused=GAUSSIAN_HEAD_KEYS + ("pi_output_kernel_initializer_kwargs",),
+            unused=GAUSSIAN_HEAD_KEYS + FUSION_KEYS + ("pi_output_kernel_initializer_kwargs",),
             module="DefaultDQNTorchRLModule",
         )
         cfg = self.model_config
