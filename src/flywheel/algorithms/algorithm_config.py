@@ -22,7 +22,7 @@ import math
 import warnings
 from collections.abc import Iterable, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from flywheel.algorithms import config_validation
 from flywheel.algorithms.config_builders import (
@@ -71,6 +71,9 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     """Settings of an algorithm, set through section methods that each return the config."""
 
     _frozen = False  # set by freeze(); not a setting (unannotated, so not a dataclass field)
+    uses_lr: ClassVar[bool] = True
+    """False for algorithms whose optimizers have learning rates of their own (SAC's `actor_lr`,
+    `critic_lr`, `alpha_lr`): `lr` is then None and not checked as a rate."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -240,7 +240,7 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_optional_class(config, "learner_class"),
         check_optional_callable(config, "learner_connector"),
         check_unit_interval(config, "gamma"),
-        check_schedule(config, "lr", 0, strict=True),
+        check_schedule(config, "lr", 0, strict=True) if config.uses_lr else None,
         check_number(config, "adam_epsilon", 0, strict=True),
         check_number(config, "grad_clip", 0, strict=True, allow_none=True),
         check_choice(config, "grad_clip_by", ("value", "norm", "global_norm")),

@@ -274,9 +274,12 @@ class Marker(ConnectorV2):
         return batch
 
 
-def test_module_spec_gets_the_dueling_setting():
+def test_module_spec_gets_the_dueling_and_distributional_settings():
     spec = (
-        valid().training(dueling=False).rl_module(model_config={"fcnet_hiddens": [32]}).get_rl_module_spec()
+        valid()
+        .training(dueling=False, num_atoms=11, v_min=-2.0, v_max=3.0)
+        .rl_module(model_config={"fcnet_hiddens": [32]})
+        .get_rl_module_spec()
     )
     assert spec.module_class.__name__ == "DefaultDQNTorchRLModule"
     assert spec.model_config == {
@@ -284,7 +287,40 @@ def test_module_spec_gets_the_dueling_setting():
         "fcnet_activation": "relu",
         "head_fcnet_hiddens": [256],
         "dueling": False,
+        "num_atoms": 11,
+        "v_min": -2.0,
+        "v_max": 3.0,
     }
+
+
+def test_distributional_defaults_are_rllibs():
+    config = DQNConfig()
+    assert (config.num_atoms, config.v_min, config.v_max) == (1, -10.0, 10.0)
+
+
+@pytest.mark.parametrize(
+    ("training", "message"),
+    [
+        (
+            {"num_atoms": 0},
+            "num_atoms=0 must be an int >= 1. Fix: pass an int >= 1 to config.training(num_atoms=...).",
+        ),
+        (
+            {"num_atoms": 51, "v_min": 5.0, "v_max": 5.0},
+            "v_min=5.0 must be below v_max=5.0: they are the ends of the support of the 51 atoms. Fix: pass "
+            "returns that bound the Q-values, e.g. config.training(v_min=0.0, v_max=100.0).",
+        ),
+        (
+            {"v_max": float("inf")},
+            "v_min=-10.0, v_max=inf must be finite numbers (the ends of C51's support). "
+            "Fix: pass numbers to config.training(v_min=..., v_max=...).",
+        ),
+    ],
+)
+def test_bad_distributional_settings_are_named(training, message):
+    with pytest.raises(ConfigError) as info:
+        valid().training(**training).validate()
+    assert message in str(info.value)
 
 
 def test_dict_round_trip():

@@ -24,7 +24,8 @@ SAC_DEFAULTS = {
     "twin_q": True,
     "initial_alpha": 1.0,
     "target_entropy": "auto",
-    "actor_lr": 3e-4,
+    "lr": None,  # RLlib 2.60's: SAC's three optimizers have rates of their own
+    "actor_lr": 3e-5,
     "critic_lr": 3e-4,
     "alpha_lr": 3e-4,
 }
@@ -89,3 +90,28 @@ def test_problems():
     assert "- alpha_lr=-1.0 must be a number > 0." in message
     assert "- twin_q='yes' must be True or False." in message
     assert "- training_intensity=-1 would never train" in message
+
+
+def test_lr_none_is_accepted_and_a_rate_in_lr_is_refused_with_the_fix():
+    config = SACConfig().environment("Pendulum-v1").training(lr=None, actor_lr=1e-4)
+    config.validate()
+    assert (config.lr, config.actor_lr) == (None, 1e-4)
+    with pytest.raises(ConfigError) as info:
+        SACConfig().environment("Pendulum-v1").training(lr=1e-3).validate()
+    assert str(info.value) == (
+        "Invalid SACConfig (1 problem):\n- lr=0.001: SAC does not use lr; its three optimizers have their own "
+        "rates, actor_lr=3e-05, critic_lr=0.0003 and alpha_lr=0.0003. Fix: pass the rates to "
+        "config.training(actor_lr=..., critic_lr=..., alpha_lr=...) and leave lr=None (the default)."
+    )
+
+
+def test_a_learner_takes_a_new_config_although_lr_is_none():
+    config = SACConfig().environment("Pendulum-v1").rl_module(model_config={"fcnet_hiddens": [8]})
+    learner = config.build_learner()
+    learner.reset_config(config.copy(copy_frozen=False).training(gamma=0.9))
+    assert learner.config.gamma == 0.9
+    rates = {
+        name: optimizer.param_groups[0]["lr"]
+        for name, optimizer in learner.get_optimizers_for_module("default_policy")
+    }
+    assert rates == {"critic": 3e-4, "actor": 3e-5, "alpha": 3e-4}

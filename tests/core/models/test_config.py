@@ -31,6 +31,12 @@ def test_defaults_are_rllibs():
         "head_fcnet_bias_initializer_kwargs": None,
         "pi_output_kernel_initializer_kwargs": None,
         "vf_output_kernel_initializer_kwargs": None,
+        "fusionnet_hiddens": [256, 256],
+        "fusionnet_activation": "tanh",
+        "fusionnet_kernel_initializer": None,
+        "fusionnet_kernel_initializer_kwargs": None,
+        "fusionnet_bias_initializer": None,
+        "fusionnet_bias_initializer_kwargs": None,
     }
 
 

@@ -1,4 +1,5 @@
-"""`DQNConfig`: DQN with the Rainbow options (double Q, dueling heads, n-step returns, prioritized replay).
+"""`DQNConfig`: DQN with the Rainbow options (double Q, dueling heads, n-step returns, prioritized replay,
+distributional Q-learning).
 
 config = (
     DQNConfig()
@@ -9,11 +10,13 @@ config = (
         training_intensity=16,   # replayed env steps per sampled env step
     )
 )
+config = DQNConfig().environment("CartPole-v1").training(num_atoms=51, v_min=0.0, v_max=100.0)   # C51
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING, Any
 
 from flywheel.algorithms import config_validation as checks
@@ -27,8 +30,9 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
 class DQNConfig(OffPolicyConfig):
-    """Settings of DQN with the Rainbow options double Q, dueling heads, n-step returns and
-    prioritized replay; `training()` also takes the keywords below and those of `OffPolicyConfig`."""
+    """Settings of DQN with the Rainbow options double Q, dueling heads, n-step returns, prioritized
+    replay and distributional Q-learning (C51); `training()` also takes the keywords below and those of
+    `OffPolicyConfig`."""
 
     lr: float | Schedule = setting("training", 5e-4)
     """Learning rate, or a piecewise-linear schedule over sampled env steps."""
@@ -45,7 +49,14 @@ class DQNConfig(OffPolicyConfig):
     dueling: bool = setting("training", True)
     """Q = V(s) + A(s, a) - mean_a A(s, a): a state value and advantages in separate heads."""
     td_error_loss_fn: str = setting("training", "huber")
-    """"huber" (robust to large TD errors) or "mse"."""
+    """"huber" (robust to large TD errors) or "mse"; not used with `num_atoms > 1` (cross-entropy)."""
+    num_atoms: int = setting("training", 1)
+    """Atoms of the return distribution per action: 1 learns expected values (plain DQN); more learns
+    a categorical distribution over `num_atoms` returns from `v_min` to `v_max` (C51; 51 in the paper)."""
+    v_min: float = setting("training", -10.0)
+    """The smallest return on the support (C51); returns below it count as `v_min`."""
+    v_max: float = setting("training", 10.0)
+    """The largest return on the support (C51); returns above it count as `v_max`."""
 
     def get_default_algo_class(self) -> type:
         """DQN (imported on first use)."""
@@ -72,9 +83,16 @@ class DQNConfig(OffPolicyConfig):
     def get_rl_module_spec(
         self, spaces: tuple | dict | None = None, module_id: str = DEFAULT_MODULE_ID, **kwargs: Any
     ) -> RLModuleSpec:
-        """The merged spec, with `model_config["dueling"]` = the `dueling` training setting."""
+        """The merged spec, with the `dueling`, `num_atoms`, `v_min` and `v_max` training settings in
+        `model_config` (as RLlib adds them)."""
         spec = super().get_rl_module_spec(spaces, module_id, **kwargs)
-        spec.model_config = {**(spec.model_config or {}), "dueling": self.dueling}
+        spec.model_config = {
+            **(spec.model_config or {}),
+            "dueling": self.dueling,
+            "num_atoms": self.num_atoms,
+            "v_min": self.v_min,
+            "v_max": self.v_max,
+        }
         return spec
 
     def validation_problems(self) -> list[str]:
@@ -84,6 +102,8 @@ class DQNConfig(OffPolicyConfig):
             checks.check_bool(self, "double_q"),
             checks.check_bool(self, "dueling"),
             checks.check_choice(self, "td_error_loss_fn", ("huber", "mse")),
+            checks.check_int(self, "num_atoms", 1),
+            _check_support(self),
         ]
         return super().validation_problems() + [problem for problem in problems if problem]
 
@@ -100,3 +120,19 @@ def _check_epsilon(config: DQNConfig) -> str | None:
         f"epsilon={epsilon!r} has a probability above 1 ({max(values)}). "
         "Fix: pass a number in [0, 1] or a schedule such as [[0, 1.0], [10_000, 0.05]] to config.training(epsilon=...)."
     )
+
+
+def _check_support(config: DQNConfig) -> str | None:
+    bounds = (config.v_min, config.v_max)
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in bounds):
+        return (
+            f"v_min={config.v_min!r}, v_max={config.v_max!r} must be finite numbers (the ends of C51's support). "
+            "Fix: pass numbers to config.training(v_min=..., v_max=...)."
+        )
+    if isinstance(config.num_atoms, int) and config.num_atoms > 1 and config.v_min >= config.v_max:
+        return (
+            f"v_min={config.v_min!r} must be below v_max={config.v_max!r}: they are the ends of the support of "
+            f"the {config.num_atoms} atoms. Fix: pass returns that bound the Q-values, "
+            "e.g. config.training(v_min=0.0, v_max=100.0)."
+        )
+    return None

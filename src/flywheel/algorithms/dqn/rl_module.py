@@ -6,6 +6,10 @@ Layout (see `flywheel.core.models` for the parts)::
                    └─ value (vf) ──────┴→ Q = V + A - mean(A)     (dueling)
     obs ─ encoder ── af → Q                                        (dueling=False)
 
+With `num_atoms > 1` (C51, see `flywheel.algorithms.dqn.distributional`) the heads give logits
+`[B, num_actions, num_atoms]` (the value head one logit per atom, added to every action's centred
+advantage logits), and Q = sum(softmax(logits) * z) over the support z from `v_min` to `v_max`.
+
 Learners also hold `target_encoder`, `target_af` (and `target_vf`): the target network,
 updated by the learner (`get_target_network_pairs`). Runners build the module with
 `inference_only=True`, without the target copies. Observations `{"observations": ...,
@@ -19,9 +23,11 @@ import gymnasium as gym
 import torch
 from torch import nn
 
+from flywheel.algorithms.dqn.distributional import support
 from flywheel.columns import Columns
 from flywheel.core.learner.utils import make_target_network
 from flywheel.core.models import (
+    FUSION_KEYS,
     GAUSSIAN_HEAD_KEYS,
     build_encoder,
     build_head,
@@ -37,6 +43,9 @@ from flywheel.errors import ModuleError
 
 QF_PREDS = "qf_preds"
 """Output key of `forward_train` / `forward_target`: Q-values `[B, num_actions]` of `batch[OBS]`."""
+QF_LOGITS = "qf_logits"
+"""Output key of `forward_train` / `forward_target` with `num_atoms > 1`: the logits
+`[B, num_actions, num_atoms]` of each action's return distribution over the support."""
 
 _NETWORKS = ("encoder", "af", "vf")
 
@@ -45,12 +54,13 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
     """Q-network for Discrete actions, acting epsilon-greedily while exploring.
 
     `model_config`: the default-model keys (`fcnet_hiddens` for the encoder, `head_fcnet_hiddens`
-    for the heads, ...) plus `dueling` (set from `DQNConfig.dueling`).
+    for the heads, ...) plus `dueling`, `num_atoms`, `v_min` and `v_max` (set from `DQNConfig`'s
+    settings of those names; `num_atoms=1`, the default, is plain expected-value DQN).
 
     Outputs: `forward_exploration` → `ACTIONS` (a random action with probability `epsilon`, else
     the greedy one; the runner's GetActions piece then leaves them as they are);
     `forward_inference` → `ACTION_DIST_INPUTS` = Q-values (greedy: argmax); `forward_train` →
-    `QF_PREDS`. `epsilon` is a buffer: the learner sets it from the epsilon schedule, and runners
+    `QF_PREDS` (and `QF_LOGITS` with `num_atoms > 1`). `epsilon` is a buffer: the learner sets it from the epsilon schedule, and runners
     receive it with the weights.
 
     The target copies are made in `setup()` of every non-inference module (so a module restored
@@ -64,6 +74,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
     target_encoder: nn.Module  # the target networks (made in `make_target_networks`)
     target_af: nn.Module
     target_vf: nn.Module | None
+    atoms: torch.Tensor  # the support z [num_atoms] (a buffer; C51 only)
 
     def setup(self) -> None:
         if not isinstance(self.action_space, gym.spaces.Discrete):
@@ -75,7 +86,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
         self.model_config = resolve_model_config(
             self.model_config,
             check=self.uses_default_model_config,
-            unused=GAUSSIAN_HEAD_KEYS + ("pi_output_kernel_initializer_kwargs",),
+            unused=GAUSSIAN_HEAD_KEYS + FUSION_KEYS + ("pi_output_kernel_initializer_kwargs",),
             module="DefaultDQNTorchRLModule",
         )
         cfg = self.model_config
@@ -86,9 +97,15 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
             )
         inner_space = masked_observation_space(self.observation_space, self.action_space)
         self.masked = inner_space is not None
+        self.num_atoms = int(cfg.get("num_atoms", 1))
+        if self.num_atoms > 1:
+            atoms = support(self.num_atoms, float(cfg.get("v_min", -10.0)), float(cfg.get("v_max", 10.0)))
+            self.register_buffer("atoms", atoms, persistent=False)
         self.encoder = build_encoder(inner_space if self.masked else self.observation_space, cfg)
-        self.af = build_head(self.encoder.output_dim, int(self.action_space.n), cfg, "vf")
-        self.vf = build_head(self.encoder.output_dim, 1, cfg, "vf") if cfg.get("dueling", True) else None
+        num_actions = int(self.action_space.n)
+        self.af = build_head(self.encoder.output_dim, num_actions * self.num_atoms, cfg, "vf")
+        dueling = cfg.get("dueling", True)
+        self.vf = build_head(self.encoder.output_dim, self.num_atoms, cfg, "vf") if dueling else None
         self.register_buffer("epsilon", torch.tensor(1.0))
         if not self.inference_only:
             self.make_target_networks()
@@ -97,15 +114,17 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
 
     def compute_q_values(self, batch: dict) -> torch.Tensor:
         """Q-values `[B, num_actions]` of `batch[OBS]` (online network; forbidden actions `MASKED_LOGIT`)."""
-        return self._masked_q_values(batch, self.encoder, self.af, self.vf)
+        return self._q_outputs(batch, self.encoder, self.af, self.vf)[QF_PREDS]
 
-    def _masked_q_values(
-        self, batch: dict, encoder: nn.Module, af: nn.Module, vf: nn.Module | None
-    ) -> torch.Tensor:
-        if not self.masked:
-            return _q_values(encoder, af, vf, batch[Columns.OBS])
-        obs, allowed = split_masked(batch[Columns.OBS])
-        return mask_logits(_q_values(encoder, af, vf, obs), allowed)
+    def _q_outputs(self, batch: dict, encoder: nn.Module, af: nn.Module, vf: nn.Module | None) -> dict:
+        """`{QF_PREDS: [B, num_actions]}`, with `QF_LOGITS` `[B, num_actions, num_atoms]` for C51."""
+        obs, allowed = split_masked(batch[Columns.OBS]) if self.masked else (batch[Columns.OBS], None)
+        out = _q_outputs(encoder, af, vf, obs, int(self.action_space.n), self.num_atoms)
+        if self.num_atoms > 1:
+            out[QF_PREDS] = (torch.softmax(out[QF_LOGITS], dim=-1) * self.atoms).sum(dim=-1)
+        if allowed is not None:
+            out[QF_PREDS] = mask_logits(out[QF_PREDS], allowed)
+        return out
 
     def _forward_inference(self, batch: dict, **kwargs) -> dict:
         return {Columns.ACTION_DIST_INPUTS: self.compute_q_values(batch)}
@@ -120,7 +139,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
         return {Columns.ACTIONS: torch.where(explore, random, greedy)}
 
     def _forward_train(self, batch: dict, **kwargs) -> dict:
-        return {QF_PREDS: self.compute_q_values(batch)}
+        return self._q_outputs(batch, self.encoder, self.af, self.vf)
 
     # TargetNetworkAPI.
 
@@ -141,18 +160,34 @@ class DefaultDQNTorchRLModule(TorchRLModule, TargetNetworkAPI):
         ]
 
     def forward_target(self, batch: dict) -> dict:
-        """`{QF_PREDS: target-network Q-values [B, num_actions] of batch[OBS]}` (masked as `compute_q_values`)."""
-        return {QF_PREDS: self._masked_q_values(batch, self.target_encoder, self.target_af, self.target_vf)}
+        """`{QF_PREDS: target-network Q-values [B, num_actions] of batch[OBS]}` (masked as `compute_q_values`),
+        with `QF_LOGITS` for C51."""
+        return self._q_outputs(batch, self.target_encoder, self.target_af, self.target_vf)
 
     def get_non_inference_attributes(self) -> list[str]:
         return [f"target_{name}" for name in _NETWORKS]
 
 
-def _q_values(encoder: nn.Module, af: nn.Module, vf: nn.Module | None, obs: torch.Tensor) -> torch.Tensor:
-    """Q-values from the advantage head, or dueling: `V + A - mean(A)` (the mean makes V and A
-    identifiable: any constant could otherwise move between them)."""
+def _q_outputs(
+    encoder: nn.Module,
+    af: nn.Module,
+    vf: nn.Module | None,
+    obs: torch.Tensor,
+    num_actions: int,
+    num_atoms: int,
+) -> dict:
+    """`{QF_PREDS: Q}` from the advantage head, or dueling: `V + A - mean(A)` (the mean makes V and A
+    identifiable: any constant could otherwise move between them). C51: `{QF_LOGITS: ...}` of shape
+    `[B, num_actions, num_atoms]`, dueling per atom (V's logit for each atom plus the action's advantage
+    logit minus the actions' mean; the caller turns them into Q)."""
     embeddings = encoder(obs)
     advantages = af(embeddings)
+    if num_atoms > 1:
+        advantages = advantages.view(*advantages.shape[:-1], num_actions, num_atoms)
+        if vf is None:
+            return {QF_LOGITS: advantages}
+        centred = advantages - advantages.mean(dim=-2, keepdim=True)
+        return {QF_LOGITS: vf(embeddings).unsqueeze(-2) + centred}
     if vf is None:
-        return advantages
-    return vf(embeddings) + advantages - advantages.mean(dim=-1, keepdim=True)
+        return {QF_PREDS: advantages}
+    return {QF_PREDS: vf(embeddings) + advantages - advantages.mean(dim=-1, keepdim=True)}

@@ -118,6 +118,11 @@ class OffPolicyTorchLearner(TorchLearner):
 def n_step_targets(batch: dict, gamma: float, next_value: torch.Tensor) -> torch.Tensor:
     """The TD targets of replayed n-step rows: `R + gamma**n * (1 - terminated) * next_value`; rows
     without `N_STEP` (offline episodes, one step each) take n = 1."""
+    return batch[Columns.REWARDS].float() + n_step_discounts(batch, gamma) * next_value
+
+
+def n_step_discounts(batch: dict, gamma: float) -> torch.Tensor:
+    """`gamma**n * (1 - terminated)` per replayed row: the weight of the bootstrapped value in its target."""
     not_done = 1.0 - batch[Columns.TERMINATEDS].float()
     discount = gamma ** batch[Columns.N_STEP].float() if Columns.N_STEP in batch else gamma
-    return batch[Columns.REWARDS].float() + discount * not_done * next_value
+    return discount * not_done

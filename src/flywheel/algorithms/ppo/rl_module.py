@@ -19,6 +19,7 @@ import torch
 from flywheel.columns import Columns
 from flywheel.compat import child, forward_of
 from flywheel.core.models import (
+    FUSION_KEYS,
     LSTMEncoder,
     build_encoder,
     build_policy_head,
@@ -53,7 +54,12 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
 
     def setup(self) -> None:
-        self.model_config = resolve_model_config(self.model_config, check=self.uses_default_model_config)
+        self.model_config = resolve_model_config(
+            self.model_config,
+            check=self.uses_default_model_config,
+            unused=FUSION_KEYS,
+            module="DefaultPPOTorchRLModule",
+        )
         cfg = self.model_config
         inner_space = masked_observation_space(self.observation_space, self.action_space)
         self.masked = inner_space is not None

@@ -24,9 +24,14 @@ class SACConfig(OffPolicyConfig):
     for Discrete ones (Christodoulou, 2019); `training()` also takes the keywords below and those of
     `OffPolicyConfig` (replay, `training_intensity`, `tau`, ...).
 
-    SAC has three optimizers, so `lr` is not used: set `actor_lr`, `critic_lr` and `alpha_lr`.
+    SAC has three optimizers, so `lr` is None and not used: set `actor_lr`, `critic_lr` and `alpha_lr`
+    (RLlib 2.60's settings and defaults; `training(lr=None)` is accepted, a rate in `lr` refused).
     """
 
+    uses_lr = False
+
+    lr: float | Schedule | None = setting("training", None)
+    """Not used (None): SAC's optimizers take `actor_lr`, `critic_lr` and `alpha_lr`."""
     train_batch_size: int = setting("training", 256)
     """Transitions replayed per gradient step."""
     replay_buffer_config: dict = setting(
@@ -48,8 +53,9 @@ class SACConfig(OffPolicyConfig):
     0.5 * log(n) for Discrete(n), half the uniform policy's entropy (the paper's 0.98 * log(n) lets
     alpha grow without bound where no good policy is that random: see `DISCRETE_TARGET_ENTROPY_RATIO`
     in `flywheel.algorithms.sac.learner`)."""
-    actor_lr: float | Schedule = setting("training", 3e-4)
-    """Learning rate of the policy, or a schedule over sampled env steps."""
+    actor_lr: float | Schedule = setting("training", 3e-5)
+    """Learning rate of the policy, or a schedule over sampled env steps (RLlib's default: a tenth of
+    the critics', so the critics stay ahead of the policy they judge)."""
     critic_lr: float | Schedule = setting("training", 3e-4)
     """Learning rate of the critic(s), or a schedule over sampled env steps."""
     alpha_lr: float | Schedule = setting("training", 3e-4)
@@ -88,6 +94,7 @@ class SACConfig(OffPolicyConfig):
     def validation_problems(self) -> list[str]:
         """The off-policy problems plus SAC's."""
         problems = [
+            _check_lr_unused(self),
             checks.check_bool(self, "twin_q"),
             checks.check_number(self, "initial_alpha", 0, strict=True),
             checks.check_schedule(self, "actor_lr", 0, strict=True),
@@ -102,3 +109,14 @@ class SACConfig(OffPolicyConfig):
                 "Fix: pass it to config.training(target_entropy=...)."
             )
         return super().validation_problems() + [problem for problem in problems if problem]
+
+
+def _check_lr_unused(config: SACConfig) -> str | None:
+    if config.lr is None:
+        return None
+    name = type(config).__name__.removesuffix("Config")
+    return (
+        f"lr={config.lr!r}: {name} does not use lr; its three optimizers have their own rates, actor_lr="
+        f"{config.actor_lr!r}, critic_lr={config.critic_lr!r} and alpha_lr={config.alpha_lr!r}. Fix: pass the "
+        "rates to config.training(actor_lr=..., critic_lr=..., alpha_lr=...) and leave lr=None (the default)."
+    )

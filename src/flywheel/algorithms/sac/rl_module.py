@@ -4,6 +4,8 @@ Layout (see `flywheel.core.models` for the parts)::
 
     Box:       obs ─ pi_encoder ─ pi → ACTION_DIST_INPUTS = [mean, log_std] → squashed Gaussian in [-1, 1]
                [obs, action] ─ qf_encoder ─ qf → Q [B]      (and qf_twin_encoder ─ qf_twin with twin_q)
+               qf_encoder: an MLP over [obs, action], or, when model_config sets a fusionnet_* key,
+               RLlib's `FusionEncoder` (obs and action encoders, then fusionnet_hiddens)
     Discrete:  obs ─ pi_encoder ─ pi → ACTION_DIST_INPUTS = logits [B, n]  → Categorical
                obs ─ qf_encoder ─ qf → Q [B, n], one per action   (and the twin)
 
@@ -24,7 +26,11 @@ from flywheel.columns import Columns
 from flywheel.core.distributions import Categorical, Distribution, distribution_for_space
 from flywheel.core.learner.utils import make_target_network
 from flywheel.core.models import (
+    FUSION_KEYS,
     GAUSSIAN_HEAD_KEYS,
+    FusionEncoder,
+    LayerInit,
+    MLPEncoder,
     build_encoder,
     build_head,
     build_mlp_encoder,
@@ -35,6 +41,7 @@ from flywheel.core.models import (
 )
 from flywheel.core.models.catalog import Encoder
 from flywheel.core.rl_module.apis import TargetNetworkAPI
+from flywheel.core.rl_module.default_model_config import as_model_config_dict
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.errors import ModuleError
 
@@ -63,7 +70,13 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
     default encoders read (1-D, images, Discrete).
 
     `model_config`: the default-model keys (`fcnet_hiddens` for every network, `head_fcnet_hiddens`
-    for the heads) plus `twin_q` (set from `SACConfig.twin_q`).
+    for the heads) plus `twin_q` (set from `SACConfig.twin_q`). With Box actions, a `model_config`
+    that sets any `fusionnet_*` key (a `DefaultModelConfig` sets them all) gets RLlib 2.60's critic
+    encoder: the observations through an encoder as the policy's, the actions through an MLP over
+    `fcnet_hiddens`, and `fusionnet_hiddens` layers (`fusionnet_activation`) over both embeddings,
+    with skip connections (`flywheel.core.models.fusion.FusionEncoder`). Without them the critic
+    encoder is one MLP over `[obs, action]`; the resolved `model_config` then holds no fusion keys,
+    so a module rebuilt from it (a checkpoint) has the same critics.
 
     The target critics are made in `setup()` of every non-inference module (so a module restored
     with `RLModule.from_checkpoint` accepts their weights); `make_target_networks()` then has
@@ -75,14 +88,18 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
 
     def setup(self) -> None:
         self._check_spaces()
+        self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
+        given = as_model_config_dict(self.model_config) or {}
+        self.fused = not self.discrete and any(key in given for key in FUSION_KEYS)
         self.model_config = resolve_model_config(
             self.model_config,
             check=self.uses_default_model_config,
-            unused=GAUSSIAN_HEAD_KEYS,
-            module="DefaultSACTorchRLModule",
+            unused=GAUSSIAN_HEAD_KEYS + (FUSION_KEYS if self.discrete else ()),
+            module="DefaultSACTorchRLModule" + (" with Discrete actions" if self.discrete else ""),
         )
+        if not self.fused:
+            self.model_config = {k: v for k, v in self.model_config.items() if k not in FUSION_KEYS}
         cfg = self.model_config
-        self.discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._dist_cls, pi_outputs, q_outputs = self._output_layout()
         inner_space = masked_observation_space(self.observation_space, self.action_space)
         self.masked = inner_space is not None
@@ -105,15 +122,27 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         unit_box = gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
         return distribution_for_space(unit_box, squashed=True), 2 * size, 1
 
-    def _critic_encoder(self, cfg: dict) -> Encoder:
-        """Discrete: an encoder of the observations; Box: an MLP over `[obs, action]`."""
+    def _critic_encoder(self, cfg: dict) -> Encoder | FusionEncoder:
+        """Discrete: an encoder of the observations; Box: an MLP over `[obs, action]`, or RLlib's
+        fusion of an observation and an action encoder (`self.fused`)."""
         if self.discrete:
             return build_encoder(self._encoder_space, cfg)
         obs_space, action_space = self.observation_space, self.action_space
         # Both are 1-D Boxes here: setup() refused others (`_check_box_spaces`).
         assert isinstance(obs_space, gym.spaces.Box) and isinstance(action_space, gym.spaces.Box)
-        critic_input = int(obs_space.shape[0]) + int(action_space.shape[0])
-        return build_mlp_encoder(critic_input, cfg)
+        obs_size, action_size = int(obs_space.shape[0]), int(action_space.shape[0])
+        if not self.fused:
+            return build_mlp_encoder(obs_size + action_size, cfg)
+        obs_encoder = build_mlp_encoder(obs_size, cfg)
+        # RLlib's action encoder: fcnet_hiddens and fcnet_activation, torch's initialization.
+        action_encoder = MLPEncoder(action_size, cfg["fcnet_hiddens"], cfg["fcnet_activation"])
+        return FusionEncoder(
+            [(obs_size, obs_encoder), (action_size, action_encoder)],
+            cfg["fusionnet_hiddens"],
+            cfg["fusionnet_activation"],
+            obs_encoder.output_dim,
+            LayerInit.from_model_config(cfg, "fusionnet"),
+        )
 
     def _check_spaces(self) -> None:
         if not isinstance(self.action_space, gym.spaces.Discrete):

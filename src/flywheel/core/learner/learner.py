@@ -134,10 +134,10 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         learning rate (or schedule) is the old `config.lr` follow the new `config.lr` from the next update,
         and the learner pipeline is rebuilt (with its state) from `config` (e.g. a new `gamma`). Only the
         `reconfigurable_settings` may differ from the current config (`Algorithm.reset_config` checks)."""
-        old_lr = Scheduler(self.config.lr, name="lr")
+        old_lr = None if self.config.lr is None else Scheduler(self.config.lr, name="lr")  # SAC: None
         self.config = config
         for slot in self.optimizer_slots():
-            if slot.lr_scheduler is not None and slot.lr_scheduler == old_lr:
+            if old_lr is not None and slot.lr_scheduler is not None and slot.lr_scheduler == old_lr:
                 slot.lr_scheduler = Scheduler(config.lr, name="lr")
         state = self._built_connector.get_state()
         self._learner_connector = self._build_learner_connector()

@@ -22,11 +22,13 @@ from flywheel.core.models.catalog import (
 from flywheel.core.models.cnn import CNNEncoder
 from flywheel.core.models.config import (
     DEFAULT_MODEL_CONFIG,
+    FUSION_KEYS,
     GAUSSIAN_HEAD_KEYS,
     activation_layer,
     get_activation_fn,
     resolve_model_config,
 )
+from flywheel.core.models.fusion import FusionEncoder
 from flywheel.core.models.initializers import LayerInit
 from flywheel.core.models.lstm import LSTMEncoder
 from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_, normc_initializer
@@ -38,6 +40,8 @@ __all__ = [
     "MASKED_OBSERVATIONS",
     "CNNEncoder",
     "DEFAULT_MODEL_CONFIG",
+    "FUSION_KEYS",
+    "FusionEncoder",
     "GAUSSIAN_HEAD_KEYS",
     "ENCODER_OUT",
     "FreeLogStdHead",

@@ -59,6 +59,14 @@ DEFAULT_MODEL_CONFIG = MappingProxyType(
         # value heads (e.g. {"gain": 0.01} and {"gain": 1.0}); None: head_fcnet_kernel_initializer_kwargs.
         "pi_output_kernel_initializer_kwargs": None,
         "vf_output_kernel_initializer_kwargs": None,
+        # SAC's critic for Box actions as RLlib builds it (`FusionEncoder`): observation and action
+        # encoders, then these layers over their concatenated embeddings. Only SAC reads them.
+        "fusionnet_hiddens": [256, 256],
+        "fusionnet_activation": "tanh",
+        "fusionnet_kernel_initializer": None,
+        "fusionnet_kernel_initializer_kwargs": None,
+        "fusionnet_bias_initializer": None,
+        "fusionnet_bias_initializer_kwargs": None,
     }
 )
 
@@ -82,6 +90,8 @@ _DEFAULT_CONV_FILTERS: dict[tuple[int, ...], list] = {
 
 GAUSSIAN_HEAD_KEYS = ("free_log_std", "log_std_init", "log_std_clip_param")
 """The keys only PPO's Gaussian policy head reads (SAC's squashed head clips its log-stds itself)."""
+FUSION_KEYS = tuple(key for key in DEFAULT_MODEL_CONFIG if key.startswith("fusionnet_"))
+"""The keys only SAC's critic for Box actions reads (`flywheel.core.models.fusion.FusionEncoder`)."""
 
 
 def resolve_model_config(

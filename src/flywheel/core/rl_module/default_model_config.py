@@ -16,7 +16,8 @@ and value outputs, next to sqrt(2) for the hidden layers).
 `model_config_problems` checks a model_config meant for flywheel's default modules (PPO's, DQN's,
 SAC's): every key must be one of these fields, with a value of the right type. Fields flywheel's
 models do not implement (the CNN's and LSTM's initializers, layer norm, the LSTM's previous-action
-inputs, fusion nets) are accepted only at RLlib's default, so nothing is silently ignored. Custom
+inputs) are accepted only at RLlib's default, so nothing is silently ignored; the fusion-net keys
+are SAC's (its critic for Box actions), and the other default modules refuse them unless at default. Custom
 modules read any keys and are not checked. This module imports no torch: configs validate without it.
 """
 
@@ -167,6 +168,12 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "head_fcnet_bias_initializer_kwargs": _KWARGS,
     "pi_output_kernel_initializer_kwargs": _KWARGS,
     "vf_output_kernel_initializer_kwargs": _KWARGS,
+    "fusionnet_hiddens": (_int_list, "a list of layer widths (ints >= 1), e.g. [256, 256]"),
+    "fusionnet_activation": (_activation, f"one of {list(ACTIVATIONS)}"),
+    "fusionnet_kernel_initializer": _INITIALIZER,
+    "fusionnet_kernel_initializer_kwargs": _KWARGS,
+    "fusionnet_bias_initializer": _INITIALIZER,
+    "fusionnet_bias_initializer_kwargs": _KWARGS,
     "free_log_std": (lambda v: isinstance(v, bool), "True or False"),
     "log_std_init": (lambda v: _number(v) and math.isfinite(v), "a finite number, e.g. 0.0 or -0.5"),
     "log_std_clip_param": (lambda v: _number(v) and v > 0, "a number > 0 (float('inf'): no clipping)"),
@@ -174,8 +181,11 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "use_lstm": (lambda v: isinstance(v, bool), "True or False"),
     "max_seq_len": (_positive_int, "an int >= 1"),
     "lstm_cell_size": (_positive_int, "an int >= 1"),
-    # Set by the algorithm from its training settings (DQN's dueling, SAC's twin_q).
+    # Set by the algorithm from its training settings (DQN's dueling and distributional support, SAC's twin_q).
     "dueling": (lambda v: isinstance(v, bool), "True or False"),
+    "num_atoms": (_positive_int, "an int >= 1"),
+    "v_min": (lambda v: _number(v) and math.isfinite(v), "a finite number"),
+    "v_max": (lambda v: _number(v) and math.isfinite(v), "a finite number"),
     "twin_q": (lambda v: isinstance(v, bool), "True or False"),
 }
 
