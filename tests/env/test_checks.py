@@ -46,10 +46,10 @@ def test_gymnasium_envs_pass(env_id):
     check_env(gym.make(env_id))
 
 
-def test_passing_env_is_closed_and_reset_when_episodes_end():
+def test_passing_env_stays_open_and_is_reset_when_episodes_end():
     env = Scripted(step_returns=(GOOD_OBS, np.float32(1.0), np.bool_(True), False, {}))
     check_env(env, num_steps=3)
-    assert env.resets == 4 and env.closed
+    assert env.resets == 4 and not env.closed  # the caller's env: a runner goes on to use it
 
 
 def test_nested_supported_spaces_pass():
@@ -84,7 +84,7 @@ def test_space_that_is_a_class_or_missing():
     del env.action_space
     with expect("env Scripted.action_space is missing; expected a gymnasium.spaces.Space instance."):
         check_env(env)
-    assert env.closed
+    assert not env.closed  # closing is the caller's (a runner's sub-env builder closes a failed env)
 
 
 def test_unsupported_space_is_named_with_its_path():
@@ -189,7 +189,7 @@ def test_reset_exception_is_wrapped_and_chained():
     ) as info:
         check_env(env)
     assert isinstance(info.value.__cause__, KeyError)
-    assert env.closed
+    assert not env.closed
 
 
 # step()

@@ -46,10 +46,10 @@ def test_scripted_envs_pass(env):
     check_multi_agent_env(env, num_steps=25)
 
 
-def test_passing_env_is_closed():
+def test_passing_env_stays_open():
     env = Scripted()
     check_multi_agent_env(env)
-    assert env.closed
+    assert not env.closed  # the caller's env: a runner goes on to use it
 
 
 def test_reward_for_an_agent_that_never_observed():
@@ -146,7 +146,7 @@ def test_no_agent_left_without_all():
         check_multi_agent_env(env)
 
 
-def test_errors_raised_by_the_env_are_wrapped_and_the_env_closed():
+def test_errors_raised_by_the_env_are_wrapped_and_the_env_left_to_the_caller():
     class Exploding(Scripted):
         def step(self, action_dict):
             raise RuntimeError("boom")
@@ -156,7 +156,7 @@ def test_errors_raised_by_the_env_are_wrapped_and_the_env_closed():
         EnvError, match=r"env Exploding\.step\(\{'p0': np\.int64\(\d\)\}\) raised RuntimeError: boom\."
     ):
         check_multi_agent_env(env)
-    assert env.closed
+    assert not env.closed
 
 
 class TruncatedsWithoutAll(MultiCartPole):

@@ -13,7 +13,7 @@ from .conftest import counting_config
 @pytest.mark.parametrize(
     ("env_config", "match"),
     [
-        ({}, r"ObsOutOfSpaceEnv\.reset\(seed=0\) returned an observation outside observation_space: .*"
+        ({}, r"ObsOutOfSpaceEnv\.reset\(\) returned an observation outside observation_space: .*"
              r"value -1\.0 at index \(0,\) is below low 0\.0"),
         ({"at": "step"}, r"ObsOutOfSpaceEnv\.step\(\) returned an observation outside observation_space"),
         ({"problem": "shape"}, r"the shape is wrong \(\(2,\) instead of \(1,\)\)"),

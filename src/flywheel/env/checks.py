@@ -3,12 +3,12 @@
 The sampling loop validates nothing per step, so an env that breaks the contract (spaces
 that are not spaces, observations outside the observation space, the old 4-tuple step API)
 would otherwise fail deep inside a connector or a module. :func:`check_env` calls ``reset``
-and a few random ``step``s on a separately created env and explains the first violation.
+and a few random ``step``s and explains the first violation; a runner runs it on its own first
+sub-env right after building it (the runner's first ``sample()`` resets that env again).
 """
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 import warnings
 from collections.abc import Callable
@@ -38,8 +38,8 @@ _SPACE_EXAMPLES = {
 }
 
 
-def check_env(env: gym.Env, *, num_steps: int = 5, seed: int = 0) -> None:
-    """Checks ``env`` against the gymnasium contract, then closes it.
+def check_env(env: gym.Env, *, num_steps: int = 5, seed: int | None = 0) -> None:
+    """Checks ``env`` against the gymnasium contract; the env stays open (the caller's to use or close).
 
     Checks that ``observation_space`` and ``action_space`` are supported space instances, that
     ``reset(seed=seed)`` returns ``(obs, info)`` and that ``num_steps`` random ``step()``s (of actions the
@@ -48,17 +48,10 @@ def check_env(env: gym.Env, *, num_steps: int = 5, seed: int = 0) -> None:
     Raises an :class:`EnvError` naming the culprit and the fix; an exception raised by the env
     itself is wrapped in one that says which call raised it.
     """
-    name = env_name(env)
-    try:
-        _run_checks(env, name, num_steps, seed)
-    except BaseException:
-        with contextlib.suppress(Exception):  # the failed check is the error worth reporting
-            env.close()
-        raise
-    _call(name, "close()", env.close)
+    _run_checks(env, env_name(env), num_steps, seed)
 
 
-def _run_checks(env: gym.Env, name: str, num_steps: int, seed: int) -> None:
+def _run_checks(env: gym.Env, name: str, num_steps: int, seed: int | None) -> None:
     if isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
         raise EnvError(
             f"env {name} is a MultiAgentEnv, but the config is single-agent (policies is "

@@ -2,13 +2,13 @@
 
 `MultiAgentEpisode` records without checking, so an env that gives a reward to an agent
 that never observed, or data to an agent after it is done, would fail deep inside the
-episode. :func:`check_multi_agent_env` plays a few random steps on a separately created env
-and explains the first violation of the contract in `flywheel.env.multi_agent_env`.
+episode. :func:`check_multi_agent_env` plays a few random steps (a runner: on its own first
+sub-env, right after building it) and explains the first violation of the contract in
+`flywheel.env.multi_agent_env`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 from typing import Any
 
@@ -30,8 +30,8 @@ from flywheel.errors import EnvError
 __all__ = ["MultiAgentObservationMonitor", "check_multi_agent_env"]
 
 
-def check_multi_agent_env(env: MultiAgentEnv, *, num_steps: int = 10, seed: int = 0) -> None:
-    """Checks ``env`` against the multi-agent contract, then closes it.
+def check_multi_agent_env(env: MultiAgentEnv, *, num_steps: int = 10, seed: int | None = 0) -> None:
+    """Checks ``env`` against the multi-agent contract; the env stays open (the caller's to use or close).
 
     Checks every possible agent's spaces, that ``reset(seed=seed)`` and ``num_steps`` steps
     with random actions (for the agents that observed and are not done) return dicts keyed by
@@ -42,21 +42,13 @@ def check_multi_agent_env(env: MultiAgentEnv, *, num_steps: int = 10, seed: int 
     name = type(env).__name__
     if not isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
         spec = getattr(env, "spec", None)
-        with contextlib.suppress(Exception):
-            env.close()
         raise EnvError(
             f"env {spec.id if spec else name} is a single-agent env (not a MultiAgentEnv), but the config is "
             "multi-agent (config.multi_agent() set policies other than 'default_policy' or a policy_mapping_fn). "
             "Fix: remove the multi_agent() settings to train one policy on it, or use a MultiAgentEnv (for several "
             "copies of a single-agent env, wrap it in a MultiAgentEnv that steps one copy per agent)."
         )
-    try:
-        _Checker(env, name).run(num_steps, seed)
-    except BaseException:
-        with contextlib.suppress(Exception):  # The failed check is the error worth reporting.
-            env.close()
-        raise
-    _call(name, "close()", env.close)
+    _Checker(env, name).run(num_steps, seed)
 
 
 class _Checker:
@@ -69,7 +61,7 @@ class _Checker:
         self.done: set = set()
         self.to_act: set = set()
 
-    def run(self, num_steps: int, seed: int) -> None:
+    def run(self, num_steps: int, seed: int | None) -> None:
         if not self.possible:
             raise EnvError(
                 f"env {self.name}.possible_agents is {self.env.possible_agents!r}; expected a non-empty list of "

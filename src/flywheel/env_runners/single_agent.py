@@ -8,6 +8,8 @@ batch; metrics are counted in plain numbers and logged once per `sample()`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -74,10 +76,10 @@ class SingleAgentEnvRunner(EnvRunner):
     def _module_spaces(self) -> dict[str, tuple]:
         return {DEFAULT_MODULE_ID: (self._env_to_module.observation_space, self._env_to_module.action_space)}
 
-    def _check_env(self, env: Any) -> None:
-        check_env(env)
+    def _env_check(self) -> Callable[[Any], None]:
+        return partial(check_env, seed=None)  # unseeded: the runner's first reset seeds the env as configured
 
-    def _make_vector_env(self) -> Any:
+    def _make_vector_env(self, check: Callable[[Any], None] | None) -> Any:
         config = self.config
         return make_vector_env(
             config.env,
@@ -89,6 +91,7 @@ class SingleAgentEnvRunner(EnvRunner):
             restart_failed_sub_environments=config.restart_failed_sub_environments,
             render_env=config.render_env,
             wrappers=config.env_wrappers,
+            check=check,
         )
 
     def _check_lookback_for_state(self) -> None:
