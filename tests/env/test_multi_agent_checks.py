@@ -95,13 +95,26 @@ def test_unsupported_space_and_observation_outside_space():
     env.action_spaces["p1"] = gym.spaces.Text(5)
     with expect("env TurnBasedEnv.action_spaces['p1'] is Text(1, 5, charset="):
         check_multi_agent_env(env)
-    env = Scripted(reset_returns=({"p0": np.array([-1.0], np.float32)}, {}))
+    env = Scripted(reset_returns=({"p0": np.array([-1.0, 0.0], np.float32)}, {}))
     with expect(
         "env Scripted.reset(seed=0) returned an observation for agent 'p0' outside its observation space: got "
-        "array([-1.], dtype=float32) (dtype float32, shape (1,)), expected Box(0.0, 1e+06, (1,), float32): the "
-        "bounds are wrong"
+        "array([-1.,  0.], dtype=float32) (dtype float32, shape (2,)), expected Box(0.0, 1e+06, (1,), float32): the "
+        "shape is wrong"
     ):
         check_multi_agent_env(env)
+
+
+def test_an_observation_outside_the_box_bounds_warns_once():
+    env = Scripted(reset_returns=({"p0": np.array([-1.0], np.float32)}, {}))
+    with pytest.warns(UserWarning) as caught:
+        check_multi_agent_env(env, num_steps=0)
+    assert [str(w.message) for w in caught] == [
+        "env Scripted.reset(seed=0) returned an observation for agent 'p0' outside the bounds of its observation "
+        "space Box(0.0, 1e+06, (1,), float32): value -1.0 at index (0,) is below low 0.0 (got array([-1.], "
+        "dtype=float32) (dtype float32, shape (1,))). Sampling goes on with the observation as it is; this "
+        "warning is given once (gymnasium's env checker warns the same). Fix: clip the observation into the "
+        "space's bounds, or widen the space."
+    ]
 
 
 def test_reset_and_step_shapes():

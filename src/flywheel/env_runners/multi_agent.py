@@ -77,9 +77,9 @@ class MultiAgentEnvRunner(EnvRunner):
         return self._episodes
 
     def _env_check(self) -> Callable[[Any], None]:
-        return partial(
-            check_multi_agent_env, seed=None
-        )  # unseeded: the runner's first reset seeds the env as configured
+        # Unseeded: the runner's first reset seeds the env as configured. Observations outside a Box's
+        # bounds: the runner's observation monitor warns once, for the check and the sampling together.
+        return partial(check_multi_agent_env, seed=None, warn_bounds=False)
 
     def _make_vector_env(self, check: Callable[[Any], None] | None) -> Any:
         config = self.config

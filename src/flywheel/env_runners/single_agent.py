@@ -77,7 +77,9 @@ class SingleAgentEnvRunner(EnvRunner):
         return {DEFAULT_MODULE_ID: (self._env_to_module.observation_space, self._env_to_module.action_space)}
 
     def _env_check(self) -> Callable[[Any], None]:
-        return partial(check_env, seed=None)  # unseeded: the runner's first reset seeds the env as configured
+        # Unseeded: the runner's first reset seeds the env as configured. Observations outside a Box's
+        # bounds: the runner's observation monitor warns once, for the check and the sampling together.
+        return partial(check_env, seed=None, warn_bounds=False)
 
     def _make_vector_env(self, check: Callable[[Any], None] | None) -> Any:
         config = self.config
