@@ -46,10 +46,10 @@ def test_scripted_envs_pass(env):
     check_multi_agent_env(env, num_steps=25)
 
 
-def test_passing_env_is_closed():
+def test_passing_env_stays_open():
     env = Scripted()
     check_multi_agent_env(env)
-    assert env.closed
+    assert not env.closed  # the caller's env: a runner goes on to use it
 
 
 def test_reward_for_an_agent_that_never_observed():
@@ -95,13 +95,26 @@ def test_unsupported_space_and_observation_outside_space():
     env.action_spaces["p1"] = gym.spaces.Text(5)
     with expect("env TurnBasedEnv.action_spaces['p1'] is Text(1, 5, charset="):
         check_multi_agent_env(env)
-    env = Scripted(reset_returns=({"p0": np.array([-1.0], np.float32)}, {}))
+    env = Scripted(reset_returns=({"p0": np.array([-1.0, 0.0], np.float32)}, {}))
     with expect(
         "env Scripted.reset(seed=0) returned an observation for agent 'p0' outside its observation space: got "
-        "array([-1.], dtype=float32) (dtype float32, shape (1,)), expected Box(0.0, 1e+06, (1,), float32): the "
-        "bounds are wrong"
+        "array([-1.,  0.], dtype=float32) (dtype float32, shape (2,)), expected Box(0.0, 1e+06, (1,), float32): the "
+        "shape is wrong"
     ):
         check_multi_agent_env(env)
+
+
+def test_an_observation_outside_the_box_bounds_warns_once():
+    env = Scripted(reset_returns=({"p0": np.array([-1.0], np.float32)}, {}))
+    with pytest.warns(UserWarning) as caught:
+        check_multi_agent_env(env, num_steps=0)
+    assert [str(w.message) for w in caught] == [
+        "env Scripted.reset(seed=0) returned an observation for agent 'p0' outside the bounds of its observation "
+        "space Box(0.0, 1e+06, (1,), float32): value -1.0 at index (0,) is below low 0.0 (got array([-1.], "
+        "dtype=float32) (dtype float32, shape (1,))). Sampling goes on with the observation as it is; this "
+        "warning is given once (gymnasium's env checker warns the same). Fix: clip the observation into the "
+        "space's bounds, or widen the space."
+    ]
 
 
 def test_reset_and_step_shapes():
@@ -146,7 +159,7 @@ def test_no_agent_left_without_all():
         check_multi_agent_env(env)
 
 
-def test_errors_raised_by_the_env_are_wrapped_and_the_env_closed():
+def test_errors_raised_by_the_env_are_wrapped_and_the_env_left_to_the_caller():
     class Exploding(Scripted):
         def step(self, action_dict):
             raise RuntimeError("boom")
@@ -156,7 +169,7 @@ def test_errors_raised_by_the_env_are_wrapped_and_the_env_closed():
         EnvError, match=r"env Exploding\.step\(\{'p0': np\.int64\(\d\)\}\) raised RuntimeError: boom\."
     ):
         check_multi_agent_env(env)
-    assert env.closed
+    assert not env.closed
 
 
 class TruncatedsWithoutAll(MultiCartPole):

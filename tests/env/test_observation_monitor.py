@@ -1,4 +1,7 @@
-"""Observations that leave the space after the one-time check are reported with env, step and value."""
+"""Observations that leave the space after the one-time check are reported with env, step and value: an
+error, or, for an observation that leaves only a Box's bounds, one warning per runner."""
+
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -24,17 +27,34 @@ def _runner(problem="bounds", disable=False, num_envs=2):
     return SingleAgentEnvRunner(config=config)
 
 
-def test_an_observation_leaving_the_space_later_is_named():
-    runner = _runner()  # the one-time check at build passes: the first 40 steps are fine
-    with pytest.raises(
-        EnvError,
-        match=r"env ObsOutOfSpaceEnv \(sub-env 0 of runner 0\) returned an observation outside observation_space at "
-        r"step 49 of its episode: got array\(\[-1\.\], dtype=float32\) \(dtype float32, shape \(1,\)\), expected "
-        r"Box\(0\.0, 1e\+06, \(1,\), float32\): the bounds are wrong \(value -1\.0 at index \(0,\) is below low "
-        r"0\.0\)\. Fix: clip the observation into the space's bounds, or widen the space; or turn off flywheel's env "
-        r"checks with config\.environment\(disable_env_checking=True\)\.$",
-    ):
-        runner.sample(num_timesteps=200)
+def test_an_observation_leaving_the_box_bounds_later_warns_once_and_sampling_goes_on():
+    runner = _runner()  # the first 40 steps of each episode are fine, every later one is outside the bounds
+    with pytest.warns(UserWarning) as caught:
+        episodes = runner.sample(num_timesteps=200)
+    assert [str(w.message) for w in caught] == [
+        "env ObsOutOfSpaceEnv (sub-env 0 of runner 0) returned an observation at step 49 of its episode outside "
+        "the bounds of observation_space Box(0.0, 1e+06, (1,), float32): value -1.0 at index (0,) is below low "
+        "0.0 (got array([-1.], dtype=float32) (dtype float32, shape (1,))). Sampling goes on with the "
+        "observation as it is; this warning is given once (gymnasium's env checker warns the same). Fix: clip "
+        "the observation into the space's bounds, or widen the space."
+    ]
+    assert sum(len(e) for e in episodes) == 200 and episodes[0].get_observations(-1).tolist() == [-1.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # given once per runner: no second warning
+        runner.sample(num_timesteps=100)
+
+
+def test_a_wrong_shape_later_stays_an_error():
+    config = (
+        PPOConfig()
+        .environment(
+            ObsOutOfSpaceEnv, env_config={"at": "step", "after": 40, "episode_len": 100, "problem": "shape"}
+        )
+        .env_runners(num_envs_per_env_runner=1)
+        .rl_module(model_config={"fcnet_hiddens": [4]})
+    )
+    with pytest.raises((EnvError, ValueError)):
+        SingleAgentEnvRunner(config=config).sample(num_timesteps=100)
 
 
 def test_nan_observations_are_named_and_the_check_can_be_turned_off():
@@ -81,12 +101,17 @@ def test_multi_agent_observations_are_checked_per_agent():
         .multi_agent(policies={"p"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p")
         .rl_module(model_config={"fcnet_hiddens": [4]})
     )
-    with pytest.raises(
-        EnvError,
-        match=r"env _Drifting \(sub-env 0 of runner 0\) returned an observation for agent 'b' outside its observation "
-        r"space at env step 33 of its episode: got array\(\[5\.\], dtype=float32\)",
-    ):
-        MultiAgentEnvRunner(config=config).sample(num_timesteps=100)
+    runner = MultiAgentEnvRunner(config=config)
+    with pytest.warns(UserWarning) as caught:
+        runner.sample(num_timesteps=100)
+    assert [str(w.message) for w in caught] == [
+        "env _Drifting (sub-env 0 of runner 0) returned an observation for agent 'b' at env step 33 of its episode "
+        "outside the bounds of its observation space Box(0.0, 1.0, (1,), float32): value 5.0 at index (0,) is "
+        "above high 1.0 (got array([5.], dtype=float32) (dtype float32, shape (1,))). Sampling goes on with the "
+        "observation as it is; this warning is given once (gymnasium's env checker warns the same). Fix: clip "
+        "the observation into the space's bounds, or widen the space."
+    ]
+    runner.stop()
 
 
 def test_single_and_multi_agent_mix_ups_are_explained():

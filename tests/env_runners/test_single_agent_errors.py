@@ -13,9 +13,10 @@ from .conftest import counting_config
 @pytest.mark.parametrize(
     ("env_config", "match"),
     [
-        ({}, r"ObsOutOfSpaceEnv\.reset\(seed=0\) returned an observation outside observation_space: .*"
-             r"value -1\.0 at index \(0,\) is below low 0\.0"),
-        ({"at": "step"}, r"ObsOutOfSpaceEnv\.step\(\) returned an observation outside observation_space"),
+        ({"problem": "nan"}, r"ObsOutOfSpaceEnv\.reset\(\) returned an observation outside observation_space: .*"
+             r"value nan at index \(0,\) is NaN"),
+        ({"at": "step", "problem": "nan"},
+         r"ObsOutOfSpaceEnv\.step\(\) returned an observation outside observation_space"),
         ({"problem": "shape"}, r"the shape is wrong \(\(2,\) instead of \(1,\)\)"),
     ],
 )  # fmt: skip
@@ -23,6 +24,20 @@ def test_env_with_observations_outside_its_space_fails_at_build(env_config, matc
     config = counting_config(env=ObsOutOfSpaceEnv).environment(env_config=env_config)
     with pytest.raises(EnvError, match=match):
         SingleAgentEnvRunner(config=config)
+
+
+def test_observations_outside_the_box_bounds_warn_once_at_build_or_sampling(make_runner):
+    """The check at build leaves bounds to the runner's observation monitor: one warning for both."""
+    config = counting_config(env=ObsOutOfSpaceEnv).environment(env_config={"at": "step", "episode_len": 3})
+    with pytest.warns(UserWarning) as caught:
+        runner = make_runner(config)
+        episodes = runner.sample(num_timesteps=12)
+    assert len(
+        caught
+    ) == 1 and "(sub-env 0 of runner 0) returned an observation at step 1 of its episode outside" in str(
+        caught[0].message
+    )
+    assert sum(len(e) for e in episodes) == 12
 
 
 def test_env_check_can_be_disabled_and_nothing_is_checked_per_step(make_runner):

@@ -3,12 +3,12 @@
 The sampling loop validates nothing per step, so an env that breaks the contract (spaces
 that are not spaces, observations outside the observation space, the old 4-tuple step API)
 would otherwise fail deep inside a connector or a module. :func:`check_env` calls ``reset``
-and a few random ``step``s on a separately created env and explains the first violation.
+and a few random ``step``s and explains the first violation; a runner runs it on its own first
+sub-env right after building it (the runner's first ``sample()`` resets that env again).
 """
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 import warnings
 from collections.abc import Callable
@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from flywheel.env.multi_agent_env import MultiAgentEnv
-from flywheel.env.observation_checks import first_outside
+from flywheel.env.observation_checks import first_outside, outside_bounds_only
 from flywheel.errors import EnvError
 
 __all__ = ["SUPPORTED_SPACES", "ObservationMonitor", "check_env", "env_name"]
@@ -38,27 +38,26 @@ _SPACE_EXAMPLES = {
 }
 
 
-def check_env(env: gym.Env, *, num_steps: int = 5, seed: int = 0) -> None:
-    """Checks ``env`` against the gymnasium contract, then closes it.
+def check_env(env: gym.Env, *, num_steps: int = 5, seed: int | None = 0, warn_bounds: bool = True) -> None:
+    """Checks ``env`` against the gymnasium contract; the env stays open (the caller's to use or close).
 
     Checks that ``observation_space`` and ``action_space`` are supported space instances, that
     ``reset(seed=seed)`` returns ``(obs, info)`` and that ``num_steps`` random ``step()``s (of actions the
     observation's ``"action_mask"`` allows, when it has one) return
     ``(obs, reward, terminated, truncated, info)``, every observation inside the observation space.
     Raises an :class:`EnvError` naming the culprit and the fix; an exception raised by the env
-    itself is wrapped in one that says which call raised it.
+    itself is wrapped in one that says which call raised it. An observation that leaves only a
+    `Box`'s bounds (right shape and dtype) gets one warning instead, as gymnasium's env checker gives
+    (none with ``warn_bounds=False``: runners leave that to their `ObservationMonitor`).
     """
-    name = env_name(env)
-    try:
-        _run_checks(env, name, num_steps, seed)
-    except BaseException:
-        with contextlib.suppress(Exception):  # the failed check is the error worth reporting
-            env.close()
-        raise
-    _call(name, "close()", env.close)
+    bounds = _run_checks(env, env_name(env), num_steps, seed)
+    if bounds and warn_bounds:
+        warnings.warn(bounds[0], stacklevel=2)
 
 
-def _run_checks(env: gym.Env, name: str, num_steps: int, seed: int) -> None:
+def _run_checks(env: gym.Env, name: str, num_steps: int, seed: int | None) -> list[str]:
+    """Plays the checks; returns the warnings of observations outside a Box's bounds (in order)."""
+    bounds: list[str] = []
     if isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
         raise EnvError(
             f"env {name} is a MultiAgentEnv, but the config is single-agent (policies is "
@@ -67,12 +66,13 @@ def _run_checks(env: gym.Env, name: str, num_steps: int, seed: int) -> None:
         )
     obs_space = _space_attribute(env, name, "observation_space")
     act_space = _space_attribute(env, name, "action_space")
-    obs = _check_reset(env, name, obs_space, seed)
+    obs = _check_reset(env, name, obs_space, seed, bounds)
     act_space.seed(seed)
     for _ in range(num_steps):
-        done, obs = _check_step(env, name, obs_space, _random_action(act_space, obs))
+        done, obs = _check_step(env, name, obs_space, _random_action(act_space, obs), bounds)
         if done:
-            obs = _check_reset(env, name, obs_space, None)
+            obs = _check_reset(env, name, obs_space, None, bounds)
+    return bounds
 
 
 def _random_action(act_space: gym.spaces.Space, obs: Any) -> Any:
@@ -139,7 +139,9 @@ def _check_supported(space: gym.spaces.Space, name: str, path: str) -> None:
             _check_supported(sub, name, f"{path}[{i}]")
 
 
-def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int | None) -> Any:
+def _check_reset(
+    env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int | None, bounds: list[str]
+) -> Any:
     """Resets and returns the observation."""
     what = f"reset(seed={seed})" if seed is not None else "reset()"
     result = _call(name, what, env.reset, seed=seed)
@@ -150,11 +152,13 @@ def _check_reset(env: gym.Env, name: str, obs_space: gym.spaces.Space, seed: int
         )
     obs, info = result
     _check_info(name, what, info)
-    _check_obs(name, what, obs, obs_space)
+    _check_obs(name, what, obs, obs_space, bounds)
     return obs
 
 
-def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: Any) -> tuple[bool, Any]:
+def _check_step(
+    env: gym.Env, name: str, obs_space: gym.spaces.Space, action: Any, bounds: list[str]
+) -> tuple[bool, Any]:
     """Steps once and returns whether the episode ended, and the observation."""
     what = "step()"
     result = _call(name, f"step({action!r})", env.step, action)
@@ -177,7 +181,7 @@ def _check_step(env: gym.Env, name: str, obs_space: gym.spaces.Space, action: An
                 f"Fix: return bool({flag})."
             )
     _check_info(name, what, info)
-    _check_obs(name, what, obs, obs_space)
+    _check_obs(name, what, obs, obs_space, bounds)
     return bool(terminated or truncated), obs
 
 
@@ -189,27 +193,45 @@ def _check_info(name: str, what: str, info: Any) -> None:
         )
 
 
-def _check_obs(name: str, what: str, obs: Any, space: gym.spaces.Space) -> None:
-    check_observation(f"env {name}.{what} returned an observation", "observation_space", obs, space)
+def _check_obs(name: str, what: str, obs: Any, space: gym.spaces.Space, bounds: list[str]) -> None:
+    warning = check_observation(f"env {name}.{what} returned an observation", "observation_space", obs, space)
+    if warning is not None:
+        bounds.append(warning)
 
 
-def check_observation(returned: str, space_name: str, obs: Any, space: gym.spaces.Space) -> None:
+def check_observation(returned: str, space_name: str, obs: Any, space: gym.spaces.Space) -> str | None:
     """Raises an `EnvError` ("<returned> outside <space_name>: got ..., expected ...: <problem>. Fix: ...")
     for an observation `space` does not contain; warns instead when it does after conversion to the
     space's dtypes (e.g. float64 arrays for a float32 Box, lists), which is what the vector env and
-    the episodes do with it (RLlib: gymnasium's env checker warns the same)."""
+    the episodes do with it (RLlib: gymnasium's env checker warns the same). For an observation that
+    leaves only a `Box`'s bounds (`outside_bounds_only`) it returns the warning's text, naming the
+    value and the bound, for the caller to give once; otherwise None."""
     if space.contains(obs):
-        return
+        return None
     problem, fix = _explain(obs, space)
-    if space.contains(_in_space_dtypes(obs, space)):
+    converted = _in_space_dtypes(obs, space)
+    if space.contains(converted):
         warnings.warn(
             f"{returned} that {space_name} {space} contains only after conversion to its dtypes ({problem}); "
             f"flywheel converts every observation so (RLlib: gymnasium's env checker warns the same). Fix: {fix}.",
             stacklevel=3,
         )
-        return
+        return None
+    if outside_bounds_only(converted, space):
+        return bounds_warning(f"{returned} outside the bounds of {space_name}", converted, space)
     raise EnvError(
         f"{returned} outside {space_name}: got {_describe(obs)}, expected {space}: {problem}. Fix: {fix}."
+    )
+
+
+def bounds_warning(what: str, value: Any, space: gym.spaces.Space) -> str:
+    """The warning for `value`, which leaves `space` only by a Box's bounds: "<what> <space>: value v at
+    index i is below low l / above high h (got ...). Sampling goes on ... Fix: ..."."""
+    problem, fix = _explain(value, space)
+    return (
+        f"{what} {space}: {problem.removeprefix('the bounds are wrong (').removesuffix(')')} (got "
+        f"{_describe(value)}). Sampling goes on with the observation as it is; this warning is given once "
+        f"(gymnasium's env checker warns the same). Fix: {fix}."
     )
 
 
@@ -335,7 +357,9 @@ class ObservationMonitor:
     The one-time check sees a few steps of one env; an env can leave its space much later (a
     drifting simulation, a NaN after many steps). Runners call `check` after every `step()`; every
     `every`-th call checks the whole batch of sub-envs with a few numpy operations (`first_outside`)
-    and raises an `EnvError` naming the env, the sub-env, the step and the value. Checking every
+    and raises an `EnvError` naming the env, the sub-env, the step and the value. An observation of
+    the right shape and dtype that leaves only a `Box`'s bounds gets one warning per runner instead
+    (naming the env, the value and the bound), and sampling goes on, as with gymnasium's env checker. Checking every
     step cost 10-15% of CartPole's sampling time, every 16th step costs about 1%; an observation
     outside the space for fewer steps than that may pass unseen. `config.environment(
     disable_env_checking=True)` turns it off, with the one-time check.
@@ -347,6 +371,7 @@ class ObservationMonitor:
     def __init__(self, env_name: str, space: Any, worker_index: int, every: int = 16) -> None:
         self.env_name, self.space, self.worker_index, self.every = env_name, space, worker_index, every
         self._countdown = 1  # the first step is checked
+        self._warned_bounds = False  # an observation outside a Box's bounds warns once per runner
 
     def check(self, obs: Any, episodes: list, terminateds: Any, truncateds: Any) -> None:
         """`obs`: the batched observations of `step()`; `episodes`: each sub-env's ongoing episode;
@@ -365,12 +390,26 @@ class ObservationMonitor:
             if terminateds[i] or truncateds[i]
             else f"at step {step} of its episode"
         )
+        where = f"env {self.env_name} (sub-env {i} of runner {self.worker_index})"
+        if outside_bounds_only(value, self.space):
+            self.warn_bounds(
+                f"{where} returned an observation {when} outside the bounds of observation_space",
+                value,
+                self.space,
+            )
+            return
         problem, fix = _explain(value, self.space)
         raise EnvError(
-            f"env {self.env_name} (sub-env {i} of runner {self.worker_index}) returned an observation outside "
-            f"observation_space {when}: got {_describe(value)}, expected {self.space}: {problem}. Fix: {fix}; or "
-            "turn off flywheel's env checks with config.environment(disable_env_checking=True)."
+            f"{where} returned an observation outside observation_space {when}: got {_describe(value)}, "
+            f"expected {self.space}: {problem}. Fix: {fix}; or turn off flywheel's env checks with "
+            "config.environment(disable_env_checking=True)."
         )
+
+    def warn_bounds(self, what: str, value: Any, space: gym.spaces.Space) -> None:
+        """Warns about an observation outside a Box's bounds, the first time only."""
+        if not self._warned_bounds:
+            self._warned_bounds = True
+            warnings.warn(bounds_warning(what, value, space), stacklevel=3)
 
 
 def _row(batch: Any, i: int) -> Any:

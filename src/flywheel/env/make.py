@@ -177,6 +177,7 @@ def make_vector_env(
     restart_failed_sub_environments: bool = False,
     render_env: bool = False,
     wrappers: Sequence[Callable] = (),
+    check: Callable[[gym.Env], None] | None = None,
 ) -> gym.vector.VectorEnv:
     """Builds the vector env a runner steps.
 
@@ -196,6 +197,10 @@ def make_vector_env(
     ``env_config`` names a render mode.
     ``wrappers`` wrap every sub-env (see :func:`wrapped_creator`); ``"vector_entry_point"`` has no
     sub-envs to wrap and rejects them.
+
+    ``check`` (e.g. :func:`flywheel.env.check_env`) runs on sub-env 0 right after it is built, in the
+    process that builds it, and the sub-env is then used as it is: no env is made for checking only.
+    ``"vector_entry_point"`` has no sub-env to check.
     """
     mode = _mode_name(vectorize_mode)
     if not isinstance(num_envs, int) or num_envs < 1:
@@ -212,7 +217,12 @@ def make_vector_env(
     env_config = _render_config(base, env_config, render_env)
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
     thunks = [
-        _SubEnvThunk(creator, context.copy_with_overrides(vector_index=i), record=render_env)
+        _SubEnvThunk(
+            creator,
+            context.copy_with_overrides(vector_index=i),
+            record=render_env,
+            check=check if i == 0 else None,
+        )
         for i in range(num_envs)
     ]
     if restart_failed_sub_environments:
@@ -298,12 +308,21 @@ class _WrappedCreator:
 
 class _SubEnvThunk:
     """Builds one sub-env: ``creator(context)`` (wrapped to record videos with `record`); picklable
-    whenever the creator is."""
+    whenever the creator (and `check`) is. `check` runs on the first env it builds only (not on one
+    rebuilt after a failure), which it closes when the check fails."""
 
-    def __init__(self, creator: EnvCreator, context: EnvContext, *, record: bool = False) -> None:
+    def __init__(
+        self,
+        creator: EnvCreator,
+        context: EnvContext,
+        *,
+        record: bool = False,
+        check: Callable[[gym.Env], None] | None = None,
+    ) -> None:
         self.creator = creator
         self.context = context
         self.record = record
+        self.check = check
 
     def __call__(self) -> gym.Env:
         name = getattr(self.creator, "__qualname__", repr(self.creator))
@@ -320,7 +339,22 @@ class _SubEnvThunk:
                 f"The env creator {name} returned {type(env).__name__}, expected a gymnasium.Env. "
                 "Fix: return an instance of a gymnasium.Env subclass."
             )
+        run_check(self, env)
         return record_sub_env(env, self.context.vector_index) if self.record else env
+
+
+def run_check(thunk: Any, env: Any) -> None:
+    """Runs `thunk.check` (once: it is cleared first) on the env the thunk just built; closes the env
+    when the check fails (the runner that would have owned it is not built)."""
+    check, thunk.check = thunk.check, None
+    if check is None:
+        return
+    try:
+        check(env)
+    except BaseException:
+        with contextlib.suppress(Exception):  # the failed check is the error worth reporting
+            env.close()
+        raise
 
 
 class RestartingThunk:

@@ -2,14 +2,15 @@
 
 `MultiAgentEpisode` records without checking, so an env that gives a reward to an agent
 that never observed, or data to an agent after it is done, would fail deep inside the
-episode. :func:`check_multi_agent_env` plays a few random steps on a separately created env
-and explains the first violation of the contract in `flywheel.env.multi_agent_env`.
+episode. :func:`check_multi_agent_env` plays a few random steps (a runner: on its own first
+sub-env, right after building it) and explains the first violation of the contract in
+`flywheel.env.multi_agent_env`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import numbers
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -25,38 +26,38 @@ from flywheel.env.checks import (
     check_observation,
 )
 from flywheel.env.multi_agent_env import MultiAgentEnv
+from flywheel.env.observation_checks import outside_bounds_only
 from flywheel.errors import EnvError
 
 __all__ = ["MultiAgentObservationMonitor", "check_multi_agent_env"]
 
 
-def check_multi_agent_env(env: MultiAgentEnv, *, num_steps: int = 10, seed: int = 0) -> None:
-    """Checks ``env`` against the multi-agent contract, then closes it.
+def check_multi_agent_env(
+    env: MultiAgentEnv, *, num_steps: int = 10, seed: int | None = 0, warn_bounds: bool = True
+) -> None:
+    """Checks ``env`` against the multi-agent contract; the env stays open (the caller's to use or close).
 
     Checks every possible agent's spaces, that ``reset(seed=seed)`` and ``num_steps`` steps
     with random actions (for the agents that observed and are not done) return dicts keyed by
     possible agents, observations inside the agent's space, ``"__all__"`` in the done flags,
     rewards only for agents that acted on an earlier observation, nothing for agents that are
     done, and infos only for agents that observe. Raises an `EnvError` naming the agent and the fix.
+    An observation that leaves only a `Box`'s bounds gets one warning instead (none with
+    ``warn_bounds=False``: runners leave that to their `MultiAgentObservationMonitor`).
     """
     name = type(env).__name__
     if not isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
         spec = getattr(env, "spec", None)
-        with contextlib.suppress(Exception):
-            env.close()
         raise EnvError(
             f"env {spec.id if spec else name} is a single-agent env (not a MultiAgentEnv), but the config is "
             "multi-agent (config.multi_agent() set policies other than 'default_policy' or a policy_mapping_fn). "
             "Fix: remove the multi_agent() settings to train one policy on it, or use a MultiAgentEnv (for several "
             "copies of a single-agent env, wrap it in a MultiAgentEnv that steps one copy per agent)."
         )
-    try:
-        _Checker(env, name).run(num_steps, seed)
-    except BaseException:
-        with contextlib.suppress(Exception):  # The failed check is the error worth reporting.
-            env.close()
-        raise
-    _call(name, "close()", env.close)
+    checker = _Checker(env, name)
+    checker.run(num_steps, seed)
+    if checker.bounds and warn_bounds:
+        warnings.warn(checker.bounds[0], stacklevel=2)
 
 
 class _Checker:
@@ -68,8 +69,9 @@ class _Checker:
         self.in_flight: set = set()  # Acted and not observed since: these may get rewards.
         self.done: set = set()
         self.to_act: set = set()
+        self.bounds: list[str] = []  # warnings of observations outside a Box's bounds, in order
 
-    def run(self, num_steps: int, seed: int) -> None:
+    def run(self, num_steps: int, seed: int | None) -> None:
         if not self.possible:
             raise EnvError(
                 f"env {self.name}.possible_agents is {self.env.possible_agents!r}; expected a non-empty list of "
@@ -150,9 +152,11 @@ class _Checker:
         for agent_id, obs in observations.items():
             self._check_agent(what, agent_id, "an observation")
             returned = f"env {self.name}.{what} returned an observation for agent {agent_id!r}"
-            check_observation(
+            warning = check_observation(
                 returned, "its observation space", obs, self.env.get_observation_space(agent_id)
             )
+            if warning is not None:
+                self.bounds.append(warning)
 
     def _check_rewards(self, what: str, rewards: dict) -> None:
         for agent_id, reward in rewards.items():
@@ -222,16 +226,20 @@ class MultiAgentObservationMonitor(ObservationMonitor):
         for i, agent_obs in enumerate(obs):
             for agent_id, value in agent_obs.items():
                 space = self.space.get(agent_id)
-                if (
-                    space is not None
-                    and not space.contains(value)
-                    and not space.contains(_in_space_dtypes(value, space))
-                ):
-                    problem, fix = _explain(value, space)
-                    raise EnvError(
-                        f"env {self.env_name} (sub-env {i} of runner {self.worker_index}) returned an observation "
-                        f"for agent {agent_id!r} outside its observation space at env step "
-                        f"{episodes[i].env_t + 1} of its episode: got {_describe(value)}, expected {space}: "
-                        f"{problem}. Fix: {fix}; or turn off flywheel's env checks with "
-                        "config.environment(disable_env_checking=True)."
-                    )
+                if space is None or space.contains(value):
+                    continue
+                converted = _in_space_dtypes(value, space)
+                if space.contains(converted):
+                    continue
+                where = f"env {self.env_name} (sub-env {i} of runner {self.worker_index})"
+                when = f"at env step {episodes[i].env_t + 1} of its episode"
+                if outside_bounds_only(converted, space):
+                    what = f"{where} returned an observation for agent {agent_id!r} {when} outside the bounds of its observation space"
+                    self.warn_bounds(what, converted, space)
+                    continue
+                problem, fix = _explain(value, space)
+                raise EnvError(
+                    f"{where} returned an observation for agent {agent_id!r} outside its observation space "
+                    f"{when}: got {_describe(value)}, expected {space}: {problem}. Fix: {fix}; or turn off "
+                    "flywheel's env checks with config.environment(disable_env_checking=True)."
+                )

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-from flywheel.env.make import EnvContext, RestartingThunk, RestartOnFailure, make_env_creator
+from flywheel.env.make import EnvContext, RestartingThunk, RestartOnFailure, make_env_creator, run_check
 from flywheel.env.multi_agent_env import MultiAgentEnv, agent_space
 from flywheel.errors import EnvError
 from flywheel.typing import AgentID
@@ -282,11 +282,15 @@ def _run_command(env: MultiAgentEnv, index: int, command: str, payload: Any) -> 
 
 
 class _MultiAgentThunk:
-    """Builds one multi-agent sub-env: ``creator(context)``; picklable whenever the creator is."""
+    """Builds one multi-agent sub-env: ``creator(context)``; picklable whenever the creator (and
+    `check`) is. `check` runs on the first env it builds only (see `flywheel.env.make.run_check`)."""
 
-    def __init__(self, creator: Callable[[EnvContext], Any], context: EnvContext) -> None:
+    def __init__(
+        self, creator: Callable[[EnvContext], Any], context: EnvContext, check: Callable | None = None
+    ) -> None:
         self.creator = creator
         self.context = context
+        self.check = check
 
     def __call__(self) -> MultiAgentEnv:
         name = getattr(self.creator, "__qualname__", repr(self.creator))
@@ -298,6 +302,7 @@ class _MultiAgentThunk:
                 f"with {name}({self.context!r}) raised {type(e).__name__}: {str(e).rstrip('.')}. "
                 "Fix the creator (see the chained error)."
             ) from e
+        run_check(self, env)  # first: it names the config's fix for a single-agent env
         if not isinstance(env, MultiAgentEnv):
             hint = (
                 " It looks like a PettingZoo ParallelEnv: wrap it, creator = lambda cfg: "
@@ -342,6 +347,7 @@ def make_multi_agent_vector_env(
     worker_index: int = 0,
     num_workers: int = 0,
     restart_failed_sub_environments: bool = False,
+    check: Callable[[Any], None] | None = None,
 ) -> MultiAgentSyncVectorEnv | MultiAgentAsyncVectorEnv:
     """Builds the multi-agent vector env a runner steps (``num_envs`` sub-envs, autoreset SAME_STEP).
 
@@ -350,7 +356,8 @@ def make_multi_agent_vector_env(
     ``vectorize_mode`` is ``"sync"`` (this process) or ``"async"`` (one process per sub-env).
     With ``restart_failed_sub_environments``, a sub-env whose ``reset``/``step`` raises is rebuilt
     from the creator and reset in place (see `_RestartingEnv`); its infos then hold
-    ``SUB_ENV_RESTARTED: True``, so the runner can drop the sub-env's episode.
+    ``SUB_ENV_RESTARTED: True``, so the runner can drop the sub-env's episode. ``check`` (e.g.
+    `check_multi_agent_env`) runs on sub-env 0 right after it is built, which is then used as it is.
     """
     mode = getattr(vectorize_mode, "value", vectorize_mode)
     if mode not in _MA_VECTORIZE_MODES:
@@ -362,7 +369,10 @@ def make_multi_agent_vector_env(
         raise EnvError(f"num_envs must be an int >= 1, got {num_envs!r}. Fix: pass num_envs=1 or more.")
     creator = make_env_creator(env, env_config)
     context = EnvContext(env_config, worker_index=worker_index, num_workers=num_workers)
-    thunks = [_MultiAgentThunk(creator, context.copy_with_overrides(vector_index=i)) for i in range(num_envs)]
+    thunks = [
+        _MultiAgentThunk(creator, context.copy_with_overrides(vector_index=i), check if i == 0 else None)
+        for i in range(num_envs)
+    ]
     if restart_failed_sub_environments:
         thunks = [RestartingThunk(thunk, _RestartingEnv) for thunk in thunks]
     if mode == "sync":

@@ -7,7 +7,9 @@ reverse), a wrong shape or rank, an empty batch, NaN or inf, non-numeric data ra
 (an array for array spaces, a list for Dict/Tuple spaces) so the caller converts only once.
 
 `first_outside(space, batch)` finds the first row of a vector env's batched observations that
-is not in `space` (a few numpy operations for the whole batch), for the runners' sampling loop.
+is not in `space` (a few numpy operations for the whole batch), for the runners' sampling loop;
+`outside_bounds_only(value, space)` says whether such an observation has the space's structure,
+shapes and dtypes and leaves it only by a `Box`'s bounds (which the env checks warn about once).
 """
 
 from __future__ import annotations
@@ -187,3 +189,30 @@ def _bounds(space: gym.Space) -> tuple[Any, Any]:
     if isinstance(space, gym.spaces.MultiDiscrete):
         return space.start, space.start + space.nvec - 1
     return 0, 1  # MultiBinary
+
+
+def outside_bounds_only(value: Any, space: gym.Space) -> bool:
+    """Whether `space` would contain `value` if its `Box` leaves had no bounds: every Box leaf an array of
+    the leaf's shape, of a dtype that casts safely to the leaf's, without NaN; every other leaf (and
+    the Dict keys, Tuple lengths) contained. Discrete-like leaves out of range are not bounds here:
+    they cannot be encoded (one-hot) at all."""
+    if isinstance(space, gym.spaces.Dict):
+        return (
+            isinstance(value, dict)
+            and set(value) == set(space.spaces)
+            and all(outside_bounds_only(value[key], sub) for key, sub in space.spaces.items())
+        )
+    if isinstance(space, gym.spaces.Tuple):
+        return (
+            isinstance(value, tuple | list)
+            and len(value) == len(space.spaces)
+            and all(outside_bounds_only(item, sub) for item, sub in zip(value, space.spaces))
+        )
+    if isinstance(space, gym.spaces.Box):
+        return (
+            isinstance(value, np.ndarray)
+            and value.shape == space.shape
+            and np.can_cast(value.dtype, space.dtype)
+            and not (value.dtype.kind == "f" and np.isnan(value).any())
+        )
+    return space.contains(value)

@@ -13,7 +13,7 @@ The driving loop::
 from __future__ import annotations
 
 import abc
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -22,13 +22,7 @@ import torch
 from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.connectors.module_to_env.normalize_and_clip_actions import normalized_actions, normalizes
 from flywheel.connectors.pipeline import ConnectorPipelineV2
-from flywheel.env.make import (
-    INPUT_ENV_SINGLE_SPACES,
-    INPUT_ENV_SPACES,
-    EnvContext,
-    make_env_creator,
-    wrapped_creator,
-)
+from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES, EnvContext
 from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
@@ -127,26 +121,25 @@ class EnvRunner(Checkpointable, abc.ABC):
             self._call_env_to_module(episodes, explore)
 
     def _make_env(self) -> Any:
-        """Checks the env once (unless `disable_env_checking`), builds the vector env of
-        `num_envs_per_env_runner` copies and calls `on_environment_created`."""
+        """Builds the vector env of `num_envs_per_env_runner` copies, exactly one env per sub-env (the
+        one-time check runs on sub-env 0, unless `disable_env_checking`), and calls
+        `on_environment_created`."""
         config = self.config
         context = EnvContext(config.env_config, worker_index=self.worker_index, num_workers=self.num_workers)
-        if not config.disable_env_checking:
-            creator = wrapped_creator(make_env_creator(config.env, config.env_config), config.env_wrappers)
-            self._check_env(creator(context))
-        env = self._make_vector_env()
+        env = self._make_vector_env(check=None if config.disable_env_checking else self._env_check())
         self._callbacks.on_environment_created(
             env_runner=self, metrics_logger=self.metrics, env=env, env_context=context
         )
         return env
 
     @abc.abstractmethod
-    def _check_env(self, env: Any) -> None:
-        """Plays a few steps on a separately created env and explains the first contract violation."""
+    def _env_check(self) -> Callable[[Any], None]:
+        """The one-time check of sub-env 0 (plays a few steps and explains the first contract violation);
+        a module-level function, so that async sub-env processes receive it."""
 
     @abc.abstractmethod
-    def _make_vector_env(self) -> Any:
-        """The vector env this runner steps."""
+    def _make_vector_env(self, check: Callable[[Any], None] | None) -> Any:
+        """The vector env this runner steps (`check` runs on sub-env 0 once it is built)."""
 
     def sample(
         self,

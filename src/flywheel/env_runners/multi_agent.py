@@ -9,6 +9,8 @@ runner maps the module-to-env output back to one `{agent_id: action}` dict per s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from functools import partial
 from itertools import repeat
 from typing import Any
 
@@ -74,10 +76,12 @@ class MultiAgentEnvRunner(EnvRunner):
         assert self._episodes is not None
         return self._episodes
 
-    def _check_env(self, env: Any) -> None:
-        check_multi_agent_env(env)
+    def _env_check(self) -> Callable[[Any], None]:
+        # Unseeded: the runner's first reset seeds the env as configured. Observations outside a Box's
+        # bounds: the runner's observation monitor warns once, for the check and the sampling together.
+        return partial(check_multi_agent_env, seed=None, warn_bounds=False)
 
-    def _make_vector_env(self) -> Any:
+    def _make_vector_env(self, check: Callable[[Any], None] | None) -> Any:
         config = self.config
         return make_multi_agent_vector_env(
             config.env,
@@ -87,6 +91,7 @@ class MultiAgentEnvRunner(EnvRunner):
             worker_index=self.worker_index,
             num_workers=self.num_workers,
             restart_failed_sub_environments=config.restart_failed_sub_environments,
+            check=check,
         )
 
     def _env_spaces(self) -> tuple[gym.spaces.Dict, gym.spaces.Dict]:

@@ -8,6 +8,8 @@ batch; metrics are counted in plain numbers and logged once per `sample()`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -74,10 +76,12 @@ class SingleAgentEnvRunner(EnvRunner):
     def _module_spaces(self) -> dict[str, tuple]:
         return {DEFAULT_MODULE_ID: (self._env_to_module.observation_space, self._env_to_module.action_space)}
 
-    def _check_env(self, env: Any) -> None:
-        check_env(env)
+    def _env_check(self) -> Callable[[Any], None]:
+        # Unseeded: the runner's first reset seeds the env as configured. Observations outside a Box's
+        # bounds: the runner's observation monitor warns once, for the check and the sampling together.
+        return partial(check_env, seed=None, warn_bounds=False)
 
-    def _make_vector_env(self) -> Any:
+    def _make_vector_env(self, check: Callable[[Any], None] | None) -> Any:
         config = self.config
         return make_vector_env(
             config.env,
@@ -89,6 +93,7 @@ class SingleAgentEnvRunner(EnvRunner):
             restart_failed_sub_environments=config.restart_failed_sub_environments,
             render_env=config.render_env,
             wrappers=config.env_wrappers,
+            check=check,
         )
 
     def _check_lookback_for_state(self) -> None:

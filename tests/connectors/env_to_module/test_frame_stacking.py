@@ -153,27 +153,23 @@ def test_learner_mode_after_add_one_ts_adds_each_chunks_bootstrap_row():
     )
 
 
-@pytest.mark.parametrize("piece", ["FrameStacking", "PrevActionsPrevRewards"])
-def test_ppo_trains_with_the_piece_on_both_sides(piece):
+def test_ppo_trains_with_the_piece_on_both_sides():
     """PPO's learner pipeline adds a bootstrap row per chunk: the learner-side piece gives it a row too
     (it used to give one row per step only, and the batch's columns disagreed)."""
     from flywheel import PPOConfig
-    from flywheel.connectors import env_to_module
 
-    cls = getattr(env_to_module, piece)
-    options = {"num_frames": 3} if piece == "FrameStacking" else {"n_prev_actions": 2}
     config = (
         PPOConfig()
         .environment("CartPole-v1")
-        .env_runners(env_to_module_connector=lambda env, spaces, device: cls(**options))
+        .env_runners(env_to_module_connector=lambda env, spaces, device: FrameStacking(num_frames=3))
         .training(
-            learner_connector=lambda obs, act: cls(as_learner_connector=True, **options),
+            learner_connector=lambda obs, act: FrameStacking(as_learner_connector=True, num_frames=3),
             train_batch_size=64,
             minibatch_size=32,
         )
     )
     algo = config.build_algo()
-    assert algo.get_module().observation_space.shape == ((12,) if piece == "FrameStacking" else (9,))
+    assert algo.get_module().observation_space.shape == (12,)
     result = algo.train()["learners"][DEFAULT_MODULE_ID]
     algo.stop()
     assert result["num_module_steps_trained"] >= 64 and np.isfinite(result["total_loss"])

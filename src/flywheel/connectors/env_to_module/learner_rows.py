@@ -1,7 +1,7 @@
-"""`set_learner_observations`: the learner-side half of observation-rewriting pieces.
+"""`set_learner_observations`: the learner-side half of pieces that set `batch[OBS]` themselves.
 
-`FrameStacking` and `PrevActionsPrevRewards` also run as learner connectors, where they rewrite
-every observation of each episode at once; both group the episodes' rows by module the same way.
+`FrameStacking` leaves the episodes with single frames and also runs as a learner connector, where it
+stacks every observation of each episode at once, grouping the episodes' rows by module.
 """
 
 from __future__ import annotations

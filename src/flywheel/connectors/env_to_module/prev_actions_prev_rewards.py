@@ -2,77 +2,120 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
-from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.learner_rows import set_learner_observations
 from flywheel.errors import ConnectorError
 
 
+@dataclass(frozen=True)
+class _ActionCoding:
+    """How one agent's actions become `prev_n_actions` rows: one-hot (Discrete) or raw (Box)."""
+
+    dim: int  # entries per action
+    shape: tuple[int, ...]  # of one action as stored
+    discrete_start: int | None  # Discrete's `start`; None for Box actions
+    pad: Any  # a valid action for positions before the start (masked to zeros after encoding)
+
+
 class PrevActionsPrevRewards(ConnectorV2):
-    """Observation → `concat(obs, last n actions, last n rewards)` as one flat float32 vector.
+    """Observation → `{"_orig_obs": obs, "prev_n_actions": ..., "prev_n_rewards": ...}`, in the episodes.
 
-    Actions are one-hot for a Discrete action space and raw (flattened) for a Box one, oldest first;
-    positions before the episode start (or before the stored history of a chunk) are zeros. A chunk
-    that continues an earlier one needs `len_lookback_buffer >= max(n_prev_actions, n_prev_rewards)`
-    to see the previous chunk's actions.
+    As RLlib's piece, it rewrites each episode's newest observation (on a multi-agent runner: each
+    agent's that just observed) with that Dict, so the module acts on it and the learner trains on it,
+    final observations and PPO's bootstrap row included. `prev_n_actions` holds the last
+    `n_prev_actions` actions, oldest first (one-hot for a Discrete action space, flattened for a Box),
+    `prev_n_rewards` the last `n_prev_rewards` rewards; positions before the episode start are zeros.
+    Put `FlattenObservations` after it for a module that takes flat vectors (the default models): the
+    flat row is `concat(obs, actions, rewards)`.
 
-    The episodes are not rewritten; the piece sets `batch[OBS]` itself, so the default observation
-    piece skips. With `as_learner_connector=True` it sets `batch[module_id][OBS]` instead: one row per
-    step of each chunk (observation `j` with the actions/rewards of steps `j - n .. j - 1`, for
-    `j = 0 .. len(chunk) - 1`, and `j = len(chunk)` too when `AddOneTsToEpisodesAndTruncate` added a
-    bootstrap row), every agent's chunks of multi-agent episodes included.
+    With `multi_agent=True` the input spaces are the Dicts of every agent's spaces and the output is
+    the Dict of every agent's Dict. The piece reads `max(n_prev_actions, n_prev_rewards)` steps of a
+    continued chunk's lookback (`required_episode_lookback`), so runners keep that much history.
     """
+
+    ORIG_OBS_KEY = "_orig_obs"
+    PREV_ACTIONS_KEY = "prev_n_actions"
+    PREV_REWARDS_KEY = "prev_n_rewards"
 
     def __init__(
         self,
         input_observation_space: gym.Space | None = None,
         input_action_space: gym.Space | None = None,
         *,
+        multi_agent: bool = False,
         n_prev_actions: int = 1,
         n_prev_rewards: int = 1,
         as_learner_connector: bool = False,
         **kwargs: Any,
     ):
+        if as_learner_connector:
+            raise ConnectorError(
+                "PrevActionsPrevRewards(as_learner_connector=True): the piece rewrites the observations in "
+                "the episodes on the env runners (as RLlib's does), so the learner already trains on them. "
+                "Fix: keep it in env_to_module_connector only and drop it from learner_connector."
+            )
+        self.multi_agent = multi_agent
         self.n_prev_actions = n_prev_actions
         self.n_prev_rewards = n_prev_rewards
-        self.as_learner_connector = as_learner_connector
+        self._codings: dict[Any, _ActionCoding] = {}  # per agent id (None: single-agent)
         super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    @property
+    def required_episode_lookback(self) -> int:
+        return max(self.n_prev_actions, self.n_prev_rewards)
 
     def recompute_output_observation_space(
         self, input_observation_space: gym.Space, input_action_space: gym.Space | None
     ) -> gym.Space | None:
-        obs_space, act_space = input_observation_space, input_action_space
-        if act_space is None:
+        if input_action_space is None:
             return None  # Unknown until the action space is set too.
-        if not isinstance(obs_space, gym.spaces.Box):
+        if not self.multi_agent:
+            return self._agent_space(None, input_observation_space, input_action_space)
+        if not isinstance(input_observation_space, gym.spaces.Dict) or not isinstance(
+            input_action_space, gym.spaces.Dict
+        ):
             raise ConnectorError(
-                f"PrevActionsPrevRewards needs Box observations, got {obs_space}. Put FlattenObservations "
-                f"before it."
+                f"PrevActionsPrevRewards(multi_agent=True) expects the Dicts of the agents' spaces, got "
+                f"{input_observation_space} and {input_action_space}. Fix: drop multi_agent=True on a "
+                "single-agent runner."
             )
+        return gym.spaces.Dict(
+            {
+                agent_id: self._agent_space(agent_id, obs_space, input_action_space[agent_id])
+                for agent_id, obs_space in input_observation_space.spaces.items()
+            }
+        )
+
+    def _agent_space(self, agent_id: Any, obs_space: gym.Space, act_space: gym.Space) -> gym.spaces.Dict:
         if isinstance(act_space, gym.spaces.Discrete):
-            # One-hot rows; padded positions hold a valid action (masked to zeros after encoding).
-            self._action_dim, self._discrete_start = int(act_space.n), int(act_space.start)
-            self._action_pad = self._discrete_start
-            self._action_shape: tuple[int, ...] = ()  # a Discrete action is a scalar
+            coding = _ActionCoding(int(act_space.n), (), int(act_space.start), int(act_space.start))
+            low, high = np.zeros(coding.dim), np.ones(coding.dim)
         elif isinstance(act_space, gym.spaces.Box):
-            self._action_dim, self._discrete_start = int(np.prod(act_space.shape)), None
-            self._action_pad = 0
-            self._action_shape = act_space.shape
+            coding = _ActionCoding(int(np.prod(act_space.shape)), act_space.shape, None, 0)
+            low, high = act_space.low.reshape(-1), act_space.high.reshape(-1)
         else:
             raise ConnectorError(
                 f"PrevActionsPrevRewards needs a Discrete or Box action space, got {act_space}; encode "
                 f"other action spaces with a custom piece."
             )
-        extra = self.n_prev_actions * self._action_dim + self.n_prev_rewards
-        low = np.concatenate([obs_space.low.reshape(-1), np.full(extra, -np.inf)]).astype(np.float32)
-        high = np.concatenate([obs_space.high.reshape(-1), np.full(extra, np.inf)]).astype(np.float32)
-        return gym.spaces.Box(low, high, low.shape, np.float32)
+        self._codings[agent_id] = coding
+        n_a, n_r = self.n_prev_actions, self.n_prev_rewards
+        return gym.spaces.Dict(
+            {
+                self.ORIG_OBS_KEY: obs_space,
+                self.PREV_ACTIONS_KEY: gym.spaces.Box(
+                    np.tile(low, n_a).astype(np.float32),
+                    np.tile(high, n_a).astype(np.float32),
+                    dtype=np.float32,
+                ),
+                self.PREV_REWARDS_KEY: gym.spaces.Box(-np.inf, np.inf, (n_r,), np.float32),
+            }
+        )
 
     def __call__(
         self,
@@ -85,54 +128,46 @@ class PrevActionsPrevRewards(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if self.as_learner_connector:
-            set_learner_observations(batch, episodes, self._learner_rows, shared_data)
-            return batch
-        if not episodes:
-            return batch
-        n_a, n_r = self.n_prev_actions, self.n_prev_rewards
-        obs = np.asarray([episode.get_observations(-1) for episode in episodes])
-        parts = [obs.reshape(len(episodes), -1)]
-        if n_a:
-            histories = [episode.get_actions(slice(-n_a, None)) for episode in episodes]
-            actions, valid = _pad_front(histories, n_a, self._action_shape, self._action_pad)
-            parts.append(self._encode_actions(actions, valid).reshape(len(episodes), -1))
-        if n_r:
-            histories = [episode.get_rewards(slice(-n_r, None)) for episode in episodes]
-            rewards, _ = _pad_front(histories, n_r, (), 0.0)
-            parts.append(rewards)
-        batch[Columns.OBS] = np.concatenate(parts, axis=1, dtype=np.float32)
+        per_agent: dict[Any, list[Any]] = {}
+        for episode in self.single_agent_episode_iterator(episodes):
+            per_agent.setdefault(episode.agent_id if self.multi_agent else None, []).append(episode)
+        for agent_id, agent_episodes in per_agent.items():
+            self._rewrite_newest(agent_episodes, self._codings[agent_id])
         return batch
 
-    def _learner_rows(self, episode: Any, n: int) -> np.ndarray:
+    def _rewrite_newest(self, episodes: list[Any], coding: _ActionCoding) -> None:
+        """Replaces each episode's newest observation by its Dict (one agent's episodes: one coding)."""
         n_a, n_r = self.n_prev_actions, self.n_prev_rewards
-        obs = np.asarray(episode.get_observations(slice(0, n)))
-        parts = [obs.reshape(n, -1)]
+        actions = np.zeros((len(episodes), n_a * coding.dim), np.float32)
         if n_a:
-            # Actions -n_a .. n-2 (lookback included): window j covers the n_a actions before obs j.
-            history = episode.get_actions(slice(-n_a, n - 1), neg_index_as_lookback=True)
-            actions, valid = _pad_front([history], n + n_a - 1, self._action_shape, self._action_pad)
-            encoded = self._encode_actions(actions, valid)[0]  # [n + n_a - 1, action_dim]
-            windows = np.moveaxis(sliding_window_view(encoded, n_a, axis=0), -1, 1)
-            parts.append(windows.reshape(n, -1))
+            histories = [episode.get_actions(slice(-n_a, None)) for episode in episodes]
+            padded, valid = _pad_front(histories, n_a, coding.shape, coding.pad)
+            actions = _encode_actions(padded, valid, coding).reshape(len(episodes), -1)
+        rewards = np.zeros((len(episodes), n_r), np.float32)
         if n_r:
-            history = episode.get_rewards(slice(-n_r, n - 1), neg_index_as_lookback=True)
-            rewards, _ = _pad_front([history], n + n_r - 1, (), 0.0)
-            parts.append(sliding_window_view(rewards[0], n_r))
-        return np.concatenate(parts, axis=1, dtype=np.float32)
-
-    def _encode_actions(self, actions: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """`[B, T] (+ action shape)` actions → `[B, T, action_dim]` floats, zero where not `valid`."""
-        if self._discrete_start is not None:
-            eye = np.eye(self._action_dim, dtype=np.float32)
-            return eye[actions.astype(np.int64) - self._discrete_start] * valid[..., None]
-        return actions.reshape(*valid.shape, -1).astype(np.float32) * valid[..., None]
+            rewards = _pad_front([e.get_rewards(slice(-n_r, None)) for e in episodes], n_r, (), 0.0)[0]
+            rewards = rewards.astype(np.float32)
+        for episode, episode_actions, episode_rewards in zip(episodes, actions, rewards):
+            new_observation = {
+                self.ORIG_OBS_KEY: episode.get_observations(-1),
+                self.PREV_ACTIONS_KEY: episode_actions,
+                self.PREV_REWARDS_KEY: episode_rewards,
+            }
+            episode.set_observations(new_data=new_observation, at_indices=-1)
 
     def __repr__(self) -> str:
         return (
-            f"PrevActionsPrevRewards(n_prev_actions={self.n_prev_actions}, "
-            f"n_prev_rewards={self.n_prev_rewards}, as_learner_connector={self.as_learner_connector})"
+            f"PrevActionsPrevRewards(multi_agent={self.multi_agent}, n_prev_actions={self.n_prev_actions}, "
+            f"n_prev_rewards={self.n_prev_rewards})"
         )
+
+
+def _encode_actions(actions: np.ndarray, valid: np.ndarray, coding: _ActionCoding) -> np.ndarray:
+    """`[B, T] (+ action shape)` actions → `[B, T, dim]` floats, zero where not `valid`."""
+    if coding.discrete_start is not None:
+        eye = np.eye(coding.dim, dtype=np.float32)
+        return eye[actions.astype(np.int64) - coding.discrete_start] * valid[..., None]
+    return actions.reshape(*valid.shape, -1).astype(np.float32) * valid[..., None]
 
 
 def _pad_front(
