@@ -197,6 +197,7 @@ class EnvRunner(Checkpointable, abc.ABC):
                 spaces=self._recorded_spaces(),
                 write_episodes=config.output_write_episodes,
                 max_rows_per_file=config.output_max_rows_per_file,
+                write_remaining=config.output_write_remaining_data,
                 compress_columns=config.output_compress_columns,
                 file_prefix=f"runner{self.worker_index}",
                 actions_normalized=config.normalize_actions,
