@@ -75,6 +75,12 @@ class LearnerGroup(Checkpointable):
         return learner
 
     @property
+    def _learner(self) -> Learner | None:
+        """The local learner (None with remote learners), under RLlib's attribute name: RLlib's examples
+        read it (`algo.learner_group._learner.get_optimizer(...)`)."""
+        return None if self._local is None else self._local.learner
+
+    @property
     def is_local(self) -> bool:
         """Whether the (only) learner runs in this process."""
         return self._local is not None
