@@ -142,8 +142,9 @@ class AlgorithmSettings:
     train_batch_size_per_learner: int | None = setting("training")
     """Env steps each learner trains on per iteration (None: train_batch_size / num_learners);
     sampling stops once all learners have theirs."""
-    minibatch_size: int = setting("training", 128)
-    """Rows per gradient step; must not exceed the batch each learner trains on."""
+    minibatch_size: int | None = setting("training", 128)
+    """Rows per gradient step; must not exceed the batch each learner trains on (None: one step on each
+    learner's whole train batch, RLlib's meaning)."""
     num_epochs: int = setting("training", 1)
     """Passes over each train batch."""
     shuffle_batch_per_epoch: bool = setting("training", True)
