@@ -20,6 +20,11 @@ import gymnasium as gym
 import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
+from flywheel.checkpoints.components import (
+    COMPONENT_ENV_TO_MODULE_CONNECTOR,
+    COMPONENT_MODULE_TO_ENV_CONNECTOR,
+    COMPONENT_RL_MODULE,
+)
 from flywheel.connectors.module_to_env.normalize_and_clip_actions import normalized_actions, normalizes
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.env.make import (
@@ -335,11 +340,11 @@ class EnvRunner(Checkpointable, abc.ABC):
         return self.metrics.reduce_to_state()
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
-        module = [] if self.module is None else [("rl_module", self.module)]
+        module = [] if self.module is None else [(COMPONENT_RL_MODULE, self.module)]
         return [
             *module,
-            ("env_to_module_connector", self.env_to_module),
-            ("module_to_env_connector", self.module_to_env),
+            (COMPONENT_ENV_TO_MODULE_CONNECTOR, self.env_to_module),
+            (COMPONENT_MODULE_TO_ENV_CONNECTOR, self.module_to_env),
         ]
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
