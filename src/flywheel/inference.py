@@ -23,6 +23,14 @@ import numpy as np
 import torch
 
 from flywheel.checkpoints.checkpointable import load_tree
+from flywheel.checkpoints.components import (
+    COMPONENT_ENV_RUNNER,
+    COMPONENT_ENV_TO_MODULE_CONNECTOR,
+    COMPONENT_LEARNER,
+    COMPONENT_LEARNER_GROUP,
+    COMPONENT_MODULE_TO_ENV_CONNECTOR,
+    COMPONENT_RL_MODULE,
+)
 from flywheel.checkpoints.registry import Allowed
 from flywheel.checkpoints.tree import read_tree
 from flywheel.columns import Columns
@@ -37,9 +45,9 @@ from flywheel.reporting.media import VIDEO_FPS
 from flywheel.reporting.videos import save_video
 from flywheel.typing import DEFAULT_MODULE_ID
 
-MODULES_DIR = ("learner_group", "learner", "rl_module")
-ENV_TO_MODULE_DIR = ("env_runner", "env_to_module_connector")
-MODULE_TO_ENV_DIR = ("env_runner", "module_to_env_connector")
+MODULES_DIR = (COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE)
+ENV_TO_MODULE_DIR = (COMPONENT_ENV_RUNNER, COMPONENT_ENV_TO_MODULE_CONNECTOR)
+MODULE_TO_ENV_DIR = (COMPONENT_ENV_RUNNER, COMPONENT_MODULE_TO_ENV_CONNECTOR)
 
 
 def load_policy(

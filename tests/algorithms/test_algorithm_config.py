@@ -41,6 +41,7 @@ SECTION_KEYWORDS = {
         "env_runner_cls",
         "num_gpus_per_env_runner",
         "create_env_on_local_worker",
+        "episodes_to_numpy",
     },
     "learners": {
         "num_learners",
@@ -50,6 +51,7 @@ SECTION_KEYWORDS = {
         "learner_connector",
         "add_default_connectors_to_learner_pipeline",
         "learner_config_dict",
+        "num_aggregator_actors_per_learner",
     },
     "training": {
         "gamma",

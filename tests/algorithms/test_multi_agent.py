@@ -139,3 +139,22 @@ def test_checkpoint_round_trip_and_evaluation(build, tmp_path):
         assert restored.train()["training_iteration"] == 2
     finally:
         restored.stop()
+
+
+def test_policies_no_agent_maps_to_yet_are_built_saved_and_untrained(build, tmp_path):
+    """RLlib's self-play examples list five policies and map agents to two at first: the others get the
+    spaces every agent shares, are in the learner and the checkpoint, and samples do not train them."""
+    policies = ("p0", "p1", "main_v1", "main_v2", "main_v3")
+    algo = build(small_config(policies=policies))
+    before = {mid: weights(algo, mid) for mid in policies}
+    result = algo.train()
+    learners = result["learners"]
+    assert ["total_loss" in learners[mid] for mid in policies] == [True, True, False, False, False]
+    assert [same(weights(algo, mid), before[mid]) for mid in policies] == [False, False, True, True, True]
+    module = algo.learner_group._learner.module["main_v2"]
+    assert (module.observation_space, module.action_space) == (
+        TurnBasedEnv().observation_spaces["p0"],
+        TurnBasedEnv().action_spaces["p0"],
+    )
+    algo.save_to_path(tmp_path / "ckpt")
+    assert (tmp_path / "ckpt" / "learner_group" / "learner" / "rl_module" / "main_v3").is_dir()

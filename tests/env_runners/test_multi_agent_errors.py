@@ -2,6 +2,7 @@
 
 import itertools
 
+import gymnasium as gym
 import pytest
 
 from flywheel import Columns, MultiAgentEnvRunner, PPOConfig, RLModuleSpec
@@ -49,11 +50,21 @@ def test_mapping_to_an_unknown_module_while_sampling_is_caught_before_the_forwar
         run(config(mapping=mapping))
 
 
+class UnequalSpacesEnv(TurnBasedEnv):
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.action_spaces = {"p0": gym.spaces.Discrete(2), "p1": gym.spaces.Discrete(3)}
+
+
 def test_module_without_agents_or_spaces():
+    """A module no agent maps to takes the spaces all agents share; with unequal spaces it has none."""
     with pytest.raises(
         ConfigError, match=r"Module 'p2' has no observation/action space: no agent .* maps to it"
     ):
-        run(config(policies=("p0", "p1", "p2")))
+        run(config(UnequalSpacesEnv, policies=("p0", "p1", "p2")))
+    runner = MultiAgentEnvRunner(config=config(policies=("p0", "p1", "p2")))
+    assert runner.module["p2"].action_space == gym.spaces.Discrete(2)
+    runner.stop()
 
 
 @pytest.mark.parametrize("check", [True, False])

@@ -38,8 +38,38 @@ def test_rllib_names_and_defaults():
         100.0,
         1e-8,
     )
-    assert marwil.train_batch_size_per_learner == 2000
+    for config in (bc, marwil):  # one gradient step on the whole train batch of 2000 rows
+        assert (config.train_batch_size, config.train_batch_size_per_learner) == (2000, None)
+        assert (config.minibatch_size, config.num_epochs) == (None, 1)
     assert (bc.algo_class, marwil.algo_class) == (BC, MARWIL)
+
+
+def test_rllibs_bc_batch_setting_trains_once_on_the_whole_batch(random_data):
+    """RLlib's BC examples set train_batch_size_per_learner below 128 (flywheel's old minibatch default)."""
+    config = BCConfig().environment("CartPole-v1").offline_data(input_=str(random_data))
+    algo = (
+        config.training(train_batch_size_per_learner=64)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .build_algo()
+    )
+    steps = []
+    algo.learner_group.foreach_learner(
+        lambda learner: setattr(learner, "apply_gradients", _counting(learner, steps))
+    )
+    result = algo.train()
+    algo.stop()
+    assert len(steps) == 1  # minibatch_size None: one step on the whole batch
+    assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == 64
+
+
+def _counting(learner, steps):
+    apply = learner.apply_gradients
+
+    def counted(gradients):
+        steps.append(1)
+        apply(gradients)
+
+    return counted
 
 
 def test_offline_algorithms_need_input():

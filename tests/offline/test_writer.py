@@ -76,6 +76,20 @@ def test_max_rows_per_file_and_the_rest_is_written_on_stop(tmp_path):
     assert [pq.read_metadata(p).num_rows for p in files(tmp_path)] == [30, 30, 30, 10]
 
 
+def test_output_write_remaining_data_false_drops_the_rest_on_stop_as_rllib_does(tmp_path):
+    runner = SingleAgentEnvRunner(
+        config=recording_config(
+            tmp_path,
+            output_write_episodes=False,
+            output_max_rows_per_file=30,
+            output_write_remaining_data=False,
+        )
+    )
+    runner.sample(num_timesteps=100)
+    runner.stop()
+    assert [pq.read_metadata(p).num_rows for p in files(tmp_path)] == [30, 30, 30]
+
+
 def test_files_appear_atomically_no_partial_file_is_visible(tmp_path, monkeypatch):
     seen = []
     original = pq.write_table

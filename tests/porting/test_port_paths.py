@@ -13,8 +13,8 @@ from flywheel.porting.table import NOT_YET
 
 RLLIB = "from ray.rllib.core.columns import Columns\n"
 PORTED = "from flywheel.columns import Columns\n"
-UNPORTABLE = "from ray.rllib.core import COMPONENT_LEARNER\n"
-UNPORTABLE_REPORT = f"ray.rllib.core.COMPONENT_LEARNER: {NOT_YET}"
+UNPORTABLE = "from ray.rllib.core.rl_module.rl_module import RLModuleConfig\n"
+UNPORTABLE_REPORT = f"ray.rllib.core.rl_module.rl_module.RLModuleConfig: {NOT_YET}"
 
 
 @pytest.fixture

@@ -276,7 +276,7 @@ def test_a_file_without_rllib_imports_is_returned_as_is():
 def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
     source = """\
         from ray.rllib.policy.sample_batch import SampleBatch
-        from ray.rllib.core import Columns, COMPONENT_RL_MODULE
+        from ray.rllib.core import Columns, COMPONENT_EVAL_ENV_RUNNER
         from ray.rllib.models.torch.torch_modelv2 import TorchModelV2
         from ray.rllib.core.rl_module.apis import (
             ValueFunctionAPI,
@@ -289,7 +289,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         """\
         from ray.rllib.policy.sample_batch import SampleBatch
         from flywheel.columns import Columns
-        from ray.rllib.core import COMPONENT_RL_MODULE
+        from ray.rllib.core import COMPONENT_EVAL_ENV_RUNNER
         from ray.rllib.models.torch.torch_modelv2 import TorchModelV2
         from flywheel.core.rl_module.apis import (
             ValueFunctionAPI,
@@ -305,7 +305,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         "mod.py:1: ray.rllib.policy.sample_batch.SampleBatch: RLlib's old API stack batch; flywheel passes "
         "episodes (flywheel.SingleAgentEpisode) and dict batches keyed by flywheel.Columns (Columns.OBS for "
         "SampleBatch.OBS)",
-        f"mod.py:3: ray.rllib.core.COMPONENT_RL_MODULE: {NOT_YET}",
+        f"mod.py:3: ray.rllib.core.COMPONENT_EVAL_ENV_RUNNER: {NOT_YET}",
         "mod.py:4: ray.rllib.models.torch.torch_modelv2.TorchModelV2: RLlib's old API stack model; write a "
         "flywheel.TorchRLModule (setup() builds the layers, _forward() returns Columns.ACTION_DIST_INPUTS)",
         f"mod.py:9: ray.rllib.core.rl_module.apis.QNetAPI: {NOT_YET}",
@@ -407,7 +407,7 @@ def test_invalid_python_is_reported_and_left_alone():
 # ------------------------------------------------------------------------------------------ idempotence
 
 SOURCES = [source for source, _ in REWRITES.values()] + [
-    "from ray.rllib.policy.sample_batch import SampleBatch\nfrom ray.rllib.core import Columns, COMPONENT_LEARNER\n",
+    "from ray.rllib.policy.sample_batch import SampleBatch\nfrom ray.rllib.core import Columns, COMPONENT_EVAL_ENV_RUNNER\n",
     "import ray.rllib.utils.typing as rt\nx = rt.TensorType\nfrom ray.rllib.utils.annotations import override\n"
     "f = override(object)\n",
 ]

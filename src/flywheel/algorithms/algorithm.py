@@ -33,6 +33,7 @@ from flywheel.algorithms import evaluation
 from flywheel.algorithms.config_builders import single_agent_learner_spec
 from flywheel.algorithms.saved_config import saved_config
 from flywheel.checkpoints.checkpointable import Checkpointable, select
+from flywheel.checkpoints.components import COMPONENT_ENV_RUNNER, COMPONENT_LEARNER_GROUP
 from flywheel.checkpoints.registry import Allowed
 from flywheel.checkpoints.tree import read_tree
 from flywheel.core.learner.learner_group import LearnerGroup, merge_results
@@ -378,7 +379,7 @@ class Algorithm(Checkpointable):
         return algo
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
-        return [("learner_group", self.learner_group), ("env_runner", self.env_runner)]
+        return [(COMPONENT_LEARNER_GROUP, self.learner_group), (COMPONENT_ENV_RUNNER, self.env_runner)]
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         return (), {"config": self.config}

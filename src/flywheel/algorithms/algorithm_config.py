@@ -35,7 +35,13 @@ from flywheel.algorithms.config_builders import (
     merge_module_specs,
     module_spaces,
 )
-from flywheel.algorithms.config_rllib_sections import RLlibOnlySections
+from flywheel.algorithms.config_rllib_sections import (
+    RLlibOnlySections,
+    drop_exploration,
+    drop_old_stack_model,
+    rllib_setting_problems,
+    warn_if_no_op,
+)
 from flywheel.algorithms.config_settings import AlgorithmSettings
 from flywheel.algorithms.config_stack import StackSettings
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback, as_hook_list, make_callbacks
@@ -142,7 +148,9 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
 
     def _section(self, section: str, kwargs: Mapping[str, Any], **positional: Any) -> Self:
         kwargs = {**{k: v for k, v in positional.items() if v is not NOT_PROVIDED}, **kwargs}
-        return self._update(section, kwargs, _names(type(self), section))
+        self._update(section, kwargs, _names(type(self), section))
+        warn_if_no_op(kwargs)
+        return self
 
     # ---- section methods (keywords: the fields of AlgorithmSettings with that section) ---
 
@@ -161,7 +169,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         batch_mode, explore, env_to_module_connector, module_to_env_connector,
         add_default_connectors_to_env_to_module_pipeline, add_default_connectors_to_module_to_env_pipeline,
         episode_lookback_horizon, sample_timeout_s, max_requests_in_flight_per_env_runner,
-        num_cpus_per_env_runner, normalize_rewards.
+        num_cpus_per_env_runner, normalize_rewards, episodes_to_numpy.
         """
         return self._section("env_runners", kwargs)
 
@@ -170,7 +178,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
 
         Keywords: num_learners, num_cpus_per_learner, num_gpus_per_learner, learner_class,
         learner_connector, add_default_connectors_to_learner_pipeline, learner_config_dict (merged
-        into the current dict, as `dict.update` does).
+        into the current dict, as `dict.update` does), num_aggregator_actors_per_learner.
         """
         new = kwargs.get("learner_config_dict")
         if isinstance(new, Mapping) and isinstance(self.learner_config_dict, Mapping):
@@ -192,11 +200,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
                 "training(num_sgd_iter=...) is RLlib's old name of num_epochs.", DeprecationWarning, 2
             )
             kwargs["num_epochs"] = kwargs.pop("num_sgd_iter")
-        if "model" in kwargs:
-            raise ConfigError(
-                f"training(model={kwargs['model']!r}) is RLlib's old-stack model dict, which the new stack's "
-                "modules do not read. Fix: config.rl_module(model_config={...}) (e.g. fcnet_hiddens, use_lstm)."
-            )
+        drop_old_stack_model(kwargs)
         return self._section("training", kwargs)
 
     def multi_agent(self, **kwargs: Any) -> Self:
@@ -215,7 +219,8 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
 
         Keywords: input_, input_read_episodes, input_read_method_kwargs, iter_batches_kwargs,
         dataset_num_iters_per_learner, actions_in_input_normalized, output, output_write_episodes,
-        output_max_rows_per_file, output_compress_columns.
+        output_max_rows_per_file, output_compress_columns, output_write_remaining_data,
+        map_batches_kwargs, prelearner_class.
         """
         return self._section("offline_data", kwargs)
 
@@ -285,7 +290,9 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
 
     @classmethod
     def overrides(cls, **kwargs: Any) -> dict[str, Any]:
-        """`kwargs` as a dict after checking each key is a setting (for evaluation_config)."""
+        """`kwargs` as a dict after checking each key is a setting (for evaluation_config). RLlib's
+        `exploration` key, which changes nothing in RLlib 2.60, is dropped with a warning."""
+        drop_exploration(kwargs)
         for key in kwargs:
             if key not in cls.setting_names():
                 hint = config_validation.closest(key, cls.setting_names())
@@ -306,7 +313,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
 
     def validation_problems(self) -> list[str]:
         """Every problem of this config, one line each with its fix. Algorithm configs extend this."""
-        return config_validation.common_problems(self)
+        return config_validation.common_problems(self) + rllib_setting_problems(self)
 
     def validate(self) -> None:
         """Raises one ConfigError listing every problem (does nothing for a valid config)."""
@@ -359,6 +366,14 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         if self.train_batch_size_per_learner is None:
             return self.train_batch_size // max(1, self.num_learners)
         return self.train_batch_size_per_learner
+
+    @property
+    def is_atari(self) -> bool:
+        """True when `env` is an Atari id (e.g. `"ale_py:ALE/Pong-v5"`), which flywheel preprocesses;
+        False for names given to `register_env`, classes and creators (RLlib's rule)."""
+        from flywheel.env.make import is_atari_env
+
+        return is_atari_env(self.env)
 
     @property
     def is_multi_agent(self) -> bool:

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 
 _ENV_SPACE_KEYS = (INPUT_ENV_SPACES, INPUT_ENV_SINGLE_SPACES)
-_SPEC_FIELDS = ("module_class", "observation_space", "action_space", "inference_only", "learner_only")
+_SPEC_FIELDS = (
+    "module_class", "observation_space", "action_space", "inference_only", "learner_only", "catalog_class",
+    "load_state_path",
+)  # fmt: skip
 
 
 def merge_module_specs(

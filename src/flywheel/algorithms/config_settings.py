@@ -100,6 +100,9 @@ class AlgorithmSettings:
     create_env_on_local_worker: bool = setting("env_runners", False)
     """Accepted for RLlib code; flywheel's local runner always builds its env (it holds the spaces and
     the inference module the algorithm's get_module() returns)."""
+    episodes_to_numpy: bool = setting("env_runners", True)
+    """RLlib's switch for numpy'izing the episodes `sample()` returns. flywheel's runners always return
+    numpy'ized episodes (they are built from the vector env's arrays); False is accepted with a warning."""
 
     # learners()
     num_learners: int = setting("learners", 0)
@@ -117,6 +120,9 @@ class AlgorithmSettings:
     """False: the learner pipeline holds only your pieces (they must build the train batch)."""
     learner_config_dict: dict = setting("learners", factory=dict)
     """Free-form settings for custom learners (`self.config.learner_config_dict["my_coeff"]`)."""
+    num_aggregator_actors_per_learner: int = setting("learners", 0)
+    """RLlib's actors that turn episodes into train batches for a learner. flywheel's learners run
+    their learner pipeline themselves: above 0 is accepted with a warning and starts no actors."""
 
     # training()
     gamma: float = setting("training", 0.99)
@@ -136,8 +142,9 @@ class AlgorithmSettings:
     train_batch_size_per_learner: int | None = setting("training")
     """Env steps each learner trains on per iteration (None: train_batch_size / num_learners);
     sampling stops once all learners have theirs."""
-    minibatch_size: int = setting("training", 128)
-    """Rows per gradient step; must not exceed the batch each learner trains on."""
+    minibatch_size: int | None = setting("training", 128)
+    """Rows per gradient step; must not exceed the batch each learner trains on (None: one step on each
+    learner's whole train batch, RLlib's meaning)."""
     num_epochs: int = setting("training", 1)
     """Passes over each train batch."""
     shuffle_batch_per_epoch: bool = setting("training", True)
@@ -193,6 +200,15 @@ class AlgorithmSettings:
     """Rows per Parquet file (the last file of a runner may hold fewer); None: one file per sample() call."""
     output_compress_columns: list = setting("offline_data", factory=lambda: ["obs", "new_obs"])
     """Columns written with zstd compression (smaller files, slower reads); the others use snappy."""
+    output_write_remaining_data: bool = setting("offline_data", True)
+    """With `output_max_rows_per_file`: write the rows still buffered (fewer than a file) when the runner
+    stops. False drops them, as RLlib's default does; flywheel's default True keeps every sampled row."""
+    map_batches_kwargs: dict = setting("offline_data", factory=dict)
+    """RLlib's keywords for Ray Data's `map_batches` stage. flywheel's learners turn rows into episodes
+    themselves (no `map_batches` stage), so a non-empty dict is accepted with a warning."""
+    prelearner_class: type | None = setting("offline_data")
+    """RLlib's `OfflinePreLearner` subclass: must be None (flywheel has no pre-learner; transform the
+    data in a learner connector piece instead)."""
 
     # evaluation()
     evaluation_interval: int | None = setting("evaluation")
@@ -284,6 +300,12 @@ class AlgorithmSettings:
     """Level of flywheel's loggers: DEBUG, INFO, WARN, ERROR."""
     log_sys_usage: bool = setting("debugging", True)
     """Accepted for RLlib code; flywheel logs no CPU/memory usage."""
+
+    # experimental()
+    _torch_lr_scheduler_classes: list | dict | None = setting("experimental")
+    """torch lr schedulers (classes or `functools.partial`s taking the optimizer), or `{module_id: [...]}`:
+    built over each optimizer of the module(s) and stepped, in order, once after every learner update
+    (RLlib's TorchLearner's rule); they then own the learning rate (`lr` sets its start)."""
 
     # Set by code, not by a section method.
     in_evaluation: bool = setting(None, False)

@@ -248,7 +248,7 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_optional_class(config, "env_runner_cls"),
         _check_cpu_runners(config),
         check_int(config, "train_batch_size_per_learner", 1, allow_none=True),
-        check_int(config, "minibatch_size", 1),
+        check_int(config, "minibatch_size", 1, allow_none=True),
         check_int(config, "num_epochs", 1),
     ]
     per_learner, minibatch = config.train_batch_size_per_learner, config.minibatch_size

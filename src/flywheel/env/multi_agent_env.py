@@ -105,6 +105,19 @@ class MultiAgentEnv(gym.Env):
     def action_space(self, space: gym.Space | Mapping[AgentID, gym.Space]) -> None:
         self.action_spaces, self._shared_action_spaces = _per_agent_spaces(self, space)
 
+    def with_agent_groups(
+        self,
+        groups: dict[str, list[AgentID]],
+        obs_space: gym.Space | None = None,
+        act_space: gym.Space | None = None,
+    ) -> MultiAgentEnv:
+        """This env with each group of agents (`{group_id: [agent ids]}`) acting as one agent: tuple
+        observations and actions, summed rewards (see `flywheel.env.group_agents.GroupAgentsWrapper`).
+        `obs_space` / `act_space` are every group's spaces (default: the Tuple of its members')."""
+        from flywheel.env.group_agents import GroupAgentsWrapper
+
+        return GroupAgentsWrapper(self, groups, obs_space, act_space)
+
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         """The observation space of ``agent_id``; an `EnvError` names an unknown agent or a missing space."""
         return agent_space(self, agent_id, "observation_spaces")

@@ -20,6 +20,11 @@ import gymnasium as gym
 import torch
 
 from flywheel.checkpoints.checkpointable import Checkpointable
+from flywheel.checkpoints.components import (
+    COMPONENT_ENV_TO_MODULE_CONNECTOR,
+    COMPONENT_MODULE_TO_ENV_CONNECTOR,
+    COMPONENT_RL_MODULE,
+)
 from flywheel.connectors.module_to_env.normalize_and_clip_actions import normalized_actions, normalizes
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES, EnvContext
@@ -190,6 +195,7 @@ class EnvRunner(Checkpointable, abc.ABC):
                 spaces=self._recorded_spaces(),
                 write_episodes=config.output_write_episodes,
                 max_rows_per_file=config.output_max_rows_per_file,
+                write_remaining=config.output_write_remaining_data,
                 compress_columns=config.output_compress_columns,
                 file_prefix=f"runner{self.worker_index}",
                 actions_normalized=config.normalize_actions,
@@ -327,11 +333,11 @@ class EnvRunner(Checkpointable, abc.ABC):
         return self.metrics.reduce_to_state()
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
-        module = [] if self.module is None else [("rl_module", self.module)]
+        module = [] if self.module is None else [(COMPONENT_RL_MODULE, self.module)]
         return [
             *module,
-            ("env_to_module_connector", self.env_to_module),
-            ("module_to_env_connector", self.module_to_env),
+            (COMPONENT_ENV_TO_MODULE_CONNECTOR, self.env_to_module),
+            (COMPONENT_MODULE_TO_ENV_CONNECTOR, self.module_to_env),
         ]
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:

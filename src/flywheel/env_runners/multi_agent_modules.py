@@ -2,7 +2,9 @@
 
 Each module is built for the spaces of the agents mapped to it: the policy-mapping function is
 asked once per possible agent (with a blank episode), and a module gets the spaces of its first
-agent. A module no possible agent maps to needs spaces in its own `RLModuleSpec`.
+agent. A module no possible agent maps to (yet: RLlib's self-play examples add policies that the
+mapping function picks later) gets the spaces its own `RLModuleSpec` names, else, as in RLlib, the
+spaces every agent shares; agents with different spaces leave it without, which is an error.
 """
 
 from __future__ import annotations
@@ -60,12 +62,37 @@ def module_spaces(
     observation_spaces: Mapping[AgentID, gym.Space],
     action_spaces: Mapping[AgentID, gym.Space],
 ) -> dict[ModuleID, tuple[gym.Space, gym.Space]]:
-    """`{module_id: (observation space, action space)}` of the first possible agent mapped to each module."""
+    """`{module_id: (observation space, action space)}` of the first possible agent mapped to each module;
+    a module no agent maps to whose own spec names no spaces gets the spaces all agents share (if they do)."""
     spaces = {}
     for agent_id, module_id in agent_modules(config, possible_agents).items():
         if module_id not in spaces:
             spaces[module_id] = (observation_spaces[agent_id], action_spaces[agent_id])
+    shared = _shared_spaces(possible_agents, observation_spaces, action_spaces)
+    for module_id in module_ids(config):
+        if module_id not in spaces and shared is not None and not _own_spaces(config, module_id):
+            spaces[module_id] = shared
     return spaces
+
+
+def _shared_spaces(
+    agents: list[AgentID],
+    observation_spaces: Mapping[AgentID, gym.Space],
+    action_spaces: Mapping[AgentID, gym.Space],
+) -> tuple[gym.Space, gym.Space] | None:
+    """The one (observation space, action space) pair of all `agents`, or None if they differ."""
+    if not agents:
+        return None
+    first = (observation_spaces[agents[0]], action_spaces[agents[0]])
+    same = all((observation_spaces[a], action_spaces[a]) == first for a in agents)
+    return first if same else None
+
+
+def _own_spaces(config: Any, module_id: ModuleID) -> bool:
+    """Whether the module's own spec (in `policies` or the config's `MultiRLModuleSpec`) names its spaces."""
+    specs = [config.policies.get(module_id) if isinstance(config.policies, Mapping) else None]
+    specs.append(getattr(config.rl_module_spec, "rl_module_specs", {}).get(module_id))
+    return any(getattr(spec, "observation_space", None) is not None for spec in specs)
 
 
 def multi_rl_module_spec(config: Any, spaces: Mapping[ModuleID, tuple]) -> MultiRLModuleSpec:

@@ -2,7 +2,7 @@
 
 As in RLlib, `ray.data.read_parquet` reads the files and `Dataset.streaming_split(num_learners,
 equal=True)` cuts the stream into one shard per learner; each learner keeps its `DataShard` and
-reads `train_batch_size_per_learner` rows from it per update, turning them into episode chunks in
+reads `config.learner_train_batch_size` rows from it per update, turning them into episode chunks in
 its own process (`EpisodeBuilder`) and running them through its learner pipeline. With
 `iter_batches_kwargs={"local_shuffle_buffer_size": n}` (CQL's default) each shard hands out its rows
 in random order through Ray Data's local shuffle buffer of at least n rows. Every shard holds
@@ -44,7 +44,7 @@ class RayOfflineData:
         splits = dataset.streaming_split(num_shards, equal=True)
         options = ray_iter_options(config)
         self.shards = [
-            DataShard(split, builder, config.train_batch_size_per_learner, options) for split in splits
+            DataShard(split, builder, config.learner_train_batch_size, options) for split in splits
         ]
 
     def stop(self) -> None:

@@ -2,7 +2,7 @@
 
 The runner hands every `sample()` call's episodes (finished ones and cut chunks, numpy'ized) to
 `write()`; `close()` (from the runner's `stop()`) writes what is still buffered, so nothing sampled
-is lost. Each file is written under a hidden temporary name and renamed into place, so a reader
+is lost (unless `write_remaining=False`, RLlib's `output_write_remaining_data` default, drops it). Each file is written under a hidden temporary name and renamed into place, so a reader
 never sees a half-written file.
 
 Two layouts (`output_write_episodes`):
@@ -44,8 +44,8 @@ _IDS = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID)
 
 
 class OfflineWriter:
-    """Buffers episodes and writes files of `max_rows_per_file` rows (None: one file per `write()`).
-    `actions_normalized` (the runner's `normalize_actions`) goes into each file's metadata, so a reader
+    """Buffers episodes and writes files of `max_rows_per_file` rows (None: one file per `write()`);
+    `write_remaining=False` drops the rows still buffered at `close()` (fewer than a file). `actions_normalized` (the runner's `normalize_actions`) goes into each file's metadata, so a reader
     knows which space the actions are in."""
 
     def __init__(
@@ -55,6 +55,7 @@ class OfflineWriter:
         spaces: dict[str, tuple],
         write_episodes: bool = True,
         max_rows_per_file: int | None = None,
+        write_remaining: bool = True,
         compress_columns: Iterable[str] = (),
         file_prefix: str = "runner",
         actions_normalized: bool = True,
@@ -63,6 +64,7 @@ class OfflineWriter:
         os.makedirs(self.output, exist_ok=True)
         self.write_episodes = write_episodes
         self.max_rows_per_file = max_rows_per_file
+        self.write_remaining = write_remaining
         self._compress = set(compress_columns)
         self._metadata = {
             FORMAT_KEY: b"episodes" if write_episodes else b"rows",
@@ -97,8 +99,12 @@ class OfflineWriter:
             self._pending = None
 
     def close(self) -> None:
-        """Writes what is buffered; the writer may still be used afterwards."""
-        self.flush()
+        """Writes what is buffered (drops it with `write_remaining=False`); the writer may still be used
+        afterwards."""
+        if self.write_remaining:
+            self.flush()
+        else:
+            self._pending = None
 
     def _write_file(self, table: pa.Table) -> None:
         name = f"{self._prefix}-{self._num_files:06d}.parquet"

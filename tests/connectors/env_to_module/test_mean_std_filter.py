@@ -1,11 +1,14 @@
-"""MeanStdFilter: running stats, normalization written back into episodes, exact merging across runners."""
+"""MeanStdFilter: running stats, normalization written back into episodes, exact merging across runners,
+per agent and per Box of a Dict observation in a multi-agent pipeline."""
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+from flywheel import MultiAgentEnvRunner, PPOConfig
 from flywheel.connectors import ConnectorPipelineV2
-from flywheel.connectors.env_to_module import MeanStdFilter
+from flywheel.connectors.env_to_module import FlattenObservations, MeanStdFilter
+from flywheel.env import MultiAgentEnv
 from flywheel.errors import ConnectorError
 
 from ..conftest import episode_from
@@ -34,7 +37,8 @@ def test_output_space_is_the_clip_range():
 def test_non_box_observations_are_rejected():
     with pytest.raises(
         ConnectorError,
-        match=r"MeanStdFilter normalizes Box observations, got Discrete\(3\)\. Put FlattenObservations",
+        match=r"MeanStdFilter normalizes Box observations \(or the Boxes in Dict/Tuple observations\), got "
+        r"Discrete\(3\)\. Put FlattenObservations before it",
     ):
         MeanStdFilter(gym.spaces.Discrete(3))
 
@@ -142,3 +146,74 @@ def test_state_survives_the_pipeline_round_trip():
     fresh.set_state(state)
     assert fresh.get_state()["0_MeanStdFilter"]["shared"]["count"] == 2
     assert fresh.observation_space == gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
+
+
+class DictObsAgents(MultiAgentEnv):
+    """Two agents observing `{"pos": [5 + t] * 2, "vel": [-2] * 3}` for 5 steps."""
+
+    def __init__(self, config=None):
+        super().__init__()
+        self.possible_agents = ["a0", "a1"]
+        self.agents = list(self.possible_agents)
+        space = gym.spaces.Dict(
+            {
+                "pos": gym.spaces.Box(-20, 20, (2,), np.float32),
+                "vel": gym.spaces.Box(-10, 10, (3,), np.float32),
+            }
+        )
+        self.observation_spaces = dict.fromkeys(self.possible_agents, space)
+        self.action_spaces = {agent: gym.spaces.Discrete(2) for agent in self.possible_agents}
+        self.t = 0
+
+    def _obs(self):
+        return {
+            agent: {"pos": np.full(2, 5.0 + self.t, np.float32), "vel": np.full(3, -2.0, np.float32)}
+            for agent in self.agents
+        }
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, actions):
+        self.t += 1
+        return self._obs(), dict.fromkeys(self.agents, 1.0), {"__all__": self.t >= 5}, {"__all__": False}, {}
+
+
+def test_multi_agent_dict_of_boxes_keeps_stats_per_agent_and_box():
+    config = (
+        PPOConfig()
+        .environment(DictObsAgents)
+        .multi_agent(policies={"p"}, policy_mapping_fn=lambda agent_id, episode, **kw: "p")
+        .env_runners(
+            env_to_module_connector=lambda env, spaces, device: [
+                MeanStdFilter(multi_agent=True),
+                FlattenObservations(multi_agent=True),
+            ]
+        )
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
+    runner = MultiAgentEnvRunner(config=config)
+    piece = runner.env_to_module.connectors[0]
+    assert piece.observation_space["a0"] == gym.spaces.Dict(
+        {"pos": gym.spaces.Box(-10, 10, (2,), np.float32), "vel": gym.spaces.Box(-10, 10, (3,), np.float32)}
+    )
+    (episode,) = runner.sample(num_episodes=1)
+    runner.stop()
+    state = piece.get_state()
+    assert sorted(state) == ["a0/pos", "a0/vel", "a1/pos", "a1/vel"]
+    pos, vel = state["a0/pos"]["delta"], state["a0/vel"]["delta"]
+    # a0's observations: the reset, 5 steps, then the next episode's reset (prepared for its first action)
+    seen = np.array([5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 5.0])
+    assert pos["count"] == vel["count"] == 7
+    np.testing.assert_allclose(pos["mean"], [seen.mean()] * 2)
+    np.testing.assert_allclose(pos["var"], [seen.var()] * 2)
+    np.testing.assert_array_equal(vel["mean"], [-2.0] * 3)
+    np.testing.assert_array_equal(vel["var"], [0.0] * 3)
+    # Stored normalized, then flattened (pos, vel): 5 against [5]; 6 against [5, 6] (mean 5.5, std 0.5).
+    stored = episode.agent_episodes["a0"].get_observations(slice(0, 2))
+    np.testing.assert_allclose(stored, [[0.0] * 5, [1.0, 1.0, 0.0, 0.0, 0.0]], atol=1e-6)
+    merged = piece.merge_states([state, state])
+    assert merged["a1/pos"]["shared"]["count"] == 14 and merged["a1/pos"]["delta"]["count"] == 0
+    piece.set_state(merged)
+    assert piece.get_state()["a0/vel"]["shared"]["count"] == 14

@@ -1,10 +1,13 @@
 import dataclasses
+import os
 
 import gymnasium as gym
+import numpy as np
 import pytest
+import torch
 from torch import nn
 
-from flywheel import MultiRLModule, MultiRLModuleSpec, RLModuleSpec, TorchRLModule
+from flywheel import MultiRLModule, MultiRLModuleSpec, PPOConfig, RLModuleSpec, TorchRLModule
 from flywheel.errors import ModuleError
 
 OBS = gym.spaces.Box(-1.0, 1.0, (2,))
@@ -131,13 +134,14 @@ def test_spec_dict_round_trip():
     assert spec.to_dict() == {
         "module_class": Small, "observation_space": OBS, "action_space": ACT,
         "inference_only": False, "model_config": {"out": 2}, "learner_only": True,
+        "catalog_class": None, "load_state_path": None,
     }  # fmt: skip
     assert RLModuleSpec.from_dict(spec.to_dict()) == spec
     multi = MultiRLModuleSpec(rl_module_specs={"p0": spec, "p1": RLModuleSpec(Small, OBS, ACT)})
     assert multi.to_dict()["rl_module_specs"]["p0"] == spec.to_dict()
     assert MultiRLModuleSpec.from_dict(multi.to_dict()) == multi
-    with pytest.raises(ModuleError, match=r"got unknown keys \['catalog_class'\]"):
-        RLModuleSpec.from_dict({**spec.to_dict(), "catalog_class": None})
+    with pytest.raises(ModuleError, match=r"got unknown keys \['catalog'\]"):
+        RLModuleSpec.from_dict({**spec.to_dict(), "catalog": None})
 
 
 def test_multi_spec_inference_only_follows_its_sub_specs():
@@ -222,3 +226,42 @@ def test_multi_spec_update_with_a_single_spec_fills_every_sub_spec():
     assert multi["p1"] == RLModuleSpec(Small, OBS, ACT, model_config={"out": 1})
     with pytest.raises(ModuleError, match="takes a MultiRLModuleSpec or an RLModuleSpec, got str"):
         multi.update("p0")
+
+
+def test_load_state_path_builds_the_module_with_the_saved_weights(tmp_path):
+    saved = RLModuleSpec(Small, OBS, ACT).build()
+    saved.save_to_path(tmp_path / "module")
+    spec = RLModuleSpec(Small, OBS, ACT, load_state_path=str(tmp_path / "module"))
+    built = spec.build()
+    assert all(torch.equal(a, b) for a, b in zip(built.parameters(), saved.parameters(), strict=True))
+    assert RLModuleSpec(load_state_path="x").update(RLModuleSpec(Small)).load_state_path == "x"
+
+
+def test_load_state_path_in_a_config_starts_training_from_pretrained_weights(tmp_path):
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .training(train_batch_size=32, minibatch_size=16)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
+    first = config.build_algo()
+    path = first.save_to_path(tmp_path / "ckpt")
+    module_dir = os.path.join(path, "learner_group", "learner", "rl_module", "default_policy")
+    pretrained = first.learner_group._learner.module["default_policy"].get_state()
+    first.stop()
+    second = config.copy().rl_module(rl_module_spec=RLModuleSpec(load_state_path=module_dir)).build_algo()
+    try:
+        loaded = second.learner_group._learner.module["default_policy"].get_state()
+        assert all(np.array_equal(loaded[name], pretrained[name]) for name in pretrained)
+        runner = second.get_module().get_state()
+        assert all(np.array_equal(runner[name], pretrained[name]) for name in runner)
+    finally:
+        second.stop()
+
+
+def test_catalog_class_other_than_none_is_refused_with_the_fix():
+    assert RLModuleSpec(Small, OBS, ACT, catalog_class=None).build() is not None
+    with pytest.raises(
+        ModuleError, match=r"^RLModuleSpec\(catalog_class=<class 'object'>\): flywheel has no model catalog"
+    ):
+        RLModuleSpec(Small, OBS, ACT, catalog_class=object).build()

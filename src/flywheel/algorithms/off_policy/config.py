@@ -144,12 +144,8 @@ class OffPolicyConfig(AlgorithmConfig):
         return 1, round(updates_per_sample)
 
     def validation_problems(self) -> list[str]:
-        """The common problems (minibatch_size may be None here) plus the off-policy ones."""
+        """The common problems plus the off-policy ones."""
         problems = super().validation_problems()
-        if self.minibatch_size is None:
-            # The common check wants an int; None is the only valid value for off-policy learners.
-            not_a_problem = checks.check_int(self, "minibatch_size", 1)
-            problems = [problem for problem in problems if problem != not_a_problem]
         intensity = self.training_intensity
         if intensity is not None and not (_is_number(intensity) and intensity > 0):
             problems.append(

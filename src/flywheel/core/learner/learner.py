@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 
 from flywheel.checkpoints.checkpointable import Checkpointable
+from flywheel.checkpoints.components import COMPONENT_RL_MODULE
 from flywheel.core.learner.minibatches import iter_minibatches, num_steps
 from flywheel.core.learner.module_changes import ModuleChanges
 from flywheel.core.learner.optimizers import DEFAULT_OPTIMIZER, OptimizerRegistry
@@ -493,7 +494,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
     ctor_args_may_pickle = True
 
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
-        return [("rl_module", self.module)]
+        return [(COMPONENT_RL_MODULE, self.module)]
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         return (), {"config": self.config, "module_spec": self._module_spec, "spaces": self._spaces}

@@ -26,6 +26,7 @@ import numpy as np
 import tree
 
 from flywheel.checkpoints.checkpointable import Checkpointable, select
+from flywheel.checkpoints.components import COMPONENT_LEARNER
 from flywheel.checkpoints.tree import read_tree, tree_state
 from flywheel.core.learner.learner import Learner
 from flywheel.core.learner.learner_hosts import LearnerHost, RemoteLearners
@@ -73,6 +74,12 @@ class LearnerGroup(Checkpointable):
             )
             learner.build()
         return learner
+
+    @property
+    def _learner(self) -> Learner | None:
+        """The local learner (None with remote learners), under RLlib's attribute name: RLlib's examples
+        read it (`algo.learner_group._learner.get_optimizer(...)`)."""
+        return None if self._local is None else self._local.learner
 
     @property
     def is_local(self) -> bool:
@@ -264,8 +271,8 @@ class LearnerGroup(Checkpointable):
         if self._local is None:
             copy = self._build_learner()
             copy.set_state(self.get_state()["learner"])
-            return [("learner", copy)]
-        return [("learner", self._local.learner)]
+            return [(COMPONENT_LEARNER, copy)]
+        return [(COMPONENT_LEARNER, self._local.learner)]
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         return (), {"config": self.config, "module_spec": self._module_spec, "spaces": self._spaces}

@@ -11,12 +11,13 @@ import numpy as np
 import torch
 
 from flywheel.core.learner.learner import Learner
-from flywheel.core.learner.optimizers import OptimizerSlot
+from flywheel.core.learner.optimizers import DEFAULT_OPTIMIZER, OptimizerSlot
 from flywheel.core.learner.torch_grads import clip_, global_norm
+from flywheel.core.learner.torch_lr_schedulers import TorchLRSchedulers
 from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.errors import ConfigError
-from flywheel.typing import ALL_MODULES, ModuleID
+from flywheel.typing import ALL_MODULES, ModuleID, StateDict
 from flywheel.utils.nested import take
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,10 @@ class TorchLearner(Learner):
     norm of the step is finite. A non-finite step is skipped entirely (weights and optimizer state
     keep their last finite values), counted in `num_non_finite_updates`, and reported once per
     update with the module ids.
+
+    With `config.experimental(_torch_lr_scheduler_classes=...)`, torch lr schedulers own the learning
+    rates of the optimizers they are built over and step once after every update
+    (`flywheel.core.learner.torch_lr_schedulers`); their states are part of `get_state()`.
     """
 
     framework = "torch"
@@ -45,6 +50,7 @@ class TorchLearner(Learner):
         # What the current step computed so far, for `apply_gradients`' finite check.
         self._step_losses: dict[ModuleID, torch.Tensor] = {}
         self._step_norms: list[tuple[OptimizerSlot, torch.Tensor]] = []
+        self._lr_schedulers = TorchLRSchedulers(getattr(config, "_torch_lr_scheduler_classes", None))
 
     @property
     def device(self) -> torch.device:
@@ -53,9 +59,53 @@ class TorchLearner(Learner):
     def update(self, batch: dict | None = None, **kwargs: Any) -> dict:
         """`Learner.update` on `num_cpus_per_learner` torch threads (at least one): the CPUs the
         learner is given, as a Ray actor's OMP_NUM_THREADS gives RLlib's remote learners. The count
-        from before is restored after, so a local env runner keeps acting on one thread."""
+        from before is restored after, so a local env runner keeps acting on one thread. Then the
+        torch lr schedulers (if any) step once."""
         with _torch_threads(max(1, int(self.config.num_cpus_per_learner))):
-            return super().update(batch, **kwargs)
+            results = super().update(batch, **kwargs)
+        self._lr_schedulers.step()
+        return results
+
+    def register_optimizer(
+        self,
+        *,
+        module_id: ModuleID = ALL_MODULES,
+        optimizer_name: str = DEFAULT_OPTIMIZER,
+        optimizer: Any,
+        params: Any,
+        lr_or_lr_schedule: Any = None,
+    ) -> None:
+        """`Learner.register_optimizer`, then the module's torch lr schedulers over `optimizer` (which
+        then set its learning rate instead of `lr_or_lr_schedule`, whose value now is where they start)."""
+        super().register_optimizer(
+            module_id=module_id,
+            optimizer_name=optimizer_name,
+            optimizer=optimizer,
+            params=params,
+            lr_or_lr_schedule=lr_or_lr_schedule,
+        )
+        if self._lr_schedulers.attach(module_id, optimizer_name, optimizer):
+            self._slots[(module_id, optimizer_name)].lr_scheduler = None
+
+    def remove_optimizers(self, module_id: ModuleID) -> None:
+        super().remove_optimizers(module_id)
+        self._lr_schedulers.remove(module_id)
+
+    def get_state(
+        self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
+    ) -> StateDict:
+        """`Learner.get_state`, plus `lr_schedulers` (each scheduler's state) when there are any."""
+        state = super().get_state(components, not_components)
+        keep = [components] if isinstance(components, str) else components
+        drop = [not_components] if isinstance(not_components, str) else (not_components or [])
+        if self._lr_schedulers and (keep is None or "lr_schedulers" in keep) and "lr_schedulers" not in drop:
+            state["lr_schedulers"] = self._lr_schedulers.get_state()
+        return state
+
+    def set_state(self, state: StateDict) -> None:
+        super().set_state(state)
+        if "lr_schedulers" in state:
+            self._lr_schedulers.set_state(state["lr_schedulers"])
 
     def _build_module(self) -> MultiRLModule:
         return super()._build_module().to(self._device)

@@ -9,6 +9,7 @@ from a built module, `update` merges specs, `to_dict` / `from_dict` round-trip t
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast, overload
@@ -40,9 +41,21 @@ class RLModuleSpec:
     model_config: dict | None = None
     # Keyword-only: RLlib places it before model_config, flywheel's positional order predates it.
     learner_only: bool = field(default=False, kw_only=True)
+    catalog_class: Any = field(default=None, kw_only=True)
+    """RLlib's model catalog: must be None (flywheel has no catalog; modules build layers in setup())."""
+    load_state_path: str | os.PathLike | None = field(default=None, kw_only=True)
+    """A module checkpoint (e.g. `<algo checkpoint>/learner_group/learner/rl_module/<module_id>`) whose
+    state `build()` loads into the new module, as RLlib does: pretrained weights for a new run."""
 
     def build(self) -> RLModule:
-        """Builds the module (ModuleError if the class or a space is missing)."""
+        """Builds the module, and loads `load_state_path` into it (ModuleError if the class or a space
+        is missing, or `catalog_class` is set)."""
+        if self.catalog_class is not None:
+            raise ModuleError(
+                f"RLModuleSpec(catalog_class={self.catalog_class!r}): flywheel has no model catalog; a module "
+                "builds its layers in setup() from self.observation_space, self.action_space and "
+                "self.model_config. Fix: drop catalog_class (the default modules read model_config)."
+            )
         if self.module_class is None:
             raise ModuleError(
                 "RLModuleSpec.build() needs a module_class, got None. Fix: pass "
@@ -61,12 +74,15 @@ class RLModuleSpec:
                 "got None. Fix: pass the spaces to RLModuleSpec, or get the spec with "
                 "config.get_rl_module_spec(spaces=(observation_space, action_space))."
             )
-        return self.module_class(
+        module = self.module_class(
             observation_space=self.observation_space,
             action_space=self.action_space,
             inference_only=self.inference_only,
             model_config=_plain_model_config(self.model_config),
         )
+        if self.load_state_path is not None:
+            module.restore_from_path(self.load_state_path)
+        return module
 
     @classmethod
     def from_module(cls, module: RLModule) -> RLModuleSpec:
@@ -98,7 +114,7 @@ class RLModuleSpec:
                 "Fix: wrap the settings in RLModuleSpec(...)."
             )
         first, second = (other, self) if override else (self, other)
-        for name in ("module_class", "observation_space", "action_space"):
+        for name in ("module_class", "observation_space", "action_space", "catalog_class", "load_state_path"):
             setattr(self, name, _first_set(getattr(first, name), getattr(second, name)))
         self.model_config = first.model_config or second.model_config
         if override:
