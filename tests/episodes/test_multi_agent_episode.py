@@ -9,7 +9,7 @@ import pytest
 
 from flywheel import MultiAgentEpisode
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED as X
-from flywheel.errors import EpisodeError
+from flywheel.errors import EpisodeError, EpisodeKeyError
 from flywheel.testing.multi_agent_envs import JoinLeaveEnv, TurnBasedEnv
 
 BOX = gym.spaces.Box(0.0, 1e6, (1,), np.float32)
@@ -424,6 +424,25 @@ def test_agents_without_extra_outputs_are_left_out():
     assert episode.get_extra_model_outputs() == {"x": {"vf": [0.5]}}
     assert episode.get_extra_model_outputs(indices=0) == {"x": {"vf": 0.5}}
     assert episode.get_extra_model_outputs("vf", 0, env_steps=False) == {"x": 0.5}
+
+
+def test_an_extra_output_no_selected_agent_has_is_a_key_error():
+    """As RLlib's KeyError: a key that none of the selected agents has (stored or in flight)."""
+    episode = two_agent_episode()
+    episode.add_env_step(
+        {"x": [1.0], "y": [1.0]},
+        {"x": 0, "y": 1},
+        {"x": 1.0, "y": 2.0},
+        extra_model_outputs={"x": {"vf": 0.5}},
+    )
+    for kwargs in ({}, {"env_steps": False}, {"agent_ids": "y"}):
+        with pytest.raises(KeyError) as caught:
+            episode.get_extra_model_outputs("vff", **kwargs)
+        assert type(caught.value) is EpisodeKeyError
+    assert str(caught.value) == (
+        f"Episode {episode.id_} has no extra model output 'vff' for agents ['y']; they have [] "
+        "(outputs are recorded via add_env_step(extra_model_outputs=...))."
+    )
 
 
 def test_module_ids_given_up_front_and_default():

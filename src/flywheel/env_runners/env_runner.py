@@ -29,7 +29,7 @@ from flywheel.env.make import (
     make_env_creator,
     wrapped_creator,
 )
-from flywheel.errors import ConfigError
+from flywheel.errors import ConfigError, SampleArgumentError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
 
@@ -159,7 +159,10 @@ class EnvRunner(Checkpointable, abc.ABC):
     ) -> list:
         """Returns finished episodes plus cut chunks of ongoing ones (numpy'ized)."""
         if num_timesteps is not None and num_episodes is not None:
-            raise ValueError("sample() takes num_timesteps or num_episodes, not both.")
+            raise SampleArgumentError(
+                f"sample() takes num_timesteps or num_episodes, not both; got num_timesteps={num_timesteps} "
+                f"and num_episodes={num_episodes}. Fix: pass one of them (neither samples one rollout fragment)."
+            )
         if self.module is None and not random_actions:
             raise ConfigError(
                 f"{type(self).__name__}.sample() needs an RLModule to act, but this runner has none: its "

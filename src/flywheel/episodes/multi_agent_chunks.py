@@ -14,7 +14,7 @@ from flywheel.episodes.chunks import slice_bounds
 from flywheel.episodes.lookback_buffer import LookbackBuffer
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
-from flywheel.errors import EpisodeError
+from flywheel.errors import EpisodeConcatError, EpisodeError
 
 if TYPE_CHECKING:
     from flywheel.episodes.multi_agent_episode import MultiAgentEpisode
@@ -171,16 +171,16 @@ def _add_missing_extra_outputs(sa_episode: SingleAgentEpisode, successor: Single
 
 def _check_concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
     if other.id_ != episode.id_:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat episode {other.id_} to episode {episode.id_}: expected the same id_ "
             f"(concat the successor chunks that cut() returned)."
         )
     if episode.is_done:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat to episode {episode.id_}: it is already done at env_t={episode.env_t}."
         )
     if other.env_t_started != episode.env_t:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat the chunk of episode {episode.id_} starting at env_t_started={other.env_t_started} "
             f"to the chunk ending at env_t={episode.env_t}; concat chunks in order, each starting where the last ended."
         )
@@ -188,7 +188,7 @@ def _check_concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
         a for a, e in episode.agent_episodes.items() if not e.is_done and a not in other.agent_episodes
     ]
     if missing:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat chunks of episode {episode.id_}: agents {missing} are alive at this chunk's end but "
             f"missing from the other chunk; the other chunk must come from cut()."
         )
