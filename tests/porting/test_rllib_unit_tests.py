@@ -258,7 +258,108 @@ def test_lookback_buffer_over_a_dict_space():
         assert first["a"].tolist() == [0.0] * 4 and first["c"][0].tolist() == [0.0] * 8
 """
 
-PROGRAMS = {"learner": LEARNER, "multi_rl_module": MULTI_RL_MODULE, "episodes": EPISODES}
+METRICS = """
+import time
+
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+
+def close(value, expected, rtol=1e-9):
+    assert abs(value - expected) <= rtol * abs(expected), (value, expected)
+
+
+def aggregated(*loggers):
+    root = MetricsLogger(root=True)
+    root.aggregate([logger.reduce(compile=False) for logger in loggers])
+    return root
+
+
+def test_emas_of_several_loggers_merge_to_the_mean_of_their_emas():
+    first, second = MetricsLogger(), MetricsLogger()
+    for logger, values in ((first, (1.0, 2.0)), (second, (3.0, 4.0))):
+        logger.log_value("default_ema", values[0], reduce="ema")
+        logger.log_value("default_ema", values[1])
+        logger.log_value("custom_ema", values[0], reduce="ema", ema_coeff=0.02)
+        logger.log_value("custom_ema", values[1])
+    root = aggregated(first, second)
+    close(root.peek("default_ema"), 2.01)
+    close(root.peek("custom_ema"), 2.02)
+
+
+def test_windows_of_several_loggers_merge():
+    loggers = [MetricsLogger(), MetricsLogger()]
+    for logger in loggers:
+        for value in (0.1, 0.2, 0.3):
+            logger.log_value("window_loss", value, reduce="mean", window=2)
+            logger.log_value("window_min", 0.4 - value, reduce="min", window=2)
+    root = aggregated(*loggers)
+    close(root.peek("window_loss"), 0.25)
+    close(root.peek("window_min"), 0.1)
+
+
+def test_aggregate_two_loggers_means():
+    # window=4 holds both loggers' values at the root: flywheel's root window counts merged values
+    # (with window=2 it keeps 0.3 and 0.4), RLlib's counts loggers' reduced means (a documented difference).
+    first, second = MetricsLogger(root=True), MetricsLogger()
+    first.log_value("loss", 0.1, reduce="mean", window=4)
+    first.log_value("loss", 0.2)
+    second.log_value("loss", 0.3, reduce="mean", window=4)
+    second.log_value("loss", 0.4)
+    close(aggregated(first, second).peek("loss"), (0.15 + 0.35) / 2)
+
+
+def test_lifetime_sums_of_several_loggers_add_up_at_the_root():
+    root, first, second = MetricsLogger(root=True), MetricsLogger(), MetricsLogger()
+    first.log_value("lifetime_metric", 10, reduce="lifetime_sum")
+    second.log_value("lifetime_metric", 20, reduce="lifetime_sum")
+    root.aggregate([first.reduce(), second.reduce()])
+    assert root.peek("lifetime_metric") == 30
+    first.log_value("lifetime_metric", 5, reduce="lifetime_sum")
+    second.log_value("lifetime_metric", 15, reduce="lifetime_sum")
+    root.aggregate([first.reduce(), second.reduce()])
+    assert root.peek("lifetime_metric") == 50
+
+
+def test_throughput_of_sums_merged_from_several_loggers():
+    root = MetricsLogger(root=True)
+    start = time.perf_counter()
+    first, second = MetricsLogger(), MetricsLogger()
+    first.log_value("value", 1, reduce="sum", with_throughput=True)
+    first.log_value("value", 2)
+    second.log_value("value", 3, reduce="sum", with_throughput=True)
+    second.log_value("value", 4)
+    results = [first.reduce(compile=False), second.reduce(compile=False)]
+    time.sleep(0.5)
+    root.aggregate(results)
+    assert root.peek("value") == 10 and root.stats["value"].peek() == 10
+    close(root.stats["value"].throughputs, 10 / (time.perf_counter() - start), rtol=0.1)
+    for value in (5, 6):
+        first.log_value("value", value)
+    for value in (7, 8):
+        second.log_value("value", value)
+    results = [first.reduce(compile=False), second.reduce(compile=False)]
+    time.sleep(0.5)
+    root.aggregate(results)
+    assert root.peek("value") == 36
+    close(root.peek("value", throughput=True), 36 / (time.perf_counter() - start), rtol=0.1)
+
+
+def test_compile_gives_values_and_throughputs():
+    root = MetricsLogger(root=True)
+    start = time.perf_counter()
+    root.log_value("count", 1, reduce="sum", with_throughput=True)
+    root.log_value("count", 2)
+    root.log_value("simple", 1)
+    root.log_value("simple", 2)
+    time.sleep(0.5)
+    compiled = root.compile()
+    assert compiled["count"] == 3
+    close(compiled["count_throughput"], 3 / (time.perf_counter() - start), rtol=0.1)
+    close(compiled["simple"], 1.01)
+    assert "simple_throughput" not in compiled
+"""
+
+PROGRAMS = {"learner": LEARNER, "multi_rl_module": MULTI_RL_MODULE, "episodes": EPISODES, "metrics": METRICS}
 
 
 def _cases():
@@ -281,7 +382,7 @@ def test_every_program_ports_with_nothing_to_report():
 def test_the_case_list_is_the_one_reported():
     """The cases, by program: a renamed or dropped case shows here."""
     counts = {program: sum(case.startswith(f"{program}::") for case in CASES) for program in PROGRAMS}
-    assert counts == {"learner": 6, "multi_rl_module": 4, "episodes": 5}
+    assert counts == {"learner": 6, "multi_rl_module": 4, "episodes": 5, "metrics": 6}
 
 
 @pytest.fixture(scope="module")
