@@ -390,6 +390,7 @@ def ported() -> dict:
     namespaces = {}
     for program, source in PROGRAMS.items():
         text, _ = port_source(textwrap.dedent(source), f"{program}.py")
+        assert "ray.rllib" not in text, f"{program} would fall back to RLlib's own classes"
         namespace: dict = {"__name__": f"ported_{program}"}
         exec(compile(text, f"ported_{program}.py", "exec"), namespace)
         namespaces[program] = namespace
