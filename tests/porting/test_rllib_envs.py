@@ -328,8 +328,8 @@ def test_windy_maze_observations(ported_example):
     assert position.tolist() == [1.0, 1.0] and wind in range(4)
 
 
-@pytest.mark.skip(reason="HierarchicalWindyMazeEnv (windy_maze_env.py) declares no spaces and no agent ids, "
-                  "and rewards new agents before their first observation (RLlib's old API stack)")  # fmt: skip
+@pytest.mark.skip(reason="HierarchicalWindyMazeEnv (windy_maze_env.py) declares no spaces and no agent ids "
+                  "(RLlib's old API stack)")  # fmt: skip
 def test_hierarchical_windy_maze():
     """Runs when flywheel accepts envs without spaces."""
 
