@@ -28,6 +28,10 @@ class EpisodeError(FlywheelError, ValueError):
     """An episode was used against its contract (e.g. a step after it ended)."""
 
 
+class EpisodeConcatError(EpisodeError, AssertionError):
+    """Two episode chunks do not fit together in `concat_episode` (RLlib asserts there: an AssertionError too)."""
+
+
 class EpisodeIndexError(EpisodeError, IndexError):
     """An episode or lookback-buffer index lies outside the stored data (RLlib raises IndexError there)."""
 
@@ -53,6 +57,10 @@ class LearnerError(FlywheelError, RuntimeError):
 
 class ArgumentError(FlywheelError, ValueError):
     """A helper function (e.g. in `flywheel.utils`) got an argument it cannot use."""
+
+
+class SampleArgumentError(ArgumentError, AssertionError):
+    """An env runner's `sample()` got arguments it cannot combine (RLlib asserts there: an AssertionError too)."""
 
 
 class MetricsError(FlywheelError, ValueError):

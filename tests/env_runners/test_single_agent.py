@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from flywheel import Columns, PPOConfig
+from flywheel.errors import ArgumentError
 
 from .conftest import VaryingLengthEnv, counting_config, obs_of, rewards_of
 
@@ -135,8 +136,14 @@ def test_num_episodes_returns_exactly_that_many_finished_episodes(make_runner):
 
 def test_num_timesteps_and_num_episodes_together_are_rejected(make_runner):
     runner = make_runner(counting_config())
-    with pytest.raises(ValueError, match=r"sample\(\) takes num_timesteps or num_episodes, not both"):
-        runner.sample(num_timesteps=1, num_episodes=1)
+    # RLlib asserts here: the error is an AssertionError as well as flywheel's ArgumentError (a ValueError).
+    with pytest.raises(
+        AssertionError,
+        match=r"sample\(\) takes num_timesteps or num_episodes, not both; got num_timesteps=1 and num_episodes=2\. "
+        r"Fix: pass one of them",
+    ) as caught:
+        runner.sample(num_timesteps=1, num_episodes=2)
+    assert isinstance(caught.value, ArgumentError)
 
 
 def test_force_reset_starts_new_episodes(make_runner):

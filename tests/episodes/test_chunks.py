@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from episode_scenarios import counting_episode, obs, step_more, values
 
-from flywheel.errors import EpisodeError, EpisodeIndexError
+from flywheel import MultiAgentEpisode
+from flywheel.errors import EpisodeConcatError, EpisodeError, EpisodeIndexError
 
 
 @pytest.mark.parametrize("numpy", [False, True])
@@ -167,3 +168,21 @@ def test_concat_errors_name_the_mismatch():
     done = counting_episode(2, terminated_at=2)
     with pytest.raises(EpisodeError, match="it is already done at t=2"):
         done.concat_episode(done.cut())
+
+
+def test_concat_errors_are_assertion_errors_as_in_rllib():
+    """RLlib asserts in concat_episode; code that catches AssertionError there catches flywheel's too."""
+    first = counting_episode(3)
+    with pytest.raises(AssertionError) as caught:
+        first.concat_episode(counting_episode(1, start=3))
+    assert type(caught.value) is EpisodeConcatError and isinstance(caught.value, EpisodeError)
+    two_agents = [
+        MultiAgentEpisode(
+            observations=[{"a": 0, "b": 0}, {"a": 1, "b": 1}],
+            actions=[{"a": 0, "b": 0}],
+            rewards=[{"a": 1.0, "b": 1.0}],
+        )
+        for _ in range(2)
+    ]
+    with pytest.raises(AssertionError, match="Cannot concat episode .* expected the same id_"):
+        two_agents[0].concat_episode(two_agents[1])

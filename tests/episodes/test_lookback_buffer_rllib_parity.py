@@ -197,6 +197,11 @@ def test_get_with_complex_space():
         assert first["a"] == [0.0] * 4 and first["c"][0] == [0.0] * 8
         newest = plain(buffer.get(-1, one_hot_discrete=True))
         assert newest["a"] == [0, 0, 0, 1] and newest["c"][0] == [0, 0, 0, 1] * 2 and newest["c"][1] == [3.0]
+        # A slice wholly outside the data is all fill, whichever way it points (RLlib: |start - stop| items).
+        for outside in (slice(-10, -12), slice(-12, -10), slice(100, 98)):
+            assert plain(buffer.get(outside, fill=0.0)) == batch([zero, zero])
+        assert plain(buffer.get(slice(-10, -12), fill=0.0, neg_index_as_lookback=True)) == batch([zero, zero])
+        assert len(buffer.get(slice(-10, -12))["a"] if buffer.finalized else buffer.get(slice(-10, -12))) == 0
 
 
 def _stacked(items):

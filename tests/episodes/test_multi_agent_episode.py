@@ -9,7 +9,7 @@ import pytest
 
 from flywheel import MultiAgentEpisode
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED as X
-from flywheel.errors import EpisodeError
+from flywheel.errors import EpisodeError, EpisodeKeyError
 from flywheel.testing.multi_agent_envs import JoinLeaveEnv, TurnBasedEnv
 
 BOX = gym.spaces.Box(0.0, 1e6, (1,), np.float32)
@@ -426,6 +426,25 @@ def test_agents_without_extra_outputs_are_left_out():
     assert episode.get_extra_model_outputs("vf", 0, env_steps=False) == {"x": 0.5}
 
 
+def test_an_extra_output_no_selected_agent_has_is_a_key_error():
+    """As RLlib's KeyError: a key that none of the selected agents has (stored or in flight)."""
+    episode = two_agent_episode()
+    episode.add_env_step(
+        {"x": [1.0], "y": [1.0]},
+        {"x": 0, "y": 1},
+        {"x": 1.0, "y": 2.0},
+        extra_model_outputs={"x": {"vf": 0.5}},
+    )
+    for kwargs in ({}, {"env_steps": False}, {"agent_ids": "y"}):
+        with pytest.raises(KeyError) as caught:
+            episode.get_extra_model_outputs("vff", **kwargs)
+        assert type(caught.value) is EpisodeKeyError
+    assert str(caught.value) == (
+        f"Episode {episode.id_} has no extra model output 'vff' for agents ['y']; they have [] "
+        "(outputs are recorded via add_env_step(extra_model_outputs=...))."
+    )
+
+
 def test_module_ids_given_up_front_and_default():
     episode = MultiAgentEpisode(agent_module_ids={"x": "mx"}, agent_to_module_mapping_fn=lambda a, e: 1 / 0)
     assert episode.module_for("x") == "mx"
@@ -445,20 +464,41 @@ def test_agent_without_space_raises_naming_it():
         episode.add_env_reset(observations={"a": [0.0], "b": [0.0]})
 
 
-def test_reward_for_an_agent_that_never_observed_raises():
+def test_reward_for_an_agent_that_has_not_acted_is_kept_for_its_next_step():
+    """As RLlib keeps it: p1 gets 0.5 before its first observation and 0.25 with it; its first step
+    (acting at env step 1) starts with 0.75 and adds what it gets while in flight."""
     (episode,) = play(TurnBasedEnv(), steps=0)
-    with pytest.raises(
-        EpisodeError,
-        match=r"Agent 'p1' got reward 0.5 at env step 1 of episode \w+, but it has no step in flight "
-        r"\(it never observed\)\. Expected rewards only for agents that acted on an observation\.",
-    ):
-        episode.add_env_step({"p1": [1.0]}, {"p0": 1}, {"p0": 1.0, "p1": 0.5})
+    episode.add_env_step({"p0": [1.0]}, {"p0": 1}, {"p0": 1.0, "p1": 0.5})
+    episode.add_env_step({"p1": [1.0]}, {"p0": 0}, {"p0": 2.0, "p1": 0.25})
+    assert "p1" not in episode.get_rewards(env_steps=False)  # no p1 step yet
+    assert episode.get_return() == 1.0 and episode.get_return(include_hanging_rewards=True) == 3.75
+    episode.add_env_step({"p0": [2.0]}, {"p1": 1}, {"p1": 1.0})
+    successor = episode.cut()  # the p1 step in flight keeps its rewards across the cut
+    successor.add_env_step({"p1": [3.0]}, {"p0": 1}, {"p1": 0.5, "p0": -1.0})
+    assert successor.agent_episodes["p1"].get_rewards() == [2.25]
+    assert (
+        MultiAgentEpisode.from_state(successor.get_state()).get_return(include_hanging_rewards=True) == 1.25
+    )
+
+
+def test_reward_kept_for_an_agent_survives_cut_and_state():
+    (episode,) = play(TurnBasedEnv(), steps=0)
+    episode.add_env_step({"p0": [1.0]}, {"p0": 1}, {"p0": 1.0, "p1": 0.5})  # p1 has not observed
+    successor = MultiAgentEpisode.from_state(episode.cut().get_state())
+    assert successor.get_return(include_hanging_rewards=True) == 0.5
+    successor.add_env_step({"p1": [1.0]}, {"p0": 0}, {"p0": 2.0})
+    successor.add_env_step({"p0": [2.0]}, {"p1": 1}, {})
+    successor.add_env_step({"p1": [3.0]}, {"p0": 1}, {"p1": 1.0})
+    assert successor.agent_episodes["p1"].get_rewards() == [1.5]
 
 
 def test_data_after_done_and_observation_without_action_raise():
     episode = two_agent_episode()
     episode.add_env_step({"x": [1.0], "y": [1.0]}, {"x": 0, "y": 0}, {}, terminateds={"x": True})
-    with pytest.raises(EpisodeError, match=r"Agent 'x' got reward 1.0 at env step 2 .*\(it is done\)"):
+    with pytest.raises(
+        EpisodeError,
+        match=r"Agent 'x' got reward 1.0 at env step 2 of episode \w+, but it is done\. Expected no data",
+    ):
         episode.add_env_step({"y": [2.0]}, {"y": 0}, {"x": 1.0})
     episode = two_agent_episode()
     episode.add_env_step({"x": [1.0], "y": [1.0]}, {"x": 0, "y": 0}, {}, terminateds={"x": True})

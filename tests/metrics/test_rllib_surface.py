@@ -253,6 +253,30 @@ def test_compile_is_the_final_reduce_with_throughputs(clock):
     assert logger.peek("count") == 0
 
 
+def test_stats_view_and_rllib_compile_keywords(clock):
+    logger = MetricsLogger(root=True)
+    logger.log_value(("env", "steps"), 30, reduce="sum", with_throughput=True)
+    logger.log_value("loss", 0.5, window=10)
+    stats = logger.stats
+    assert sorted(stats) == ["env", "loss"] and list(stats["env"]) == ["steps"]
+    steps, loss = stats["env"]["steps"], stats["loss"]
+    assert (steps.stats_cls_identifier, steps.has_throughputs, steps.window) == ("sum", True, None)
+    assert (loss.stats_cls_identifier, loss.has_throughputs, loss.window, loss.ema_coeff) == (
+        "mean",
+        False,
+        10,
+        None,
+    )
+    clock.now = 102.0
+    assert steps.peek() == 30 and steps.throughputs == 15.0 and loss.peek(compile=False) == 0.5
+    logger.log_value(("env", "steps"), 10)  # the view reads the logger at each call
+    assert steps.peek() == 40 and logger.peek("env/steps", compile=False) == 40
+    assert repr(loss) == "StatsView(loss: mean, 0.5)"
+    other = MetricsLogger(root=True)
+    other.aggregate([logger.reduce(compile=False)])
+    assert other.peek("env/steps") == 40
+
+
 def test_delete_takes_key_parts_as_rllib_does():
     logger = MetricsLogger()
     logger.log_value(("a", "b"), 1.0)

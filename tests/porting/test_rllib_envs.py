@@ -33,10 +33,6 @@ SKIPPED = {
     "simple_rpg.py": "uses RLlib's Repeated space (not in flywheel; flywheel port reports the line)",
     "multi_agent/footsies/": "needs the footsies game binary (downloaded) and its grpc server",
     "multi_agent/pettingzoo_chess.py": "needs python-chess (not installed)",
-    "multi_agent/pettingzoo_connect4.py": (
-        "rewards player_1 before its first observation; flywheel's episodes reject such rewards "
-        "(docs/porting.md, Episodes), RLlib drops them unseen"
-    ),
 }
 
 
@@ -111,6 +107,7 @@ TESTED = {
     "multi_agent/bandit_envs_recommender_system.py",
     "multi_agent/double_row_corridor_env.py",
     "multi_agent/guess_the_number_game.py",
+    "multi_agent/pettingzoo_connect4.py",
     "multi_agent/rock_paper_scissors.py",
     "multi_agent/tic_tac_toe.py",
     "multi_agent/two_step_game.py",
@@ -331,8 +328,8 @@ def test_windy_maze_observations(ported_example):
     assert position.tolist() == [1.0, 1.0] and wind in range(4)
 
 
-@pytest.mark.skip(reason="HierarchicalWindyMazeEnv (windy_maze_env.py) declares no spaces and no agent ids, "
-                  "and rewards new agents before their first observation (RLlib's old API stack)")  # fmt: skip
+@pytest.mark.skip(reason="HierarchicalWindyMazeEnv (windy_maze_env.py) declares no spaces and no agent ids "
+                  "(RLlib's old API stack)")  # fmt: skip
 def test_hierarchical_windy_maze():
     """Runs when flywheel accepts envs without spaces."""
 
@@ -387,6 +384,18 @@ def test_tic_tac_toe_players_alternate(ported_example):
         steps = {agent_id: len(e) for agent_id, e in episode.agent_episodes.items()}
         if episode.is_done and len(steps) == 2:  # one move per env step, players alternating
             assert abs(steps["player1"] - steps["player2"]) <= 1 and sum(steps.values()) >= len(episode)
+
+
+def test_pettingzoo_connect4_player_1_keeps_its_reward_before_its_first_observation(ported_example):
+    """player_1 gets a reward (0) with its first observation, before it ever acted: the episode keeps it
+    for player_1's first step (as RLlib does). Both play their leftmost free column: player_0 fills
+    the bottom row and wins at env step 19."""
+    pytest.importorskip("pettingzoo.classic")
+    c4 = ported_example("envs.classes.multi_agent.pettingzoo_connect4")
+    first = sample(c4.MultiAgentConnect4, multi=True, steps=60, module=FirstAllowedAction)[0]
+    assert len(first) == 19 and first.is_terminated
+    returns = {a: (len(e), e.get_return()) for a, e in first.agent_episodes.items()}
+    assert returns == {"player_0": (10, 1.0), "player_1": (9, -1.0)}
 
 
 def test_double_row_corridor_agents_finish_separately(ported_example):

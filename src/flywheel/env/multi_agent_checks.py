@@ -1,8 +1,8 @@
 """A one-time check of the multi-agent env contract, run when a multi-agent runner is built.
 
-`MultiAgentEpisode` records without checking, so an env that gives a reward to an agent
-that never observed, or data to an agent after it is done, would fail deep inside the
-episode. :func:`check_multi_agent_env` plays a few random steps (a runner: on its own first
+`MultiAgentEpisode` records without checking, so an env that gives data to an agent after
+it is done, or an observation to an agent outside its possible agents, would fail deep inside
+the episode. :func:`check_multi_agent_env` plays a few random steps (a runner: on its own first
 sub-env, right after building it) and explains the first violation of the contract in
 `flywheel.env.multi_agent_env`.
 """
@@ -40,10 +40,11 @@ def check_multi_agent_env(
     Checks every possible agent's spaces, that ``reset(seed=seed)`` and ``num_steps`` steps
     with random actions (for the agents that observed and are not done) return dicts keyed by
     possible agents, observations inside the agent's space, ``"__all__"`` in the done flags,
-    rewards only for agents that acted on an earlier observation, nothing for agents that are
-    done, and infos only for agents that observe. Raises an `EnvError` naming the agent and the fix.
-    An observation that leaves only a `Box`'s bounds gets one warning instead (none with
-    ``warn_bounds=False``: runners leave that to their `MultiAgentObservationMonitor`).
+    nothing for agents that are done (a reward for an agent that has not acted yet is fine:
+    the episode keeps it for that agent's next step), and infos only for agents that observe.
+    Raises an `EnvError` naming the agent and the fix. An observation that leaves only a `Box`'s
+    bounds gets one warning instead (none with ``warn_bounds=False``: runners leave that to their
+    `MultiAgentObservationMonitor`).
     """
     name = type(env).__name__
     if not isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
@@ -66,7 +67,7 @@ class _Checker:
     def __init__(self, env: MultiAgentEnv, name: str) -> None:
         self.env, self.name = env, name
         self.possible = list(env.possible_agents)
-        self.in_flight: set = set()  # Acted and not observed since: these may get rewards.
+        self.in_flight: set = set()  # Acted and not observed since.
         self.done: set = set()
         self.to_act: set = set()
         self.bounds: list[str] = []  # warnings of observations outside a Box's bounds, in order
@@ -161,12 +162,6 @@ class _Checker:
     def _check_rewards(self, what: str, rewards: dict) -> None:
         for agent_id, reward in rewards.items():
             self._check_agent(what, agent_id, f"reward {reward!r}")
-            if agent_id not in self.in_flight:
-                raise EnvError(
-                    f"env {self.name}.{what} returned reward {reward!r} for agent {agent_id!r}, which never acted "
-                    "(it had not observed before this step), so there is no step the reward could belong to. "
-                    "Fix: give rewards only to agents that acted on an earlier observation."
-                )
             if not isinstance(reward, numbers.Real) and not (
                 isinstance(reward, np.ndarray) and reward.shape == ()
             ):

@@ -28,7 +28,7 @@ from flywheel.checkpoints.components import (
 from flywheel.connectors.module_to_env.normalize_and_clip_actions import normalized_actions, normalizes
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES, EnvContext
-from flywheel.errors import ConfigError
+from flywheel.errors import ConfigError, SampleArgumentError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
 
@@ -157,7 +157,10 @@ class EnvRunner(Checkpointable, abc.ABC):
     ) -> list:
         """Returns finished episodes plus cut chunks of ongoing ones (numpy'ized)."""
         if num_timesteps is not None and num_episodes is not None:
-            raise ValueError("sample() takes num_timesteps or num_episodes, not both.")
+            raise SampleArgumentError(
+                f"sample() takes num_timesteps or num_episodes, not both; got num_timesteps={num_timesteps} "
+                f"and num_episodes={num_episodes}. Fix: pass one of them (neither samples one rollout fragment)."
+            )
         if self.module is None and not random_actions:
             raise ConfigError(
                 f"{type(self).__name__}.sample() needs an RLModule to act, but this runner has none: its "

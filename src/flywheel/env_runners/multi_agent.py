@@ -132,7 +132,10 @@ class MultiAgentEnvRunner(EnvRunner):
                 mid: dataclasses.replace(spec, inference_only=True).build()
                 for mid, spec in specs.items()
                 if not spec.learner_only  # (trained on learners, never acting)
-            }
+            },
+            observation_space=self.module_spec.observation_space,
+            action_space=self.module_spec.action_space,
+            model_config=self.module_spec.model_config,
         )
         stateful = [module_id for module_id, m in module.items() if m.is_stateful()]
         if stateful and self.config.episode_lookback_horizon < 1:

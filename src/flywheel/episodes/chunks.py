@@ -15,7 +15,7 @@ import numpy as np
 import tree
 
 from flywheel.episodes.lookback_buffer import LookbackBuffer
-from flywheel.errors import EpisodeError
+from flywheel.errors import EpisodeConcatError, EpisodeError
 
 if TYPE_CHECKING:
     from flywheel.episodes.single_agent_episode import SingleAgentEpisode
@@ -131,25 +131,27 @@ def _items_equal(a: Any, b: Any) -> bool:
 
 def _check_concat(episode: SingleAgentEpisode, other: SingleAgentEpisode) -> None:
     if other.id_ != episode.id_:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat episode {other.id_} to episode {episode.id_}: expected the same id_ "
             f"(concat the successor chunks that cut() returned)."
         )
     if episode.is_done:
-        raise EpisodeError(f"Cannot concat to episode {episode.id_}: it is already done at t={episode.t}.")
+        raise EpisodeConcatError(
+            f"Cannot concat to episode {episode.id_}: it is already done at t={episode.t}."
+        )
     if other.t_started != episode.t:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat the chunk of episode {episode.id_} starting at t_started={other.t_started} to the "
             f"chunk ending at t={episode.t}; concat chunks in order, each starting where the last ended."
         )
     last, first = episode.get_observations(-1), other.get_observations(0)
     if not _items_equal(last, first):
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat chunks of episode {episode.id_}: the other's first observation {first!r} "
             f"differs from this one's last {last!r}; the other chunk must come from cut()."
         )
     if set(other.extra_model_outputs) != set(episode.extra_model_outputs):
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat chunks of episode {episode.id_}: the other's extra model outputs "
             f"{sorted(other.extra_model_outputs)} differ from this one's {sorted(episode.extra_model_outputs)}."
         )

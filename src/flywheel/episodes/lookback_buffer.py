@@ -300,6 +300,7 @@ class LookbackBuffer:
         """(positions before the data, the positions inside it, positions after it) of ``slc``.
 
         "Before" and "after" follow the slice's direction: a backwards slice starts on the right.
+        A slice wholly outside the data counts its span as fill, in either direction.
         """
         step = 1 if slc.step is None else slc.step
         if step == 0:
@@ -312,6 +313,10 @@ class LookbackBuffer:
             stop = total if step > 0 else self.lookback - 1
         else:
             stop = self._position(slc.stop, neg_index_as_lookback, total)
+        if (start < 0 and stop < 0) or (start >= total and stop >= total):
+            # Wholly outside the data: every position is fill, whichever way the slice points
+            # (RLlib reads `buffer.get(slice(-10, -12), fill=0)` as two fill items too).
+            return len(range(min(start, stop), max(start, stop), abs(step))), range(0), 0
         if step > 0:
             front = len(range(start, min(stop, 0), step)) if start < 0 else 0
             first = start + front * step

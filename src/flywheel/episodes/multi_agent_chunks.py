@@ -14,7 +14,7 @@ from flywheel.episodes.chunks import slice_bounds
 from flywheel.episodes.lookback_buffer import LookbackBuffer
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
-from flywheel.errors import EpisodeError
+from flywheel.errors import EpisodeConcatError, EpisodeError
 
 if TYPE_CHECKING:
     from flywheel.episodes.multi_agent_episode import MultiAgentEpisode
@@ -53,6 +53,7 @@ def cut(episode: MultiAgentEpisode, len_lookback_buffer: int) -> MultiAgentEpiso
         successor.env_t_to_agent_t[agent_id] = LookbackBuffer(tail, env_lookback)
     successor._finished_agents |= episode._finished_agents
     successor._in_flight = {agent_id: list(step) for agent_id, step in episode._in_flight.items()}
+    successor._waiting_rewards = dict(episode._waiting_rewards)
     successor._agents_that_stepped = episode._agents_that_stepped & successor.agent_episodes.keys()
     successor._agents_to_act = set(episode._agents_to_act)
     successor.custom_data = copy.deepcopy(episode.custom_data)
@@ -155,6 +156,7 @@ def concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
     episode.is_terminated, episode.is_truncated = other.is_terminated, other.is_truncated
     episode.custom_data.update(other.custom_data)  # The later chunk knows more.
     episode._in_flight = {agent_id: list(step) for agent_id, step in other._in_flight.items()}
+    episode._waiting_rewards = dict(other._waiting_rewards)
     episode._finished_agents |= other._finished_agents
     episode._agent_to_module.update(other._agent_to_module)
     episode._agents_that_stepped = set(other._agents_that_stepped)
@@ -171,16 +173,16 @@ def _add_missing_extra_outputs(sa_episode: SingleAgentEpisode, successor: Single
 
 def _check_concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
     if other.id_ != episode.id_:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat episode {other.id_} to episode {episode.id_}: expected the same id_ "
             f"(concat the successor chunks that cut() returned)."
         )
     if episode.is_done:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat to episode {episode.id_}: it is already done at env_t={episode.env_t}."
         )
     if other.env_t_started != episode.env_t:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat the chunk of episode {episode.id_} starting at env_t_started={other.env_t_started} "
             f"to the chunk ending at env_t={episode.env_t}; concat chunks in order, each starting where the last ended."
         )
@@ -188,7 +190,7 @@ def _check_concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
         a for a, e in episode.agent_episodes.items() if not e.is_done and a not in other.agent_episodes
     ]
     if missing:
-        raise EpisodeError(
+        raise EpisodeConcatError(
             f"Cannot concat chunks of episode {episode.id_}: agents {missing} are alive at this chunk's end but "
             f"missing from the other chunk; the other chunk must come from cut()."
         )
@@ -264,6 +266,7 @@ def get_state(episode: MultiAgentEpisode) -> dict[str, Any]:
         "is_truncated": episode.is_truncated,
         "agent_to_module": dict(episode._agent_to_module),
         "in_flight": copy.deepcopy(episode._in_flight),
+        "waiting_rewards": dict(episode._waiting_rewards),
         "finished_agents": list(episode._finished_agents),
         "agents_that_stepped": list(episode._agents_that_stepped),
         "agents_to_act": list(episode._agents_to_act),
@@ -292,6 +295,7 @@ def from_state(cls: type[MultiAgentEpisode], state: dict[str, Any], mapping_fn: 
     episode._env_lookback = state["env_lookback"]
     episode.is_terminated, episode.is_truncated = state["is_terminated"], state["is_truncated"]
     episode._in_flight = copy.deepcopy(state["in_flight"])
+    episode._waiting_rewards = dict(state.get("waiting_rewards", {}))  # (states saved before it: none)
     episode._finished_agents = set(state["finished_agents"])
     episode._agents_that_stepped = set(state["agents_that_stepped"])
     episode._agents_to_act = set(state["agents_to_act"])

@@ -39,19 +39,16 @@ def space_of(episode: MultiAgentEpisode, agent_id: Any, spaces: dict | None, nam
     return space
 
 
-def raise_reward_without_action(episode: MultiAgentEpisode, agent_id: Any, reward: float) -> NoReturn:
+def check_reward_may_wait(episode: MultiAgentEpisode, agent_id: Any, reward: float) -> None:
+    """A reward for an agent with no step in flight waits for its next step; one for an agent that is
+    done raises: it has no next step."""
     sa_episode = episode.agent_episodes.get(agent_id)
     if agent_id in episode._finished_agents or (sa_episode is not None and sa_episode.is_done):
-        state = "is done"
-    elif sa_episode is not None:
-        state = "did not act on its last observation"
-    else:
-        state = "never observed"
-    raise EpisodeError(
-        f"Agent {agent_id!r} got reward {reward!r} at env step {episode.env_t + 1} of episode {episode.id_}, "
-        f"but it has no step in flight (it {state}). Expected rewards only for agents that acted on an "
-        f"observation. Fix the env (flywheel.env.multi_agent_checks.check_multi_agent_env finds this)."
-    )
+        raise EpisodeError(
+            f"Agent {agent_id!r} got reward {reward!r} at env step {episode.env_t + 1} of episode "
+            f"{episode.id_}, but it is done. Expected no data for agents once they are terminated or "
+            "truncated. Fix the env (flywheel.env.multi_agent_checks.check_multi_agent_env finds this)."
+        )
 
 
 def raise_observation_without_action(episode: MultiAgentEpisode, agent_id: Any) -> NoReturn:

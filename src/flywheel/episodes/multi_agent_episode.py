@@ -94,6 +94,9 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         self._agent_to_module: dict[AgentID, ModuleID] = dict(agent_module_ids or {})
         self._agent_episode_ids: dict[AgentID, str] = dict(agent_episode_ids or {})
         self._in_flight: dict[AgentID, list] = {}  # agent -> [action, extra model outputs, summed reward]
+        # Rewards of alive agents with no step in flight (not observed yet, or not acted on their
+        # observation): they start the agent's next step's reward, as RLlib keeps them.
+        self._waiting_rewards: dict[AgentID, float] = {}
         self._finished_agents: set[AgentID] = set()  # Done in an earlier chunk (not in agent_episodes).
         self._env_lookback = 0
         self._agents_that_stepped: set[AgentID] = set()
@@ -146,7 +149,8 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
 
         ``actions`` (and ``extra_model_outputs``) are those of the agents that acted; their
         steps complete when they next observe, with every reward they got until then. An agent
-        observing for the first time joins. Runs once per env step: no validation beyond what
+        observing for the first time joins. A reward for an agent with no step in flight (it has
+        not observed yet, or not acted on its observation) is kept for that agent's next step. Runs once per env step: no validation beyond what
         falls out of the bookkeeping; call `validate` to check thoroughly.
         """
         if self.is_terminated or self.is_truncated:
@@ -154,15 +158,21 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
                 f"Episode {self.id_} is already done (terminated={self.is_terminated}, "
                 f"truncated={self.is_truncated}) at env_t={self.env_t}; start a new episode after a reset."
             )
-        in_flight = self._in_flight
+        in_flight, waiting = self._in_flight, self._waiting_rewards
         extras = extra_model_outputs or {}
         for agent_id, action in actions.items():
-            in_flight[agent_id] = [action, extras.get(agent_id), 0.0]
+            in_flight[agent_id] = [
+                action,
+                extras.get(agent_id),
+                waiting.pop(agent_id, 0.0) if waiting else 0.0,
+            ]
         for agent_id, reward in rewards.items():
             step = in_flight.get(agent_id)
-            if step is None:
-                contract.raise_reward_without_action(self, agent_id, reward)
-            step[2] += reward
+            if step is not None:
+                step[2] += reward
+            else:
+                contract.check_reward_may_wait(self, agent_id, reward)
+                waiting[agent_id] = waiting.get(agent_id, 0.0) + reward
         self.env_t += 1
         terminateds, truncateds, infos = terminateds or {}, truncateds or {}, infos or {}
         # Most steps end no agent: then no per-agent flag lookups are needed.
@@ -227,6 +237,9 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         self, terminateds: dict, truncateds: dict, all_terminated: bool, all_truncated: bool
     ) -> None:
         """Ends the in-flight steps of agents that are done without a final observation; maybe the episode."""
+        for agent_id in list(self._waiting_rewards):
+            if all_terminated or all_truncated or terminateds.get(agent_id) or truncateds.get(agent_id):
+                del self._waiting_rewards[agent_id]  # done without another step: nothing to add them to
         for agent_id in list(self._in_flight):
             terminated = all_terminated or terminateds.get(agent_id, False)
             truncated = all_truncated or truncateds.get(agent_id, False)
@@ -318,10 +331,11 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         return {**{a: e.is_truncated for a, e in self.agent_episodes.items()}, "__all__": self.is_truncated}
 
     def get_return(self, include_hanging_rewards: bool = False) -> float:
-        """Sum of this chunk's rewards over agents (in-flight steps' rewards so far: if ``include_hanging_rewards``)."""
+        """Sum of this chunk's rewards over agents (with ``include_hanging_rewards``: also the rewards
+        of in-flight steps so far and those kept for agents' next steps)."""
         total = sum(sa_episode.get_return() for sa_episode in self.agent_episodes.values())
         if include_hanging_rewards:
-            total += sum(step[2] for step in self._in_flight.values())
+            total += sum(step[2] for step in self._in_flight.values()) + sum(self._waiting_rewards.values())
         return float(total)
 
     def get_duration_s(self) -> float:

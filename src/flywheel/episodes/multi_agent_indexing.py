@@ -177,6 +177,8 @@ def get_data(
 ) -> dict | list[dict]:
     """See `MultiAgentEpisode.get_observations`."""
     selected = _select_agents(episode, agent_ids)
+    if query.what == "extra_model_outputs" and query.key is not None:
+        _check_extra_key(episode, selected, query.key)
     if env_steps:
         return _get_by_env_steps(episode, query, indices, selected, return_list)
     if return_list:
@@ -193,6 +195,19 @@ def get_data(
         if not (isinstance(value, list) and not value):  # Agents without such steps are left out.
             result[agent_id] = value
     return result
+
+
+def _check_extra_key(episode: MultiAgentEpisode, agent_ids: list, key: str) -> None:
+    """A key that none of the agents has (stored or in flight) is a `KeyError`, as in RLlib."""
+    known: set[str] = set()
+    for agent_id in agent_ids:
+        step = episode._in_flight.get(agent_id)
+        known.update(episode.agent_episodes[agent_id].extra_model_outputs, (step and step[1]) or ())
+    if agent_ids and key not in known:
+        raise EpisodeKeyError(
+            f"Episode {episode.id_} has no extra model output {key!r} for agents {agent_ids}; they have "
+            f"{sorted(known)} (outputs are recorded via add_env_step(extra_model_outputs=...))."
+        )
 
 
 def _select_agents(episode: MultiAgentEpisode, agent_ids: Any) -> list:

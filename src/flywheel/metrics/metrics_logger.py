@@ -9,6 +9,7 @@ from flywheel.errors import MetricKeyError, MetricsError
 from flywheel.metrics.reduced import THROUGHPUT_SUFFIX, ReducedMetrics, stat_states
 from flywheel.metrics.settings import make_stats, make_stats_like, resolve_reduce, warn_deprecated_args
 from flywheel.metrics.stats import Number, Stats, SumStats, to_number
+from flywheel.metrics.stats_view import StatsView
 
 Key = str | tuple[str, ...] | list[str]
 Path = tuple[str, ...]
@@ -196,13 +197,30 @@ class MetricsLogger:
         yield
         stats.push(time.perf_counter() - start)
 
-    def peek(self, key: Key | None = None, default: Any = _MISSING, *, throughput: bool = False) -> Any:
+    @property
+    def stats(self) -> dict:
+        """RLlib's view of the metrics: a nested dict (as `peek()` nests) of one `StatsView` per key,
+        with `peek()` and, for sums logged `with_throughput=True`, `throughputs`."""
+        view: dict = {}
+        for path in self._stats:
+            _set_nested(view, path, StatsView(self, path))
+        return view
+
+    def peek(
+        self,
+        key: Key | None = None,
+        default: Any = _MISSING,
+        *,
+        throughput: bool = False,
+        compile: bool = True,
+    ) -> Any:
         """The current reduced value of `key` without clearing anything; no key: everything.
 
         A group gives a nested dict, as `reduce()` would return it. `throughput=True` gives the
         throughput (amount per second since the last `reduce()`) of a sum logged
         `with_throughput=True`, or of every such sum in a group; `peek("<leaf>_throughput")` does the
         same. A missing key returns `default`, or raises `MetricKeyError` (a `KeyError`) without one.
+        RLlib's `compile=` is accepted: values here are always the reduced (compiled) ones.
         """
         if key is None:
             return self._peek_group((), throughput)
@@ -223,11 +241,13 @@ class MetricsLogger:
             "Fix: pass default=... for keys that may not be logged yet."
         )
 
-    def reduce(self) -> ReducedMetrics:
+    def reduce(self, compile: bool = True) -> ReducedMetrics:
         """Every metric as a nested dict of reduced values; clears what each reduce mode says.
 
         Sums logged `with_throughput=True` also get `<leaf>_throughput`: the amount added since the
-        previous `reduce()` over the seconds since then. The result can be aggregated elsewhere.
+        previous `reduce()` over the seconds since then. The result can be aggregated elsewhere, with
+        or without RLlib's `compile=` (RLlib's uncompiled result is what its `aggregate` takes; this
+        one is both).
         """
         now = time.perf_counter()
         seconds, self._last_reduce_time = now - self._last_reduce_time, now

@@ -159,7 +159,6 @@ class MultiCartPole(MultiAgentEnv):
 class BrokenMultiAgentEnv(TurnBasedEnv):
     """:class:`TurnBasedEnv` breaking one rule, chosen by ``config["problem"]``:
 
-    - ``"reward_before_obs"``: ``"p1"`` gets a reward at step 1, before it ever observed;
     - ``"data_after_done"``: ``"p0"`` is terminated at step 1, yet gets a reward and observes at step 2;
     - ``"unknown_agent"``: an agent ``"ghost"`` outside ``possible_agents`` observes at step 1;
     - ``"missing_space"``: ``"p1"`` has no observation space.
@@ -167,15 +166,13 @@ class BrokenMultiAgentEnv(TurnBasedEnv):
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
-        self.problem = (config or {}).get("problem", "reward_before_obs")
+        self.problem = (config or {}).get("problem", "data_after_done")
         if self.problem == "missing_space":
             del self.observation_spaces["p1"]
 
     def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:
         obs, rewards, terminateds, truncateds, infos = super().step(action_dict)
-        if self.problem == "reward_before_obs" and self.t == 1:
-            rewards["p1"] = 0.5
-        elif self.problem == "data_after_done" and self.t == 1:
+        if self.problem == "data_after_done" and self.t == 1:
             terminateds["p0"] = True
         elif self.problem == "unknown_agent" and self.t == 1:
             obs["ghost"] = _count(1)

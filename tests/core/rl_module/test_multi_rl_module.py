@@ -4,8 +4,9 @@ import pytest
 import torch
 from torch import nn
 
-from flywheel import Columns, MultiRLModule, RLModule, TorchRLModule
+from flywheel import Columns, MultiRLModule, RLModule, RLModuleSpec, TorchRLModule
 from flywheel.errors import ModuleError
+from flywheel.typing import DEFAULT_MODULE_ID
 
 OBS = gym.spaces.Box(-1.0, 1.0, (2,))
 ACT = gym.spaces.Discrete(2)
@@ -38,6 +39,35 @@ def test_dict_behaviour():
     ):
         multi["p9"]
     assert len(MultiRLModule()) == 0
+
+
+def test_built_from_specs_as_rllib_builds_it():
+    """RLlib's `MultiRLModule(rl_module_specs=...)`: one module per spec, with the global settings kept."""
+    spec = RLModuleSpec(Affine, OBS, ACT, model_config={"size": 3})
+    multi = MultiRLModule(
+        rl_module_specs={"a": spec, "b": spec}, observation_space=OBS, model_config={"g": 1}
+    )
+    assert list(multi.keys()) == ["a", "b"] and multi["a"] is not multi["b"]
+    assert isinstance(multi["a"], Affine) and multi["a"].model_config == {"size": 3}
+    assert (multi.observation_space, multi.action_space, multi.model_config) == (OBS, None, {"g": 1})
+    assert multi.inference_only is False and spec.inference_only is False
+    forced = MultiRLModule(rl_module_specs={"a": spec}, inference_only=True)
+    assert forced.inference_only is True and forced["a"].inference_only is True
+    assert spec.inference_only is False  # the given spec is left as it was
+    with pytest.raises(
+        ModuleError, match=r"takes a dict mapping module ids to RLModuleSpecs; got \{'a': 'int'\}"
+    ):
+        MultiRLModule(rl_module_specs={"a": 3})
+    with pytest.raises(ValueError, match=r"not both; got modules \['x'\] and specs \['a'\]\. Fix: pass one"):
+        MultiRLModule({"x": Affine(OBS, ACT)}, rl_module_specs={"a": spec})
+
+
+def test_as_multi_rl_module_wraps_the_module_itself():
+    single = Affine(OBS, ACT)
+    multi = single.as_multi_rl_module()
+    assert type(multi) is MultiRLModule and list(multi.keys()) == [DEFAULT_MODULE_ID]
+    assert multi[DEFAULT_MODULE_ID] is single  # same weights (RLlib builds a fresh copy from the spec)
+    assert multi.as_multi_rl_module() is multi
 
 
 def test_add_and_remove_modules():

@@ -65,6 +65,12 @@ def test_multi_spec_builds_every_module():
     assert type(multi) is MultiRLModule and list(multi.keys()) == ["p0", "p1"]
     custom = MultiRLModuleSpec(MyMulti, rl_module_specs={"a": RLModuleSpec(Small, OBS, ACT)}).build()
     assert type(custom) is MyMulti and isinstance(custom["a"], Small)
+    # The spec's global settings reach the container (a custom class's setup() reads them).
+    glob = MultiRLModuleSpec(
+        MyMulti, OBS, ACT, model_config={"shared": 8}, rl_module_specs={"a": RLModuleSpec(Small, OBS, ACT)}
+    )
+    built = glob.build()
+    assert (built.observation_space, built.action_space, built.model_config) == (OBS, ACT, {"shared": 8})
     assert len(MultiRLModuleSpec().build()) == 0
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Self
 
+import gymnasium as gym
 from torch import nn
 
 from flywheel.checkpoints.checkpointable import Checkpointable
@@ -16,6 +18,7 @@ from flywheel.typing import ModuleID
 if TYPE_CHECKING:
     from flywheel.checkpoints.registry import Allowed
     from flywheel.checkpoints.tree import Node
+    from flywheel.core.rl_module.spec import RLModuleSpec
 
 
 class MultiRLModule(nn.Module, Checkpointable):
@@ -35,13 +38,42 @@ class MultiRLModule(nn.Module, Checkpointable):
     builds such a container on runners and learners.
     """
 
-    def __init__(self, rl_modules: dict[ModuleID, RLModule] | None = None):
+    def __init__(
+        self,
+        rl_modules: dict[ModuleID, RLModule] | None = None,
+        *,
+        rl_module_specs: dict[ModuleID, RLModuleSpec] | None = None,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
+        inference_only: bool | None = None,
+        learner_only: bool | None = None,
+        model_config: dict | None = None,
+    ):
+        """Holds `rl_modules` (built modules), or builds one module per spec of `rl_module_specs`
+        (RLlib's keyword) with `inference_only=True` forced on every spec when given; None means
+        "True only if every spec is inference_only". The global spaces and `model_config` are kept
+        as attributes for subclasses' `setup()`; `learner_only` is accepted and ignored, as in RLlib.
+        """
         super().__init__()
         self._rl_modules = nn.ModuleDict()  # the torch modules (their parameters, state_dict names)
         self._by_id: dict[ModuleID, RLModule] = {}  # every module, torch or not
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.model_config = model_config
+        if rl_module_specs is not None:
+            rl_modules = _build_from_specs(rl_modules, rl_module_specs, inference_only)
         for module_id, module in (rl_modules or {}).items():
             self.add_module(module_id, module)
         self.setup()
+
+    @property
+    def inference_only(self) -> bool:
+        """True if every sub-module is inference_only (an empty container is not)."""
+        return bool(self._by_id) and all(module.inference_only for module in self._by_id.values())
+
+    def as_multi_rl_module(self) -> MultiRLModule:
+        """This container (RLlib's `RLModule.as_multi_rl_module()` returns a multi-module as it is)."""
+        return self
 
     def setup(self) -> None:  # noqa: B027 (optional hook)
         """Runs after the sub-modules are added (subclasses keep references to them here)."""
@@ -179,3 +211,23 @@ class MultiRLModule(nn.Module, Checkpointable):
             module_id: RLModule._construct_from(child, allowed) for module_id, child in node.children.items()
         }
         return cls(rl_modules=modules)
+
+
+def _build_from_specs(
+    rl_modules: dict | None, specs: dict[ModuleID, RLModuleSpec], inference_only: bool | None
+) -> dict[ModuleID, RLModule]:
+    """One built module per spec (`MultiRLModule(rl_module_specs=...)`, RLlib's form)."""
+    if rl_modules:
+        raise ModuleError(
+            "MultiRLModule() takes built modules (rl_modules=) or specs to build (rl_module_specs=), not "
+            f"both; got modules {sorted(rl_modules)} and specs {sorted(specs)}. Fix: pass one of them."
+        )
+    wrong = {mid: type(spec).__name__ for mid, spec in specs.items() if not hasattr(spec, "build")}
+    if not isinstance(specs, dict) or wrong:
+        raise ModuleError(
+            "MultiRLModule(rl_module_specs=...) takes a dict mapping module ids to RLModuleSpecs; got "
+            f"{wrong or type(specs).__name__}. Fix: pass {{'p0': RLModuleSpec(module_class=..., ...)}}."
+        )
+    if inference_only:
+        specs = {mid: dataclasses.replace(spec, inference_only=True) for mid, spec in specs.items()}
+    return {mid: spec.build() for mid, spec in specs.items()}

@@ -14,7 +14,7 @@ phase methods they need. `TorchRLModule` adds torch: modes, no-grad, weights as 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -22,6 +22,10 @@ from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.core.distributions import Distribution, distribution_for_space
 from flywheel.core.rl_module.default_model_config import as_model_config_dict
 from flywheel.errors import ModuleError
+from flywheel.typing import DEFAULT_MODULE_ID
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 
 
 class RLModule(Checkpointable):
@@ -119,6 +123,16 @@ class RLModule(Checkpointable):
         if self._is_stateful is None:
             self._is_stateful = bool(self.get_initial_state())
         return self._is_stateful
+
+    def as_multi_rl_module(self) -> MultiRLModule:
+        """A `MultiRLModule` holding this module under "default_policy".
+
+        It holds this very module (its weights and state), where RLlib builds a fresh copy from the
+        module's spec (new weights); see docs/porting.md.
+        """
+        from flywheel.core.rl_module.multi_rl_module import MultiRLModule  # (that module imports this one)
+
+        return MultiRLModule({DEFAULT_MODULE_ID: self})
 
     def unwrapped(self) -> RLModule:
         """The module itself (RLlib's name: there, for a module wrapped for distributed training)."""

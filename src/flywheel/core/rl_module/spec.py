@@ -145,7 +145,8 @@ class MultiRLModuleSpec:
 
     `inference_only=None` means "True only if every sub-spec is inference_only"; `True` builds
     every sub-module inference_only. `observation_space`, `action_space` and `model_config` are
-    global settings for custom `multi_rl_module_class`es (the built-in container ignores them).
+    global settings the built container keeps as attributes (custom `multi_rl_module_class`es read
+    them in `setup()`; the built-in container uses none of them).
     The spec reads like a dict of its sub-specs: `spec["p0"]`, `"p0" in spec`.
     """
 
@@ -178,7 +179,12 @@ class MultiRLModuleSpec:
         specs = self.rl_module_specs
         if self.inference_only:
             specs = {mid: dataclasses.replace(spec, inference_only=True) for mid, spec in specs.items()}
-        return self.multi_rl_module_class(rl_modules={mid: spec.build() for mid, spec in specs.items()})
+        return self.multi_rl_module_class(
+            rl_modules={mid: spec.build() for mid, spec in specs.items()},
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+            model_config=self.model_config,
+        )
 
     @classmethod
     def from_module(cls, module: MultiRLModule) -> MultiRLModuleSpec:
