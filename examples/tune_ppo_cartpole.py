@@ -32,6 +32,7 @@ def build_config(lrs: list[float], num_env_runners: int) -> PPOConfig:
         .training(
             lr=tune.grid_search(lrs), train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6
         )
+        .training(vf_clip_param=float("inf"))  # RLlib's 10 clamps 88% of the value errors (lr 1e-4)
         .rl_module(model_config={"fcnet_hiddens": [32]})
         .debugging(seed=0)
     )

@@ -296,6 +296,31 @@ def test_tiny_train_run_writes_results_and_rotates_checkpoints(tmp_path, capsys,
     assert "learners/default_policy/total_loss" in events.Tags()["scalars"]
 
 
+def test_the_quick_start_prints_its_header_bar_and_summary_and_nothing_else(tmp_path):
+    # `make train` with a budget of 6 iterations instead of a return of 475: the algorithm's defaults, its bar.
+    run_dir = tmp_path / "cartpole"
+    argv = ["train", "--algo", "PPO", "--env", "CartPole-v1", "--stop-iters", "6", "--seed", "0",
+            "--checkpoint-dir", str(run_dir)]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "flywheel", *argv], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(" ")[0] for line in lines] == [
+        "Training",
+        "Stopped:",
+        "Checkpoint:",
+        "Results:",
+        "Learning",
+    ]
+    assert lines[0] == f"Training PPO on CartPole-v1; run dir: {run_dir}"
+    assert lines[1].startswith("Stopped: training_iteration 6 >= 6 (iter=6 env_steps=24000 return=")
+    # stderr holds the bar's redraws only: no warning (e.g. about PPO's value-loss clamping), no log line.
+    drawn = [part for part in re.split(r"[\r\n]", done.stderr) if part.strip()]
+    assert drawn and all(part.startswith("PPO CartPole-v1: ") for part in drawn), done.stderr
+    assert drawn[-1].startswith("PPO CartPole-v1: 100%|") and " 6/6 [" in drawn[-1]
+
+
 def test_default_run_dir_and_progress_bar(tmp_path, capsys, monkeypatch, fake_save):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(["train", "--env", "CartPole-v1", "--stop-timesteps", "200", *TINY], capsys)
