@@ -3,7 +3,7 @@
     flywheel train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole
     flywheel evaluate runs/cartpole/checkpoint --episodes 10
     flywheel plot runs/cartpole_seed0 runs/cartpole_seed1 -o curves.png
-    flywheel port my_rllib_project/ -o my_flywheel_project/
+    flywheel port my_rllib_project/ -o ported/   # writes ported/my_rllib_project/...
 
 Settings are layered: the algorithm's defaults, then `--config FILE`, then `--env`/`--num-envs`/
 `--seed`, then each `--set key=value` in order. Mistakes a user can make (a bad setting, env id or
@@ -294,7 +294,7 @@ def port(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(problem)
     files = _count(len(report.files), "Python file")
-    where = f"written under {args.out}" if args.out else "rewritten in place"
+    where = f"written under {report.written_under}" if args.out else "rewritten in place"
     left = (
         f"{_count(len(report.problems), 'line')} to port by hand (above)"
         if report.problems
