@@ -392,7 +392,20 @@ def test_evaluate_unpickles_config_lambdas_only_when_trusted(tmp_path, capsys):
     path = algo.save_to_path(tmp_path / "checkpoint")
     algo.stop()
     code, _, err = run(["evaluate", path, "--episodes", "1"], capsys)
-    assert code == 2 and "stores config.env_to_module_connector as pickles" in err
+    # The fix that applies on the command line: --trusted, not trusted=True.
+    assert (code, err) == (
+        2,
+        f"flywheel evaluate: error: {Path(path) / 'metadata.json'} stores config.env_to_module_connector as "
+        "pickles (lambdas, closures, or classes defined in __main__ or inside a function). Flywheel unpickles "
+        "only when told the checkpoint is trusted, because unpickling runs code the file chooses. Fix: if you "
+        f"trust this checkpoint, add --trusted: flywheel evaluate {path} --episodes 1 --trusted\n",
+    )
+    code, _, err = run(
+        ["record", "--checkpoint", path, "--episodes", "2", "--output", "out", "--explore"], capsys
+    )
+    assert code == 2 and err.endswith(
+        f"add --trusted: flywheel record --checkpoint {path} --episodes 2 --output out --explore --trusted\n"
+    )
     code, out, err = run(["evaluate", path, "--episodes", "1", "--trusted"], capsys)
     assert code == 0, err
     assert out.startswith("Evaluated 1 episodes (explore=False): return mean ")

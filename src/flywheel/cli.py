@@ -24,12 +24,12 @@ import runpy
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from flywheel.algorithms.registry import algorithm_name, available_algorithms, config_class
-from flywheel.errors import CheckpointError, ConfigError, FlywheelError
+from flywheel.errors import CheckpointError, ConfigError, FlywheelError, UntrustedCheckpointError
 
 EXIT_LEFT_TO_PORT = 1
 EXIT_USER_ERROR = 2
@@ -232,8 +232,9 @@ def plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _restore(path: str, *, trusted: bool) -> Any:
-    """The algorithm saved at `path` (a CheckpointError when there is no directory)."""
+def _restore(path: str, *, trusted: bool, command: Callable[[str], str]) -> Any:
+    """The algorithm saved at `path`; `command(path)` is the user's command line for a checkpoint at
+    `path`, which the fix of an untrusted checkpoint shows (with `--trusted` added)."""
     if not Path(path).is_dir():
         raise CheckpointError(
             f"No checkpoint directory at {path!r}. Fix: pass a directory `flywheel train` saved, "
@@ -241,12 +242,17 @@ def _restore(path: str, *, trusted: bool) -> Any:
         )
     from flywheel.algorithms.algorithm import Algorithm
 
-    return Algorithm.from_checkpoint(path, trusted=trusted)
+    try:
+        return Algorithm.from_checkpoint(path, trusted=trusted)
+    except UntrustedCheckpointError as err:
+        raise CheckpointError(
+            f"{err.reason} Fix: if you trust this checkpoint, add --trusted: {command(path)} --trusted"
+        ) from None
 
 
 def evaluate(args: argparse.Namespace) -> int:
     """`flywheel evaluate`: restores a checkpoint, samples `--episodes` episodes, prints their returns."""
-    algo = _restore(args.path, trusted=args.trusted)
+    algo = _restore(args.path, trusted=args.trusted, command=lambda path: _evaluate_command(args, path))
     try:
         episodes = algo.env_runner.sample(num_episodes=args.episodes, explore=args.explore)
     finally:
@@ -260,10 +266,24 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_command(args: argparse.Namespace, path: str) -> str:
+    """The user's `flywheel evaluate` command line (without --trusted), for the checkpoint at `path`."""
+    explore = " --explore" if args.explore else ""
+    return f"flywheel evaluate {path} --episodes {args.episodes}{explore}"
+
+
+def _record_command(args: argparse.Namespace, path: str) -> str:
+    """The user's `flywheel record` command line (without --trusted), for the checkpoint at `path`."""
+    flags = "".join(
+        f" --{flag.replace('_', '-')}" for flag in ("explore", "write_episodes") if getattr(args, flag)
+    )
+    return f"flywheel record --checkpoint {path} --episodes {args.episodes} --output {args.output}{flags}"
+
+
 def record(args: argparse.Namespace) -> int:
     """`flywheel record`: restores a checkpoint and records `--episodes` episodes of its policy to Parquet
     files under `--output` (through a runner with `config.offline_data(output=...)`)."""
-    algo = _restore(args.checkpoint, trusted=args.trusted)
+    algo = _restore(args.checkpoint, trusted=args.trusted, command=lambda path: _record_command(args, path))
     try:
         config = algo.config.copy().offline_data(
             output=args.output, output_write_episodes=args.write_episodes
