@@ -411,6 +411,36 @@ def test_evaluate_unpickles_config_lambdas_only_when_trusted(tmp_path, capsys):
     assert out.startswith("Evaluated 1 episodes (explore=False): return mean ")
 
 
+def fake_checkpoint(path):
+    path.mkdir(parents=True)
+    (path / "metadata.json").write_text("{}")
+
+
+def test_evaluate_a_run_dir_names_its_checkpoint(tmp_path, capsys):
+    run_dir = tmp_path / "dqn"
+    fake_checkpoint(run_dir / "checkpoint_000002")
+    fake_checkpoint(run_dir / "checkpoint_000004")
+    # An interrupted run: only periodic checkpoints, the newest is named.
+    code, out, err = run(["evaluate", str(run_dir)], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"flywheel evaluate: error: {run_dir} is a run directory of `flywheel train`, not a checkpoint; its "
+        f"newest checkpoint is {run_dir / 'checkpoint_000004'}. Fix: flywheel evaluate "
+        f"{run_dir / 'checkpoint_000004'} --episodes 10\n"
+    )
+    fake_checkpoint(run_dir / "checkpoint")  # the final one, saved at the end of a run
+    code, _, err = run(["evaluate", str(run_dir), "--episodes", "3", "--explore"], capsys)
+    assert code == 2
+    assert err.endswith(f"Fix: flywheel evaluate {run_dir / 'checkpoint'} --episodes 3 --explore\n")
+    code, _, err = run(
+        ["record", "--checkpoint", str(run_dir), "--episodes", "5", "--output", "data"], capsys
+    )
+    assert code == 2
+    assert err.endswith(
+        f"Fix: flywheel record --checkpoint {run_dir / 'checkpoint'} --episodes 5 --output data\n"
+    )
+
+
 def test_evaluate_a_directory_that_is_not_a_checkpoint_exits_2(tmp_path, capsys):
     code, _, err = run(["evaluate", str(tmp_path)], capsys)
     assert code == 2

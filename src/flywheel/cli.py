@@ -35,6 +35,7 @@ EXIT_LEFT_TO_PORT = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 CURVES_FILE = "curves.png"
+FINAL_CHECKPOINT = "checkpoint"  # periodic ones are checkpoint_<iteration:06d>
 
 
 # ------------------------------------------------------------------------------------- settings
@@ -198,7 +199,7 @@ def train(args: argparse.Namespace) -> int:
             on_result=_PeriodicCheckpoints(algo, run_dir, args.checkpoint_every, args.keep_last),
             desc=f"{algo_name} {env_name}",
         )
-        checkpoint = algo.save_to_path(str(run_dir / "checkpoint"))
+        checkpoint = algo.save_to_path(str(run_dir / FINAL_CHECKPOINT))
     finally:
         for writer in writers:
             writer.close()
@@ -234,11 +235,18 @@ def plot(args: argparse.Namespace) -> int:
 
 def _restore(path: str, *, trusted: bool, command: Callable[[str], str]) -> Any:
     """The algorithm saved at `path`; `command(path)` is the user's command line for a checkpoint at
-    `path`, which the fix of an untrusted checkpoint shows (with `--trusted` added)."""
-    if not Path(path).is_dir():
+    `path`, which the fixes of its errors show (the run dir's checkpoint, or `--trusted` added)."""
+    folder = Path(path)
+    if not folder.is_dir():
         raise CheckpointError(
             f"No checkpoint directory at {path!r}. Fix: pass a directory `flywheel train` saved, "
             "e.g. runs/<run>/checkpoint."
+        )
+    checkpoint = _checkpoint_of_run_dir(folder)
+    if checkpoint is not None:
+        raise CheckpointError(
+            f"{path} is a run directory of `flywheel train`, not a checkpoint; its newest checkpoint is "
+            f"{checkpoint}. Fix: {command(str(checkpoint))}"
         )
     from flywheel.algorithms.algorithm import Algorithm
 
@@ -248,6 +256,21 @@ def _restore(path: str, *, trusted: bool, command: Callable[[str], str]) -> Any:
         raise CheckpointError(
             f"{err.reason} Fix: if you trust this checkpoint, add --trusted: {command(path)} --trusted"
         ) from None
+
+
+def _checkpoint_of_run_dir(folder: Path) -> Path | None:
+    """The newest checkpoint in a run dir that is no checkpoint itself: its final `checkpoint`, else
+    the newest periodic `checkpoint_<iteration>` (a run that was interrupted); None for other folders."""
+    from flywheel.checkpoints.io import METADATA_FILE
+
+    if (folder / METADATA_FILE).exists():
+        return None
+    if (folder / FINAL_CHECKPOINT / METADATA_FILE).exists():
+        return folder / FINAL_CHECKPOINT
+    periodic = sorted(
+        path for path in folder.glob(f"{FINAL_CHECKPOINT}_*") if (path / METADATA_FILE).exists()
+    )
+    return periodic[-1] if periodic else None
 
 
 def evaluate(args: argparse.Namespace) -> int:
