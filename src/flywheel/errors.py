@@ -55,6 +55,10 @@ class UntrustedCheckpointError(CheckpointError):
         self.reason = reason
 
 
+class StoppedError(FlywheelError, RuntimeError):
+    """An algorithm was used after its `stop()` released its env runners and learners."""
+
+
 class OfflineDataError(FlywheelError, ValueError):
     """Offline data cannot be written or read (missing column, space mismatch, no files, ...)."""
 

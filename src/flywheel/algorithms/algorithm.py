@@ -38,6 +38,7 @@ from flywheel.core.learner.learner_group import LearnerGroup, merge_results
 from flywheel.core.rl_module.spec import RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.episodes.transition_episodes import num_env_steps
+from flywheel.errors import StoppedError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 from flywheel.seeding import seed_process
@@ -71,6 +72,7 @@ class Algorithm(Checkpointable):
             config.validate()
             config.freeze()
         self.config = config
+        self._stopped = False
         self.metrics = MetricsLogger(root=True)
         self.iteration = 0
         self._time_total_s = 0.0
@@ -114,6 +116,7 @@ class Algorithm(Checkpointable):
         """Runs `training_step()` until `min_time_s_per_iteration` and `min_sample_timesteps_per_iteration`
         are met; returns the result dict (API.md §2). An iteration that raises changes no counter,
         metric or learner (`_all_or_nothing`)."""
+        self._check_not_stopped("train")
         start = time.perf_counter()
         steps_before = self._lifetime_env_steps()
         with self._all_or_nothing():
@@ -227,6 +230,7 @@ class Algorithm(Checkpointable):
 
     def evaluate(self) -> dict[str, Any]:
         """Runs the evaluation runners with the current weights; returns the `evaluation` result part."""
+        self._check_not_stopped("evaluate")
         group = self.eval_env_runner_group
         if group is None:
             eval_config = self.config.get_evaluation_config_object()
@@ -383,6 +387,12 @@ class Algorithm(Checkpointable):
         algo.restore_from_path(path)
         return algo
 
+    def save_to_path(self, path: str | os.PathLike | None = None) -> str:
+        """Saves the algorithm (learners, local runner, counters, metrics, RNG states) to `path`;
+        refused after `stop()`, whose learners and runners hold no state to save any more."""
+        self._check_not_stopped("save_to_path")
+        return super().save_to_path(path)
+
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
         return [("learner_group", self.learner_group), ("env_runner", self.env_runner)]
 
@@ -454,11 +464,23 @@ class Algorithm(Checkpointable):
         self.env_runner_group.sync_weights(weights, self.learner_group.weights_seq_no)
 
     def stop(self) -> None:
-        """Releases envs, runners and learners."""
+        """Releases envs, runners and learners; `train()`, `evaluate()` and `save_to_path()` then raise
+        a StoppedError. Calling it again does nothing."""
+        if self._stopped:
+            return
+        self._stopped = True
         self.env_runner_group.stop()
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.stop()
         self.learner_group.shutdown()
+
+    def _check_not_stopped(self, method: str) -> None:
+        if self._stopped:
+            raise StoppedError(
+                f"{type(self).__name__}.{method}() was called after stop(), which released its env runners and "
+                "learners. Fix: call stop() only once you are done with the algorithm; to go on later, "
+                "save_to_path() before stop() and load it again with Algorithm.from_checkpoint(path)."
+            )
 
 
 def _runner_class(config: Any) -> type:
