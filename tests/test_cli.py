@@ -107,6 +107,20 @@ def test_bad_env_id_exits_2_with_one_clear_line(capsys, tmp_path):
     assert not (tmp_path / "r").exists()  # nothing written for a run that never started
 
 
+def test_old_schedule_keyword_and_unknown_env_without_registered_names(capsys, tmp_path):
+    code, _, err = run(
+        ["train", "--env", "CartPole-v1", "--set", "lr_schedule=[[0, 1e-3], [1000, 1e-4]]"], capsys
+    )
+    assert (code, err) == (
+        2,
+        "flywheel train: error: --set lr_schedule=[[0, 1e-3], [1000, 1e-4]]: PPOConfig.update_from_dict() got an "
+        "unexpected key 'lr_schedule'. RLlib's new API stack (and flywheel) take the schedule in 'lr' itself: a "
+        "float, or a list of [env_steps, value] pairs interpolated linearly. Fix: lr=[[0, 0.001], [1000, 0.0001]].\n",
+    )
+    code, _, err = run(["train", "--env", "NoSuchGame-v0", "--checkpoint-dir", str(tmp_path / "r")], capsys)
+    assert code == 2 and "Registered names" not in err  # none are: no "Registered names: []"
+
+
 def test_invalid_config_lists_every_problem_and_exits_2(capsys):
     code, _, err = run(["train", "--env", "CartPole-v1", "--set", "minibatch_size=8192", "lr=-1"], capsys)
     assert code == 2
