@@ -59,14 +59,8 @@ def record(config: PPOConfig, weights: dict | None, folder: str, num_episodes: i
     return sum(e.get_return() for e in episodes) / len(episodes)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=100, help="expert episodes to record")
-    parser.add_argument("--stop-iters", type=int, default=20, help="BC iterations")
-    parser.add_argument("--smoke", action="store_true", help="one tiny iteration of each (for CI)")
-    args = parser.parse_args(argv)
-
-    folder = tempfile.mkdtemp(prefix="cartpole-expert-")
+def clone(folder: str, args: argparse.Namespace) -> dict:
+    """Records the expert's episodes to `folder`, then trains BC on them; returns BC's last result."""
     ppo_config, weights = train_expert(args.smoke)
     num_episodes = 2 if args.smoke else args.episodes
     print(
@@ -93,6 +87,17 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"iteration {result['training_iteration']}: mean return {ret:.1f} (greedy evaluation)")
     algo.stop()
     return result
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=100, help="expert episodes to record")
+    parser.add_argument("--stop-iters", type=int, default=20, help="BC iterations")
+    parser.add_argument("--smoke", action="store_true", help="one tiny iteration of each (for CI)")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="cartpole-expert-") as folder:  # deleted at the end
+        return clone(folder, args)
 
 
 if __name__ == "__main__":

@@ -60,14 +60,8 @@ def build_config(folder: str) -> CQLConfig:
     )
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sac-steps", type=int, default=20_000, help="env steps of the recorded SAC run")
-    parser.add_argument("--stop-iters", type=int, default=8, help="CQL iterations")
-    parser.add_argument("--smoke", action="store_true", help="one tiny iteration of each (for CI)")
-    args = parser.parse_args(argv)
-
-    folder = tempfile.mkdtemp(prefix="pendulum-sac-")
+def train_cql(folder: str, args: argparse.Namespace) -> dict:
+    """Records a SAC run's replay data to `folder`, then trains CQL on it; returns CQL's last result."""
     sac_steps = 200 if args.smoke else args.sac_steps
     print(
         f"SAC: mean return {record_sac(folder, sac_steps):.1f} after {sac_steps} env steps, recorded to {folder}"
@@ -86,6 +80,17 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"iteration {result['training_iteration']}: mean return {ret:.1f} (greedy evaluation)")
     algo.stop()
     return result
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sac-steps", type=int, default=20_000, help="env steps of the recorded SAC run")
+    parser.add_argument("--stop-iters", type=int, default=8, help="CQL iterations")
+    parser.add_argument("--smoke", action="store_true", help="one tiny iteration of each (for CI)")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="pendulum-sac-") as folder:  # deleted at the end
+        return train_cql(folder, args)
 
 
 if __name__ == "__main__":

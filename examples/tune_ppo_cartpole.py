@@ -32,6 +32,7 @@ def build_config(lrs: list[float], num_env_runners: int) -> PPOConfig:
         .training(
             lr=tune.grid_search(lrs), train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6
         )
+        .training(vf_clip_param=float("inf"))  # RLlib's 10 clamps 88% of the value errors (lr 1e-4)
         .rl_module(model_config={"fcnet_hiddens": [32]})
         .debugging(seed=0)
     )
@@ -69,6 +70,14 @@ def main(argv: list[str] | None = None) -> list[float]:
         import ray
 
         ray.init(address=args.address)
+    if args.smoke and args.storage_path is None:
+        with tempfile.TemporaryDirectory(prefix="tune_ppo_cartpole_") as storage:  # deleted at the end
+            return tune_and_play(args, storage)
+    return tune_and_play(args, args.storage_path)
+
+
+def tune_and_play(args: argparse.Namespace, storage_path: str | None) -> list[float]:
+    """Runs the grid search (results under `storage_path`), then plays the best trial's checkpoint."""
     config = build_config(args.lrs, args.num_env_runners)
     if args.smoke:
         config.training(
@@ -76,14 +85,13 @@ def main(argv: list[str] | None = None) -> list[float]:
         )
         config.training(num_epochs=1)
         args.stop_iters, args.episodes = 1, 1
-        args.storage_path = args.storage_path or tempfile.mkdtemp(prefix="tune_ppo_cartpole_")
 
     tuner = tune.Tuner(
         flywheel.tune.trainable("PPO"),
         param_space=config,
         tune_config=tune.TuneConfig(metric=RETURN, mode="max"),
         run_config=tune.RunConfig(
-            storage_path=args.storage_path,
+            storage_path=storage_path,
             stop={RETURN: args.stop_reward, "training_iteration": args.stop_iters},
             checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True),
             verbose=0 if args.smoke else 1,

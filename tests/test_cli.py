@@ -107,6 +107,20 @@ def test_bad_env_id_exits_2_with_one_clear_line(capsys, tmp_path):
     assert not (tmp_path / "r").exists()  # nothing written for a run that never started
 
 
+def test_old_schedule_keyword_and_unknown_env_without_registered_names(capsys, tmp_path):
+    code, _, err = run(
+        ["train", "--env", "CartPole-v1", "--set", "lr_schedule=[[0, 1e-3], [1000, 1e-4]]"], capsys
+    )
+    assert (code, err) == (
+        2,
+        "flywheel train: error: --set lr_schedule=[[0, 1e-3], [1000, 1e-4]]: PPOConfig.update_from_dict() got an "
+        "unexpected key 'lr_schedule'. RLlib's new API stack (and flywheel) take the schedule in 'lr' itself: a "
+        "float, or a list of [env_steps, value] pairs interpolated linearly. Fix: lr=[[0, 0.001], [1000, 0.0001]].\n",
+    )
+    code, _, err = run(["train", "--env", "NoSuchGame-v0", "--checkpoint-dir", str(tmp_path / "r")], capsys)
+    assert code == 2 and "Registered names" not in err  # none are: no "Registered names: []"
+
+
 def test_invalid_config_lists_every_problem_and_exits_2(capsys):
     code, _, err = run(["train", "--env", "CartPole-v1", "--set", "minibatch_size=8192", "lr=-1"], capsys)
     assert code == 2
@@ -296,6 +310,31 @@ def test_tiny_train_run_writes_results_and_rotates_checkpoints(tmp_path, capsys,
     assert "learners/default_policy/total_loss" in events.Tags()["scalars"]
 
 
+def test_the_quick_start_prints_its_header_bar_and_summary_and_nothing_else(tmp_path):
+    # `make train` with a budget of 6 iterations instead of a return of 475: the algorithm's defaults, its bar.
+    run_dir = tmp_path / "cartpole"
+    argv = ["train", "--algo", "PPO", "--env", "CartPole-v1", "--stop-iters", "6", "--seed", "0",
+            "--checkpoint-dir", str(run_dir)]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "flywheel", *argv], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(" ")[0] for line in lines] == [
+        "Training",
+        "Stopped:",
+        "Checkpoint:",
+        "Results:",
+        "Learning",
+    ]
+    assert lines[0] == f"Training PPO on CartPole-v1; run dir: {run_dir}"
+    assert lines[1].startswith("Stopped: training_iteration 6 >= 6 (iter=6 env_steps=24000 return=")
+    # stderr holds the bar's redraws only: no warning (e.g. about PPO's value-loss clamping), no log line.
+    drawn = [part for part in re.split(r"[\r\n]", done.stderr) if part.strip()]
+    assert drawn and all(part.startswith("PPO CartPole-v1: ") for part in drawn), done.stderr
+    assert drawn[-1].startswith("PPO CartPole-v1: 100%|") and " 6/6 [" in drawn[-1]
+
+
 def test_default_run_dir_and_progress_bar(tmp_path, capsys, monkeypatch, fake_save):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(["train", "--env", "CartPole-v1", "--stop-timesteps", "200", *TINY], capsys)
@@ -367,10 +406,53 @@ def test_evaluate_unpickles_config_lambdas_only_when_trusted(tmp_path, capsys):
     path = algo.save_to_path(tmp_path / "checkpoint")
     algo.stop()
     code, _, err = run(["evaluate", path, "--episodes", "1"], capsys)
-    assert code == 2 and "stores config.env_to_module_connector as pickles" in err
+    # The fix that applies on the command line: --trusted, not trusted=True.
+    assert (code, err) == (
+        2,
+        f"flywheel evaluate: error: {Path(path) / 'metadata.json'} stores config.env_to_module_connector as "
+        "pickles (lambdas, closures, or classes defined in __main__ or inside a function). Flywheel unpickles "
+        "only when told the checkpoint is trusted, because unpickling runs code the file chooses. Fix: if you "
+        f"trust this checkpoint, add --trusted: flywheel evaluate {path} --episodes 1 --trusted\n",
+    )
+    code, _, err = run(
+        ["record", "--checkpoint", path, "--episodes", "2", "--output", "out", "--explore"], capsys
+    )
+    assert code == 2 and err.endswith(
+        f"add --trusted: flywheel record --checkpoint {path} --episodes 2 --output out --explore --trusted\n"
+    )
     code, out, err = run(["evaluate", path, "--episodes", "1", "--trusted"], capsys)
     assert code == 0, err
     assert out.startswith("Evaluated 1 episodes (explore=False): return mean ")
+
+
+def fake_checkpoint(path):
+    path.mkdir(parents=True)
+    (path / "metadata.json").write_text("{}")
+
+
+def test_evaluate_a_run_dir_names_its_checkpoint(tmp_path, capsys):
+    run_dir = tmp_path / "dqn"
+    fake_checkpoint(run_dir / "checkpoint_000002")
+    fake_checkpoint(run_dir / "checkpoint_000004")
+    # An interrupted run: only periodic checkpoints, the newest is named.
+    code, out, err = run(["evaluate", str(run_dir)], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"flywheel evaluate: error: {run_dir} is a run directory of `flywheel train`, not a checkpoint; its "
+        f"newest checkpoint is {run_dir / 'checkpoint_000004'}. Fix: flywheel evaluate "
+        f"{run_dir / 'checkpoint_000004'} --episodes 10\n"
+    )
+    fake_checkpoint(run_dir / "checkpoint")  # the final one, saved at the end of a run
+    code, _, err = run(["evaluate", str(run_dir), "--episodes", "3", "--explore"], capsys)
+    assert code == 2
+    assert err.endswith(f"Fix: flywheel evaluate {run_dir / 'checkpoint'} --episodes 3 --explore\n")
+    code, _, err = run(
+        ["record", "--checkpoint", str(run_dir), "--episodes", "5", "--output", "data"], capsys
+    )
+    assert code == 2
+    assert err.endswith(
+        f"Fix: flywheel record --checkpoint {run_dir / 'checkpoint'} --episodes 5 --output data\n"
+    )
 
 
 def test_evaluate_a_directory_that_is_not_a_checkpoint_exits_2(tmp_path, capsys):

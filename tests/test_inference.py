@@ -343,3 +343,32 @@ def test_export_torchscript_of_a_module_without_observation_space_names_it(tmp_p
         ModuleError, match=r"Spaceless has none\. Fix: build the module with its observation_space"
     ):
         policy.export_torchscript(tmp_path / "p.pt")
+
+
+def test_record_video_takes_an_env_instance_and_leaves_it_open(cartpole, tmp_path):
+    import imageio.v2 as imageio
+
+    policy = load_policy(cartpole[1])
+    env = gym.make("CartPole-v1", render_mode="rgb_array")
+    out = policy.record_video(env, tmp_path / "given.mp4", seed=0, max_steps=5)
+    assert out["path"] == str(tmp_path / "given.mp4") and out["episode_len"] == 5
+    assert len(imageio.mimread(out["path"])) == 6  # the reset frame and one per step
+    assert env.reset(seed=1)[0].shape == (4,)  # still open: the caller's env
+    env.close()
+
+
+def test_record_video_with_an_instance_that_cannot_render_or_an_env_config_says_the_fix(cartpole, tmp_path):
+    policy = load_policy(cartpole[1])
+    with pytest.raises(InferenceError) as raised:
+        policy.record_video(gym.make("CartPole-v1"), tmp_path / "x.mp4")
+    assert str(raised.value) == (
+        "record_video needs frames, but the env it got renders with render_mode=None. Fix: make it with "
+        'render_mode="rgb_array", e.g. gym.make("CartPole-v1", render_mode="rgb_array").'
+    )
+    with pytest.raises(
+        InferenceError, match=r"^record_video got an env instance \(TimeLimit\) and env_config="
+    ):
+        policy.record_video(
+            gym.make("CartPole-v1", render_mode="rgb_array"), tmp_path / "x.mp4", env_config={}
+        )
+    assert not (tmp_path / "x.mp4").exists()

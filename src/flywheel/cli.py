@@ -3,7 +3,7 @@
     flywheel train --algo PPO --env CartPole-v1 --stop-reward 475 --checkpoint-dir runs/cartpole
     flywheel evaluate runs/cartpole/checkpoint --episodes 10
     flywheel plot runs/cartpole_seed0 runs/cartpole_seed1 -o curves.png
-    flywheel port my_rllib_project/ -o my_flywheel_project/
+    flywheel port my_rllib_project/ -o ported/   # writes ported/my_rllib_project/...
 
 Settings are layered: the algorithm's defaults, then `--config FILE`, then `--env`/`--num-envs`/
 `--seed`, then each `--set key=value` in order. Mistakes a user can make (a bad setting, env id or
@@ -24,17 +24,18 @@ import runpy
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from flywheel.algorithms.registry import algorithm_name, available_algorithms, config_class
-from flywheel.errors import CheckpointError, ConfigError, FlywheelError
+from flywheel.errors import CheckpointError, ConfigError, FlywheelError, UntrustedCheckpointError
 
 EXIT_LEFT_TO_PORT = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 CURVES_FILE = "curves.png"
+FINAL_CHECKPOINT = "checkpoint"  # periodic ones are checkpoint_<iteration:06d>
 
 
 # ------------------------------------------------------------------------------------- settings
@@ -198,7 +199,7 @@ def train(args: argparse.Namespace) -> int:
             on_result=_PeriodicCheckpoints(algo, run_dir, args.checkpoint_every, args.keep_last),
             desc=f"{algo_name} {env_name}",
         )
-        checkpoint = algo.save_to_path(str(run_dir / "checkpoint"))
+        checkpoint = algo.save_to_path(str(run_dir / FINAL_CHECKPOINT))
     finally:
         for writer in writers:
             writer.close()
@@ -232,21 +233,49 @@ def plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _restore(path: str, *, trusted: bool) -> Any:
-    """The algorithm saved at `path` (a CheckpointError when there is no directory)."""
-    if not Path(path).is_dir():
+def _restore(path: str, *, trusted: bool, command: Callable[[str], str]) -> Any:
+    """The algorithm saved at `path`; `command(path)` is the user's command line for a checkpoint at
+    `path`, which the fixes of its errors show (the run dir's checkpoint, or `--trusted` added)."""
+    folder = Path(path)
+    if not folder.is_dir():
         raise CheckpointError(
             f"No checkpoint directory at {path!r}. Fix: pass a directory `flywheel train` saved, "
             "e.g. runs/<run>/checkpoint."
         )
+    checkpoint = _checkpoint_of_run_dir(folder)
+    if checkpoint is not None:
+        raise CheckpointError(
+            f"{path} is a run directory of `flywheel train`, not a checkpoint; its newest checkpoint is "
+            f"{checkpoint}. Fix: {command(str(checkpoint))}"
+        )
     from flywheel.algorithms.algorithm import Algorithm
 
-    return Algorithm.from_checkpoint(path, trusted=trusted)
+    try:
+        return Algorithm.from_checkpoint(path, trusted=trusted)
+    except UntrustedCheckpointError as err:
+        raise CheckpointError(
+            f"{err.reason} Fix: if you trust this checkpoint, add --trusted: {command(path)} --trusted"
+        ) from None
+
+
+def _checkpoint_of_run_dir(folder: Path) -> Path | None:
+    """The newest checkpoint in a run dir that is no checkpoint itself: its final `checkpoint`, else
+    the newest periodic `checkpoint_<iteration>` (a run that was interrupted); None for other folders."""
+    from flywheel.checkpoints.io import METADATA_FILE
+
+    if (folder / METADATA_FILE).exists():
+        return None
+    if (folder / FINAL_CHECKPOINT / METADATA_FILE).exists():
+        return folder / FINAL_CHECKPOINT
+    periodic = sorted(
+        path for path in folder.glob(f"{FINAL_CHECKPOINT}_*") if (path / METADATA_FILE).exists()
+    )
+    return periodic[-1] if periodic else None
 
 
 def evaluate(args: argparse.Namespace) -> int:
     """`flywheel evaluate`: restores a checkpoint, samples `--episodes` episodes, prints their returns."""
-    algo = _restore(args.path, trusted=args.trusted)
+    algo = _restore(args.path, trusted=args.trusted, command=lambda path: _evaluate_command(args, path))
     try:
         episodes = algo.env_runner.sample(num_episodes=args.episodes, explore=args.explore)
     finally:
@@ -260,10 +289,24 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_command(args: argparse.Namespace, path: str) -> str:
+    """The user's `flywheel evaluate` command line (without --trusted), for the checkpoint at `path`."""
+    explore = " --explore" if args.explore else ""
+    return f"flywheel evaluate {path} --episodes {args.episodes}{explore}"
+
+
+def _record_command(args: argparse.Namespace, path: str) -> str:
+    """The user's `flywheel record` command line (without --trusted), for the checkpoint at `path`."""
+    flags = "".join(
+        f" --{flag.replace('_', '-')}" for flag in ("explore", "write_episodes") if getattr(args, flag)
+    )
+    return f"flywheel record --checkpoint {path} --episodes {args.episodes} --output {args.output}{flags}"
+
+
 def record(args: argparse.Namespace) -> int:
     """`flywheel record`: restores a checkpoint and records `--episodes` episodes of its policy to Parquet
     files under `--output` (through a runner with `config.offline_data(output=...)`)."""
-    algo = _restore(args.checkpoint, trusted=args.trusted)
+    algo = _restore(args.checkpoint, trusted=args.trusted, command=lambda path: _record_command(args, path))
     try:
         config = algo.config.copy().offline_data(
             output=args.output, output_write_episodes=args.write_episodes
@@ -294,7 +337,7 @@ def port(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(problem)
     files = _count(len(report.files), "Python file")
-    where = f"written under {args.out}" if args.out else "rewritten in place"
+    where = f"written under {report.written_under}" if args.out else "rewritten in place"
     left = (
         f"{_count(len(report.problems), 'line')} to port by hand (above)"
         if report.problems

@@ -47,6 +47,22 @@ class CheckpointError(FlywheelError, ValueError):
     """A path is not a (readable, compatible) flywheel checkpoint."""
 
 
+class UntrustedCheckpointError(CheckpointError):
+    """A checkpoint names classes to import or values to unpickle, which a load does only when trusted.
+
+    `reason` is the message without its fix, which depends on where the load was asked for:
+    ``trusted=True`` (or ``classes=``) in Python, ``--trusted`` on the command line.
+    """
+
+    def __init__(self, reason: str, fix: str) -> None:
+        super().__init__(f"{reason} Fix: {fix}")
+        self.reason = reason
+
+
+class StoppedError(FlywheelError, RuntimeError):
+    """An algorithm was used after its `stop()` released its env runners and learners."""
+
+
 class OfflineDataError(FlywheelError, ValueError):
     """Offline data cannot be written or read (missing column, space mismatch, no files, ...)."""
 

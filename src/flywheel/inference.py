@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -40,7 +41,7 @@ from flywheel.env.make import make_env
 from flywheel.env.observation_checks import check_explore, check_observations
 from flywheel.env.recording import RecordEpisodeFrames
 from flywheel.episodes import SingleAgentEpisode
-from flywheel.errors import CheckpointError, ModuleError
+from flywheel.errors import CheckpointError, InferenceError, ModuleError
 from flywheel.reporting.media import VIDEO_FPS
 from flywheel.reporting.videos import save_video
 from flywheel.typing import DEFAULT_MODULE_ID
@@ -156,11 +157,14 @@ class Policy:
         `env` is what `config.environment()` takes (a gymnasium id, a registered name, an Env class or
         a creator), made with `env_config` as the runners make it (Atari ids with their preprocessing,
         gymnasium ids with ``render_mode="rgb_array"``; a creator or class must render RGB frames
-        itself). Unlike `compute_actions`, the policy sees the episode's history, so frame stacking
-        and recurrent state work as in training. Returns ``{"path", "episode_return", "episode_len"}``.
+        itself), or an env instance made with ``render_mode="rgb_array"``, played as it is (no
+        preprocessing added) and left open for the caller. Unlike `compute_actions`, the policy sees
+        the episode's history, so frame stacking and recurrent state work as in training. Returns
+        ``{"path", "episode_return", "episode_len"}``.
         """
         check_explore(explore)
-        rendering = make_env(env, env_config, render=True)
+        given = isinstance(env, gym.Env)
+        rendering = _record_given_env(env, env_config) if given else make_env(env, env_config, render=True)
         assert isinstance(rendering, RecordEpisodeFrames)  # what make_env(render=True) returns
         try:
             episode = self._play_episode(rendering, explore, seed, max_steps)
@@ -169,7 +173,8 @@ class Policy:
                 frames = rendering.flywheel_pop_episode_frames(unfinished=True)
             assert frames is not None  # reset() recorded the first frame
         finally:
-            rendering.close()
+            if not given:  # the caller's env stays open
+                rendering.close()
         saved = save_video(frames, path, fps=fps)
         return {"path": saved, "episode_return": float(episode.get_return()), "episode_len": len(episode)}
 
@@ -236,3 +241,18 @@ class _InferenceGraph(torch.nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.module._forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+
+
+def _record_given_env(env: gym.Env, env_config: dict | None) -> RecordEpisodeFrames:
+    """`env`, a caller's instance, wrapped to record its frames (it must render RGB arrays)."""
+    if env_config is not None:
+        raise InferenceError(
+            f"record_video got an env instance ({type(env).__name__}) and env_config={env_config!r}; an "
+            "instance is already made. Fix: drop env_config, or pass the env id instead of an instance."
+        )
+    if env.render_mode != "rgb_array":
+        raise InferenceError(
+            f"record_video needs frames, but the env it got renders with render_mode={env.render_mode!r}. "
+            f'Fix: make it with render_mode="rgb_array", e.g. gym.make("CartPole-v1", render_mode="rgb_array").'
+        )
+    return RecordEpisodeFrames(env, record=True)

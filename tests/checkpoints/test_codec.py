@@ -145,7 +145,7 @@ def test_pickled_references_are_refused_without_a_loader():
     with pytest.raises(
         CheckpointError,
         match=r"/ckpt/rl_module refers to a pickled value, which this load does not unpickle \(unpickling runs code the "
-        r"file names\); Fix: if you trust the checkpoint, load it with trusted=True\.$",
+        r"file names\)\. Fix: if you trust the checkpoint, load it with trusted=True\.$",
     ):
         codec.decode({"x": {"__pickled__": 0}}, "/ckpt/rl_module")
     assert codec.pickled_paths(

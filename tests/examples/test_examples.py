@@ -40,6 +40,9 @@ def test_script_runs_as_main(name, monkeypatch, capsys, request, tmp_path):
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
     # Every example takes --smoke (one tiny iteration) and reports its training iteration.
     assert re.search(r"^iteration 1: mean return (-?\d+\.\d|nan)", capsys.readouterr().out, re.M)
+    # ... and cleans up after itself: the temporary folders it made are gone (torch keeps its compile
+    # cache, torchinductor_<user>, in the temp dir on purpose: it is not the example's).
+    assert [path.name for path in tmp_path.iterdir() if not path.name.startswith("torchinductor_")] == []
 
 
 def test_ppo_cartpole_writes_result_files(capsys, tmp_path):

@@ -80,7 +80,10 @@ def test_out_mirrors_the_folder_and_leaves_the_inputs_alone(project, tmp_path, c
     out = tmp_path / "ported"
     code, stdout, stderr = run(["port", str(project), "-o", str(out)], capsys)
     assert (code, stdout) == (1, f"{out / 'project/a.py'}:2: {UNPORTABLE_REPORT}\n")
-    assert stderr == f"flywheel port: 3 Python files, 2 written under {out}; 1 line to port by hand (above)\n"
+    # The summary names where the copy of the folder is: one level below `out` (docs/cli.md).
+    assert stderr == (
+        f"flywheel port: 3 Python files, 2 written under {out / 'project'}; 1 line to port by hand (above)\n"
+    )
     assert sorted(str(path.relative_to(out)) for path in out.rglob("*") if path.is_file()) == [
         "project/a.py",
         "project/b.py",
@@ -96,6 +99,7 @@ def test_out_mirrors_the_folder_and_leaves_the_inputs_alone(project, tmp_path, c
 def test_out_mirrors_files_below_the_folder_that_holds_them_all(project, tmp_path):
     report = port_paths([project / "a.py", project / "sub/c.py"], out=tmp_path / "ported")
     assert report.ok and report.files == [project / "a.py", project / "sub/c.py"]
+    assert report.written_under == tmp_path / "ported"
     assert report.changed == [tmp_path / "ported/a.py", tmp_path / "ported/sub/c.py"]
     assert (tmp_path / "ported/sub/c.py").read_text() == "import numpy\n" + PORTED
 
@@ -177,6 +181,22 @@ def test_the_docs_cli_md_port_example(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(command.split()[2:], capsys)
     assert (code, (out + err).splitlines()) == (1, expected)
+
+
+def test_the_docs_cli_md_port_out_example_names_the_folder_of_the_copy(tmp_path, monkeypatch, capsys):
+    page = (Path(__file__).parents[2] / "docs/cli.md").read_text()
+    block = page[page.index("$ flywheel port rl -o rl_ported") :].split("```")[0]
+    command, *expected = block.strip().splitlines()
+    (tmp_path / "rl").mkdir()
+    (tmp_path / "rl/train.py").write_text("from ray.rllib.core.columns import Columns\n")
+    (tmp_path / "rl/models.py").write_text("import os\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(command.split()[2:], capsys)
+    assert (code, (out + err).splitlines()) == (0, expected)
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "rl_ported").rglob("*.py")) == [
+        "rl_ported/rl/models.py",
+        "rl_ported/rl/train.py",
+    ]
 
 
 def test_api_md_section_11_port_command_parses():

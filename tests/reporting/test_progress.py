@@ -1,6 +1,8 @@
 """ProgressBar and describe_result: what the live bar shows."""
 
 import io
+import logging
+import warnings
 
 from flywheel.reporting import ProgressBar, describe_result
 
@@ -57,3 +59,23 @@ def test_disabled_bar_draws_nothing():
     with ProgressBar(total_iters=2, file=out, disable=True) as bar:
         bar.update(result(1))
     assert out.getvalue() == ""
+
+
+def test_log_lines_and_warnings_are_written_above_the_bar_not_onto_its_line(capsys):
+    logger = logging.getLogger("flywheel.test_progress")
+    handlers, showwarning = list(logging.getLogger().handlers), warnings.showwarning
+    with ProgressBar(total_iters=3, desc="PPO") as bar:  # draws on stderr, as in `flywheel train`
+        bar.update(result(1))
+        logger.warning("a log line")
+        warnings.warn("a warning", UserWarning, stacklevel=1)
+        bar.update(result(2))
+    lines = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines() if line.strip()]
+    assert "a log line" in lines  # a line of its own, not "...steps/s=800]a log line"
+    assert [line for line in lines if line.endswith(": UserWarning: a warning")] != []
+    bars = [line for line in lines if "PPO:" in line]
+    assert all(line.startswith("PPO:") and line.endswith("]") for line in bars)  # no bar shares a line
+    assert bars[-1].startswith("PPO:  67%|") and bars[-1].endswith(
+        "iter=2 env_steps=800 return=41.20 steps/s=800]"
+    )
+    # After the bar, logging and warnings print as they did before it.
+    assert (logging.getLogger().handlers, warnings.showwarning) == (handlers, showwarning)

@@ -174,3 +174,18 @@ def test_default_writers_put_the_three_result_formats_and_videos_in_the_run_dir(
     names = sorted(p.name for p in run_dir.iterdir())
     assert len(names) == 3 and names[0].startswith("events.out.tfevents.")
     assert names[1:] == ["results.csv", "results.jsonl"]
+
+
+def test_default_writers_in_a_used_run_dir_start_a_fresh_run(tmp_path):
+    # `make train` twice into runs/cartpole: TensorBoard must not draw both runs as one.
+    for run, iterations in enumerate([3, 1]):
+        writers = default_writers(tmp_path)
+        for i in range(iterations):
+            for writer in writers:
+                writer.write(result(i + 1, 10.0 * (run + 1)))
+        for writer in writers:
+            writer.close()
+    (events,) = tmp_path.glob("events.out.tfevents.*")
+    scalars = EventAccumulator(str(events)).Reload().Scalars("training_iteration")
+    assert [s.value for s in scalars] == [1.0]  # the second run's one iteration only
+    assert (tmp_path / "results.csv").read_text().count("\n") == 2

@@ -40,6 +40,7 @@ from flywheel.core.learner.learner_group import LearnerGroup, merge_results
 from flywheel.core.rl_module.spec import RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.episodes.transition_episodes import num_env_steps
+from flywheel.errors import StoppedError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 from flywheel.seeding import seed_process
@@ -73,6 +74,7 @@ class Algorithm(Checkpointable):
             config.validate()
             config.freeze()
         self.config = config
+        self._stopped = False
         self.metrics = MetricsLogger(root=True)
         self.iteration = 0
         self._time_total_s = 0.0
@@ -115,6 +117,7 @@ class Algorithm(Checkpointable):
         `evaluation_parallel_to_training`: while training, on the weights from before it); returns the
         result dict (API.md §2). An iteration that raises changes no counter, metric or learner
         (`_all_or_nothing`)."""
+        self._check_not_stopped("train")
         start = time.perf_counter()
         interval = self.config.evaluation_interval
         evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
@@ -241,6 +244,7 @@ class Algorithm(Checkpointable):
     def evaluate(self) -> dict[str, Any]:
         """One evaluation round with the learners' current weights (`flywheel.algorithms.evaluation`);
         returns the `evaluation` result part."""
+        self._check_not_stopped("evaluate")
         group = evaluation.start(self)
         return evaluation.finish(self, evaluation.run(self, group))
 
@@ -378,6 +382,12 @@ class Algorithm(Checkpointable):
         algo.restore_from_path(path)
         return algo
 
+    def save_to_path(self, path: str | os.PathLike | None = None) -> str:
+        """Saves the algorithm (learners, local runner, counters, metrics, RNG states) to `path`;
+        refused after `stop()`, whose learners and runners hold no state to save any more."""
+        self._check_not_stopped("save_to_path")
+        return super().save_to_path(path)
+
     def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
         return [(COMPONENT_LEARNER_GROUP, self.learner_group), (COMPONENT_ENV_RUNNER, self.env_runner)]
 
@@ -450,11 +460,23 @@ class Algorithm(Checkpointable):
         evaluation.forget_weights(self)
 
     def stop(self) -> None:
-        """Releases envs, runners and learners."""
+        """Releases envs, runners and learners; `train()`, `evaluate()` and `save_to_path()` then raise
+        a StoppedError. Calling it again does nothing."""
+        if self._stopped:
+            return
+        self._stopped = True
         self.env_runner_group.stop()
         if self.eval_env_runner_group is not None:
             self.eval_env_runner_group.stop()
         self.learner_group.shutdown()
+
+    def _check_not_stopped(self, method: str) -> None:
+        if self._stopped:
+            raise StoppedError(
+                f"{type(self).__name__}.{method}() was called after stop(), which released its env runners and "
+                "learners. Fix: call stop() only once you are done with the algorithm; to go on later, "
+                "save_to_path() before stop() and load it again with Algorithm.from_checkpoint(path)."
+            )
 
 
 def runner_class(config: Any) -> type:

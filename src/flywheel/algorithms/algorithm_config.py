@@ -133,10 +133,10 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         if self._frozen:
             raise ConfigError(FROZEN_MESSAGE)
         valid = tuple(valid)
-        for key in kwargs:
+        for key, value in kwargs.items():
             if key not in valid:
                 hint = config_validation.closest(key, valid)
-                help_text = (
+                help_text = config_validation.schedule_keyword_fix(key, value, valid) or (
                     f"Did you mean {hint!r}?" if hint else f"Valid {noun}s: {', '.join(map(repr, valid))}."
                 )
                 raise TypeError(

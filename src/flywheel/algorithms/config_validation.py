@@ -24,6 +24,22 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
+SCHEDULE_KEYWORDS = {"lr_schedule": "lr", "entropy_coeff_schedule": "entropy_coeff"}
+"""RLlib's old API stack keywords for schedules -> the setting that takes the schedule itself."""
+
+
+def schedule_keyword_fix(key: str, value: Any, valid: Iterable[str]) -> str | None:
+    """For an old-stack schedule keyword (`lr_schedule`) whose setting (`lr`) is among `valid`: that
+    the setting takes the schedule itself, with the user's value as the fix; else None."""
+    setting = SCHEDULE_KEYWORDS.get(key)
+    if setting is None or setting not in set(valid):
+        return None
+    return (
+        f"RLlib's new API stack (and flywheel) take the schedule in {setting!r} itself: a float, or a list of "
+        f"[env_steps, value] pairs interpolated linearly. Fix: {setting}={value!r}."
+    )
+
+
 def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate closest to `word` (ignoring case), or None when nothing is similar.
 

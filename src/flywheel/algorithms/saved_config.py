@@ -15,11 +15,11 @@ from typing import Any
 
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
 from flywheel.checkpoints import codec, io
-from flywheel.checkpoints.checkpointable import needs_trust_message, read_pickles
+from flywheel.checkpoints.checkpointable import needs_trust, read_pickles
 from flywheel.checkpoints.registry import Allowed
 from flywheel.checkpoints.tree import Node
 from flywheel.env.make import module_to_import
-from flywheel.errors import CheckpointError
+from flywheel.errors import CheckpointError, UntrustedCheckpointError
 
 
 def saved_config(node: Node, allowed: Allowed, config: AlgorithmConfig | Mapping[str, Any] | None) -> Any:
@@ -43,10 +43,13 @@ def saved_config(node: Node, allowed: Allowed, config: AlgorithmConfig | Mapping
     if pickled and not allowed.trusted:
         settings = dict.fromkeys(path.split(".")[1].split("[")[0] for path in pickled)
         names = ", ".join(f"{name!r}: ..." for name in settings)
-        raise CheckpointError(
-            f"{needs_trust_message(file, pickled, allowed.entry)} Or pass those settings yourself: "
-            f"{allowed.entry}(path, config={{{names}}}); or build the algorithm from your own config and "
-            "load only the states: algo = config.build_algo(); algo.restore_from_path(path)."
+        raise needs_trust(
+            file,
+            pickled,
+            allowed.entry,
+            f" Or pass those settings yourself: {allowed.entry}(path, config={{{names}}}); or build the "
+            "algorithm from your own config and load only the states: algo = config.build_algo(); "
+            "algo.restore_from_path(path).",
         )
     load_pickles = functools.cache(lambda: read_pickles(node)) if allowed.trusted else None
     saved = codec.decode(encoded, file, allowed, load_pickles)
@@ -60,9 +63,9 @@ def _check_env_imports(config: Any, file: Any, allowed: Allowed) -> None:
     """A `"module:Id"` env makes gymnasium import `module`: only modules already imported, unless trusted."""
     envs = [config.env, (config.evaluation_config or {}).get("env")]
     for module in filter(None, map(module_to_import, envs)):
-        raise CheckpointError(
+        raise UntrustedCheckpointError(
             f"{file} names the env of a module that is not imported yet ({module}); making it would import "
-            f"{module}, and flywheel does not import what a checkpoint names. Fix: import {module} yourself "
-            f"before loading, pass the env yourself ({allowed.entry}(path, config={{'env': ...}})), or, if you "
-            "trust this checkpoint, pass trusted=True."
+            f"{module}, and flywheel does not import what a checkpoint names.",
+            f"import {module} yourself before loading, pass the env yourself ({allowed.entry}(path, "
+            "config={'env': ...})), or, if you trust this checkpoint, pass trusted=True.",
         )

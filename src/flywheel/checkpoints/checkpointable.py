@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Self, TypeVar
 from flywheel import __version__
 from flywheel.checkpoints import atomic, codec, io, registry
 from flywheel.checkpoints.tree import Node, component_name_problem, read_tree, tree_state
-from flywheel.errors import CheckpointError
+from flywheel.errors import CheckpointError, UntrustedCheckpointError
 from flywheel.typing import StateDict
 
 C = TypeVar("C", bound="Checkpointable")
@@ -247,7 +247,7 @@ def decode_ctor_args(node: Node, allowed: registry.Allowed, *, may_pickle: bool)
     if may_pickle and not allowed.trusted:
         pickled = pickled_ctor_args(args, kwargs)
         if pickled:
-            raise CheckpointError(needs_trust_message(file, pickled, allowed.entry))
+            raise needs_trust(file, pickled, allowed.entry)
     load_pickles = functools.cache(lambda: read_pickles(node)) if may_pickle and allowed.trusted else None
     return codec.decode(args, file, allowed, load_pickles), codec.decode(kwargs, file, allowed, load_pickles)
 
@@ -260,12 +260,15 @@ def pickled_ctor_args(args: Any, kwargs: Any) -> list[str]:
     return paths
 
 
-def needs_trust_message(file: Path, pickled: list[str], entry: str) -> str:
-    """Why a load stops at pickled values, and how to go on."""
-    return (
+def needs_trust(
+    file: Path, pickled: list[str], entry: str, other_fixes: str = ""
+) -> UntrustedCheckpointError:
+    """The error of a load that stops at pickled values: why, and how to go on (`other_fixes` appended)."""
+    return UntrustedCheckpointError(
         f"{file} stores {', '.join(pickled)} as pickles (lambdas, closures, or classes defined in __main__ "
         "or inside a function). Flywheel unpickles only when told the checkpoint is trusted, because "
-        f"unpickling runs code the file chooses. Fix: if you trust this checkpoint, {entry}(path, trusted=True)."
+        "unpickling runs code the file chooses.",
+        f"if you trust this checkpoint, {entry}(path, trusted=True).{other_fixes}",
     )
 
 

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from flywheel.checkpoints.registry import Allowed
-from flywheel.errors import CheckpointError
+from flywheel.errors import CheckpointError, UntrustedCheckpointError
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -303,15 +303,17 @@ class _Decoder:
 
     def _pickled(self, data: dict) -> Any:
         if self.load_pickles is None:
-            fix = (
-                "only components built from an algorithm config store pickles, so the file is damaged or was "
-                "edited. Fix: load another checkpoint."
-                if self.allowed.trusted
-                else "Fix: if you trust the checkpoint, load it with trusted=True."
-            )
-            raise CheckpointError(
+            reason = (
                 f"{self.file} refers to a pickled value, which this load does not unpickle (unpickling runs "
-                f"code the file names); {fix}"
+                "code the file names)"
+            )
+            if not self.allowed.trusted:
+                raise UntrustedCheckpointError(
+                    f"{reason}.", "if you trust the checkpoint, load it with trusted=True."
+                )
+            raise CheckpointError(
+                f"{reason}; only components built from an algorithm config store pickles, so the file is "
+                "damaged or was edited. Fix: load another checkpoint."
             )
         index = data["__pickled__"]
         return self.load_pickles()[index if type(index) is int else _bad(index)]

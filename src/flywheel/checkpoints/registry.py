@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from flywheel.errors import CheckpointError
+from flywheel.errors import CheckpointError, UntrustedCheckpointError
 
 T = TypeVar("T")
 
@@ -127,11 +127,11 @@ class Allowed:
             if module.startswith("flywheel.")
             else "which is not one of flywheel's classes"
         )
-        raise CheckpointError(
+        raise UntrustedCheckpointError(
             f"{file} names {qualname} from {module}, {what}. Flywheel does not import what a checkpoint "
-            f"names (importing runs that module's code). Fix: pass it yourself: {self.entry}(path, "
-            f"classes=[{qualname.rpartition('.')[2]}]) (classes= also takes functions); or, if you trust this "
-            f"checkpoint, {self.entry}(path, trusted=True) imports it."
+            "names (importing runs that module's code).",
+            f"pass it yourself: {self.entry}(path, classes=[{qualname.rpartition('.')[2]}]) (classes= also "
+            f"takes functions); or, if you trust this checkpoint, {self.entry}(path, trusted=True) imports it.",
         )
 
     def _passed_main_class(self, name: str) -> Any | None:

@@ -463,4 +463,6 @@ def _unknown_env_message(name: str) -> str:
     candidates = list(_REGISTRY) + list(gym.envs.registry)
     close = difflib.get_close_matches(name, candidates, n=1)
     did_you_mean = f" Did you mean {close[0]!r}?" if close else ""
-    return f"Unknown env {name!r}.{did_you_mean} Registered names: {sorted(_REGISTRY)}. {_HOW_TO_PASS}"
+    # With nothing registered, "Registered names: []" would only puzzle: the id is simply not gymnasium's.
+    registered = f" Registered names: {sorted(_REGISTRY)}." if _REGISTRY else ""
+    return f"Unknown env {name!r}.{did_you_mean}{registered} {_HOW_TO_PASS}"

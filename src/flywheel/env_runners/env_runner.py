@@ -27,8 +27,9 @@ from flywheel.checkpoints.components import (
 )
 from flywheel.connectors.module_to_env.normalize_and_clip_actions import normalized_actions, normalizes
 from flywheel.connectors.pipeline import ConnectorPipelineV2
+from flywheel.connectors.space_probe import undeclared_observation_change
 from flywheel.env.make import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES, EnvContext
-from flywheel.errors import ConfigError, SampleArgumentError
+from flywheel.errors import ConfigError, ConnectorError, SampleArgumentError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
 
@@ -91,13 +92,19 @@ class EnvRunner(Checkpointable, abc.ABC):
         module = self.module
         assert module is not None  # sample() refuses to act without one
         with self._inference_mode:
-            if explore:
-                # `t`: the env steps sampled so far over all runners, estimated as RLlib does (this
-                # runner's count times the number of runners).
-                t = self._env_steps_sampled * max(1, self.num_workers)
-                out = module.forward_exploration(self._to_module, t=t)
-            else:
-                out = module.forward_inference(self._to_module)
+            try:
+                if explore:
+                    # `t`: the env steps sampled so far over all runners, estimated as RLlib does (this
+                    # runner's count times the number of runners).
+                    t = self._env_steps_sampled * max(1, self.num_workers)
+                    out = module.forward_exploration(self._to_module, t=t)
+                else:
+                    out = module.forward_inference(self._to_module)
+            except RuntimeError as err:  # e.g. torch's "mat1 and mat2 shapes cannot be multiplied"
+                cause = undeclared_observation_change(self._env_to_module, module)
+                if cause is None:
+                    raise
+                raise ConnectorError(f"{cause} (The module's forward pass failed: {err})") from err
             # (`.__call__`: keywords passed on without a dict, see `ConnectorPipelineV2.__call__`.)
             return self._module_to_env.__call__(
                 rl_module=module, batch=out, episodes=episodes, explore=explore,

@@ -23,6 +23,9 @@ class PortReport:
     changed: list[Path] = field(default_factory=list)
     """Files whose text changed (rewritten in place, or written changed under `out`)."""
     problems: list[Problem] = field(default_factory=list)
+    written_under: Path | None = None
+    """With `out`: the deepest folder under it that holds every copy (``out/examples`` for the folder
+    ``a/b/examples``; `out` itself for files or folders side by side). None in place."""
 
     @property
     def ok(self) -> bool:
@@ -45,11 +48,12 @@ def _walk(folder: Path) -> Iterator[Path]:
             yield entry
 
 
-def _inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[tuple[Path, bool]], Path]:
-    """``[(file, is_python)]`` named by `paths` (files as given, folders walked) and the folder they all lie in."""
+def _inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[tuple[Path, bool]], Path, Path]:
+    """``[(file, is_python)]`` named by `paths` (files as given, folders walked), the folder they all lie
+    in (the root of the mirror), and the deepest folder that holds them all (a single folder: itself)."""
     if not paths:
         raise PortError("flywheel port needs at least one file or folder to port.")
-    found, roots = [], []
+    found, roots, holders = [], [], []
     for given in map(Path, paths):
         if given.is_dir():
             found += [(path, path.suffix == ".py") for path in _walk(given)]
@@ -60,7 +64,8 @@ def _inputs(paths: Sequence[str | os.PathLike]) -> tuple[list[tuple[Path, bool]]
                 f"{given}: no such file or folder. Fix: pass the Python files or folders to port."
             )
         roots.append(given.resolve().parent)
-    return found, Path(os.path.commonpath(roots))
+        holders.append(given.resolve() if given.is_dir() else given.resolve().parent)
+    return found, Path(os.path.commonpath(roots)), Path(os.path.commonpath(holders))
 
 
 def _check_out(out: Path, paths: Sequence[str | os.PathLike]) -> None:
@@ -104,11 +109,12 @@ def port_paths(paths: Sequence[str | os.PathLike], out: str | os.PathLike | None
     ``ported/examples/...``), Python files ported and other files copied. Problems name the file that
     holds the line (the written one).
     """
-    files, root = _inputs(paths)
+    files, root, holder = _inputs(paths)
     target = Path(out) if out is not None else None
+    table, report = load_table(), PortReport()
     if target is not None:
         _check_out(target, paths)
-    table, report = load_table(), PortReport()
+        report.written_under = target / holder.relative_to(root)
     for path, is_python in files:
         destination = path if target is None else target / path.resolve().relative_to(root)
         if is_python:

@@ -8,14 +8,22 @@ The driving loop::
 
 The bar counts iterations, or env steps when `total_timesteps` is given, and shows the newest
 result's numbers after it: ``iter=3 env_steps=12000 return=41.20 steps/s=9530``.
+
+While a drawn bar is open (inside ``with``), log records the root logger's console handlers would
+print and ``warnings.warn`` messages are written through the bar (`tqdm.write`): each on a line of
+its own above the bar, which is then drawn again, instead of on the bar's line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator, Mapping
 from typing import IO, Any, Self
 
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from flywheel.metrics.keys import (
     ENV_RUNNER_RESULTS,
@@ -54,6 +62,7 @@ class ProgressBar:
             disable=disable,
             dynamic_ncols=True,
         )
+        self._redirect = contextlib.ExitStack()
 
     def update(self, result: Mapping[str, Any]) -> None:
         """Moves the bar to `result`'s iteration (or env steps) and shows its numbers."""
@@ -63,10 +72,14 @@ class ProgressBar:
         self._bar.update((env_steps if self._count_timesteps else iteration) - self._bar.n)
 
     def close(self) -> None:
-        """Leaves the final bar on screen and releases it."""
+        """Leaves the final bar on screen and releases it (and ends the redirection of log lines)."""
+        self._redirect.close()
         self._bar.close()
 
     def __enter__(self) -> Self:
+        if not self._bar.disable:
+            self._redirect.enter_context(logging_redirect_tqdm())
+            self._redirect.enter_context(_warnings_through_bar())
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -87,3 +100,26 @@ def describe_result(result: Mapping[str, Any]) -> str:
         f"iter={result['training_iteration']} env_steps={result[NUM_ENV_STEPS_SAMPLED_LIFETIME]} "
         f"return={runners.get(EPISODE_RETURN_MEAN, float('nan')):.2f} steps/s={rate:.0f}"
     )
+
+
+@contextlib.contextmanager
+def _warnings_through_bar() -> Iterator[None]:
+    """`warnings.warn` messages written with `tqdm.write` (above any bar on their file) while inside."""
+    shown = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: IO[str] | None = None,
+        line: str | None = None,
+    ) -> None:
+        text = warnings.formatwarning(message, category, filename, lineno, line)
+        tqdm.write(text.rstrip("\n"), file=file or sys.stderr)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown

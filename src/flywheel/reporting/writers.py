@@ -37,6 +37,7 @@ from flywheel.reporting.media import Media, gif_bytes, to_media
 RESULTS_CSV = "results.csv"
 RESULTS_JSONL = "results.jsonl"
 VIDEO_DIR = "videos"
+TENSORBOARD_EVENTS = "events.out.tfevents.*"
 
 
 def flatten_result(result: Mapping[str, Any], sep: str = "/") -> dict[str, Any]:
@@ -244,10 +245,15 @@ class JSONLWriter(ResultWriter):
 
 def default_writers(run_dir: str | os.PathLike) -> list[ResultWriter]:
     """TensorBoard event files in `run_dir`, plus `run_dir/results.csv`, `run_dir/results.jsonl`, and the
-    videos results hold (e.g. with `render_env`) as mp4 files in `run_dir/videos/` (`VideoWriter`)."""
+    videos results hold (e.g. with `render_env`) as mp4 files in `run_dir/videos/` (`VideoWriter`).
+
+    A run dir holds one run: as the two results files are started afresh, the TensorBoard event files
+    an earlier run left in `run_dir` are deleted (TensorBoard would draw both runs as one)."""
     from flywheel.reporting.videos import VideoWriter  # videos.py builds on this module's ResultWriter
 
     run_dir = Path(run_dir)
+    for stale in run_dir.glob(TENSORBOARD_EVENTS):
+        stale.unlink()
     return [
         TensorBoardWriter(run_dir),
         CSVWriter(run_dir / RESULTS_CSV),

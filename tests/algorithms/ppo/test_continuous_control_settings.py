@@ -81,23 +81,44 @@ def cartpole(**training):
     )
 
 
-def test_vf_clip_param_clamping_most_value_losses_warns_once(caplog):
-    algo = cartpole().build_algo()  # vf_clip_param=10 against CartPole's returns in the tens
+def clamp_updates(learner, targets):
+    """One logged update per entry of `targets` (tiny_batch's rows, V = [2, 4, -2], against those
+    value targets)."""
+    for row_targets in targets:
+        loss_on(learner, {**tiny_batch(), Columns.VALUE_TARGETS: torch.tensor(row_targets)})
+        learner.log_loss_terms()
+
+
+ALL_CLAMPED = [50.0, 60.0, -40.0]  # squared errors 2304, 3136, 1444: all above vf_clip_param=10
+ONE_CLAMPED = [0.5, 3.0, 2.0]  # squared errors 2.25, 1, 16: a third clamped
+
+
+def ppo_warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == "flywheel.algorithms.ppo.learner"]
+
+
+def test_vf_clip_param_clamping_most_value_losses_for_ten_updates_warns_once(caplog):
+    learner = build()
     with caplog.at_level(logging.WARNING, logger="flywheel.algorithms.ppo.learner"):
-        fractions = [algo.train()["learners"]["default_policy"]["vf_loss_clipped_fraction"] for _ in range(2)]
-    algo.stop()
-    assert min(fractions) > 0.5
-    warnings = [r.getMessage() for r in caplog.records if r.name == "flywheel.algorithms.ppo.learner"]
-    assert len(warnings) == 1
-    assert (
-        f"PPO: {100 * fractions[0]:.0f}% of the value losses of module 'default_policy' in this update exceeded "
-        in warnings[0]
-    )
-    assert (
-        "vf_clip_param=10.0 and were clamped, which gives them no gradient: the value function stops learning "
-        "at this return scale. Fix: config.training(vf_clip_param=float('inf'))" in warnings[0]
-    )
-    assert "config.env_runners(normalize_rewards=True)" in warnings[0]
+        clamp_updates(learner, [ALL_CLAMPED] * 9)
+        assert ppo_warnings(caplog) == []  # a new critic far from the returns: it may still catch up
+        clamp_updates(learner, [ALL_CLAMPED])
+        clamp_updates(learner, [ALL_CLAMPED] * 3)
+    assert ppo_warnings(caplog) == [
+        "PPO: more than half of the value losses of module 'default_policy' exceeded vf_clip_param=10.0 and "
+        "were clamped in each of the last 10 updates (100% in the last one), which gives them no gradient: the "
+        "value function is not catching up with this return scale. Fix: config.training(vf_clip_param="
+        "float('inf')) (or a value above the squared value errors), and/or config.env_runners("
+        "normalize_rewards=True) to shrink the returns. (Warned once; "
+        "learners/default_policy/vf_loss_clipped_fraction tracks it.)"
+    ]
+
+
+def test_a_critic_that_catches_up_between_clamped_updates_gets_no_warning(caplog):
+    learner = build()
+    with caplog.at_level(logging.WARNING, logger="flywheel.algorithms.ppo.learner"):
+        clamp_updates(learner, [ALL_CLAMPED] * 9 + [ONE_CLAMPED] + [ALL_CLAMPED] * 9)
+    assert ppo_warnings(caplog) == []
 
 
 def test_no_warning_without_clamping(caplog):
