@@ -107,14 +107,17 @@ def test_retired_flags_are_refused(flag):
         run_rllib_example_script_experiment(tiny(), parse(flag))
 
 
-@pytest.mark.ray
-def test_no_tune_trains_in_a_loop_and_as_test_names_metric_value_and_target(ray_session, capsys):
+def test_no_tune_trains_in_a_loop_and_as_test_names_metric_value_and_target(capsys):
     results = run_rllib_example_script_experiment(
         tiny(), parse("--no-tune", "--stop-iters=2"), keep_ray_up=True
     )
     assert results["training_iteration"] == 2
     printed = capsys.readouterr().out.splitlines()
-    assert [line.split(" R=")[0] for line in printed] == ["iter=0", "iter=1"]
+    assert [line.split(" R=")[0] for line in printed] == [
+        "iter=0",
+        "iter=1",
+        "Stop criterion (training_iteration=2) fulfilled!",
+    ]
 
     args = parse("--no-tune", "--stop-iters=1", "--stop-reward=1000", "--as-test")
     with pytest.raises(

@@ -311,8 +311,10 @@ def _gpus_per_learner(args: argparse.Namespace, num_learners: int) -> float:
 
 
 def _init_ray(args: argparse.Namespace) -> None:
-    if args.no_tune and importlib.util.find_spec("ray") is None:
-        return  # a local loop needs no Ray (remote runners or learners would say so)
+    """Starts Ray for Tune (with `--num-cpus` CPUs); a `--no-tune` loop leaves Ray to the algorithm,
+    which starts it only for remote runners or learners (so a local loop runs without Ray)."""
+    if args.no_tune and not args.num_cpus:
+        return
     import ray
 
     ray.init(num_cpus=args.num_cpus or None, ignore_reinit_error=True)
