@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
-.PHONY: train test test-fast lint bench clean
+.PHONY: train test test-fast test-scripts lint bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv .venv
@@ -21,7 +21,12 @@ test: $(STAMP)
 
 # Everything but the `learning`-marked tests (which train to a return within a step budget).
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not learning"
+	$(PY) -m pytest -m "not learning and not example_scripts"
+
+# Every new-stack example script of the installed RLlib wheel, ported and run for two iterations
+# (one at a time, each in its own process; about an hour on 2 cores). Not part of `make test`.
+test-scripts: $(STAMP)
+	$(PY) -m pytest -m example_scripts tests/porting/test_example_scripts.py
 
 lint: $(STAMP)
 	.venv/bin/ruff check .

@@ -233,8 +233,29 @@ REWRITES = {
         "if TYPE_CHECKING: pass\n",
     ),
     "imports that are not RLlib's stay": (
-        "import ray\nfrom ray import tune\nfrom ray.tune import Tuner\nfrom .local import helper\nimport numpy as np\n",
-        "import ray\nfrom ray import tune\nfrom ray.tune import Tuner\nfrom .local import helper\nimport numpy as np\n",
+        "import ray\nfrom ray import tune\nfrom ray.tune import CLIReporter\nfrom .local import helper\nimport numpy as np\n",
+        "import ray\nfrom ray import tune\nfrom ray.tune import CLIReporter\nfrom .local import helper\nimport numpy as np\n",
+    ),
+    "Tune's names that flywheel has, imported by name": (
+        "from ray.tune import Tuner, grid_search\nfrom ray.tune.registry import get_trainable_cls, register_env\n",
+        "from flywheel.tune import Tuner\nfrom ray.tune import grid_search\n"
+        "from flywheel.algorithms.registry import get_trainable_cls\nfrom flywheel.env import register_env\n",
+    ),
+    "Tune's names that flywheel has, used as attributes of `tune`": (
+        "from ray import tune\n"
+        "tune.register_env('e', make)\n"
+        "tuner = tune.Tuner(config.algo_class, param_space=config, run_config=tune.RunConfig(stop={}))\n",
+        "from ray import tune\nimport flywheel.env\nimport flywheel.tune\n"
+        "flywheel.env.register_env('e', make)\n"
+        "tuner = flywheel.tune.Tuner(config.algo_class, param_space=config, run_config=tune.RunConfig(stop={}))\n",
+    ),
+    "a [names] entry wins over its module's prefix (the example harness)": (
+        "from ray.rllib.examples.utils import add_rllib_example_script_args\n"
+        "from ray.rllib.examples.envs.classes.cartpole_crashing import CartPoleCrashing\n"
+        "from ray.rllib.utils.test_utils import run_rllib_example_script_experiment\n",
+        "from flywheel.examples_harness import add_rllib_example_script_args\n"
+        "from examples.envs.classes.cartpole_crashing import CartPoleCrashing\n"
+        "from flywheel.examples_harness import run_rllib_example_script_experiment\n",
     ),
 }
 
@@ -297,7 +318,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         from ray.rllib.core.rl_module.apis import (
             QNetAPI,
         )
-        from ray.tune.registry import get_trainable_cls
+        from flywheel.algorithms.registry import get_trainable_cls
         from flywheel.env import register_env
         """
     )
@@ -309,8 +330,6 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         "mod.py:4: ray.rllib.models.torch.torch_modelv2.TorchModelV2: RLlib's old API stack model; write a "
         "flywheel.TorchRLModule (setup() builds the layers, _forward() returns Columns.ACTION_DIST_INPUTS)",
         f"mod.py:9: ray.rllib.core.rl_module.apis.QNetAPI: {NOT_YET}",
-        "mod.py:11: ray.tune.registry.get_trainable_cls: returns RLlib's algorithm classes; use flywheel's "
-        "config class directly (e.g. flywheel.PPOConfig)",
     ]
 
 

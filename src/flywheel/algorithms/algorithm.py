@@ -32,6 +32,7 @@ import torch
 from flywheel.algorithms import evaluation
 from flywheel.algorithms.config_builders import single_agent_learner_spec
 from flywheel.algorithms.saved_config import saved_config
+from flywheel.algorithms.trainable_api import TrainableAPI
 from flywheel.checkpoints.checkpointable import Checkpointable, select
 from flywheel.checkpoints.components import COMPONENT_ENV_RUNNER, COMPONENT_LEARNER_GROUP
 from flywheel.checkpoints.registry import Allowed
@@ -58,7 +59,7 @@ EPISODE_KEYS = (
 _COUNTER_REDUCE = {keys.WEIGHTS_SEQ_NO: "max", keys.NUM_TARGET_UPDATES: "lifetime_sum"}
 
 
-class Algorithm(Checkpointable):
+class Algorithm(TrainableAPI, Checkpointable):
     """Base class of every algorithm (PPO, ...): `train()`, `evaluate()`, `get_module()`, `stop()`."""
 
     ctor_args_may_pickle = True

@@ -39,6 +39,7 @@ from flywheel.algorithms.config_rllib_sections import (
     RLlibOnlySections,
     drop_exploration,
     drop_old_stack_model,
+    old_stack_resources,
     rllib_setting_problems,
     warn_if_no_op,
 )
@@ -250,8 +251,11 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         return self._section("reporting", kwargs)
 
     def resources(self, **kwargs: Any) -> Self:
-        """What a Ray Tune trial reserves beyond its actors: num_cpus_for_main_process, placement_strategy."""
-        return self._section("resources", kwargs)
+        """What a Ray Tune trial reserves beyond its actors: num_cpus_for_main_process, placement_strategy.
+
+        RLlib's old API stack keywords `num_gpus` and `_fake_gpus` are taken with RLlib 2.60's meaning on
+        the new stack: no effect (learners take GPUs through `learners(num_gpus_per_learner=...)`)."""
+        return self._section("resources", old_stack_resources(kwargs))
 
     def debugging(self, **kwargs: Any) -> Self:
         """Reproducibility and logs: seed, log_level."""
@@ -350,6 +354,15 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         config = self.copy()
         config.freeze()
         return self.algo_class(config=config)
+
+    def build(self) -> Any:
+        """RLlib's older name of `build_algo()` (a DeprecationWarning says so, as RLlib 2.60's does)."""
+        warnings.warn(
+            "AlgorithmConfig.build() is deprecated: use AlgorithmConfig.build_algo() instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.build_algo()
 
     @property
     def total_train_batch_size(self) -> int:

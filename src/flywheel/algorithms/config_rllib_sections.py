@@ -16,6 +16,7 @@ are accepted and say once, as a logged warning, what flywheel does instead. docs
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -200,3 +201,25 @@ def _check_lr_schedulers(config: AlgorithmConfig) -> str | None:
             "starting value), or drop _torch_lr_scheduler_classes."
         )
     return None
+
+
+def old_stack_resources(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """`kwargs` of `resources()` without RLlib's old API stack GPU keywords, which RLlib 2.60 ignores on the
+    new stack: `num_gpus` (0 or None silently, more with a warning naming the new stack's setting) and
+    `_fake_gpus` (False; True simulated tf GPU towers, which flywheel cannot do)."""
+    kwargs = dict(kwargs)
+    num_gpus = kwargs.pop("num_gpus", None)
+    if num_gpus:
+        warnings.warn(
+            f"resources(num_gpus={num_gpus!r}) is RLlib's old API stack setting and has no effect on the new "
+            "stack (RLlib 2.60 ignores it too). Fix: train on GPUs with "
+            "config.learners(num_gpus_per_learner=1) (and num_learners=<your number of GPUs>).",
+            UserWarning,
+            stacklevel=4,
+        )
+    if kwargs.pop("_fake_gpus", False):
+        raise ConfigError(
+            "resources(_fake_gpus=True) simulates TensorFlow GPU towers of RLlib's old API stack, which "
+            "flywheel (torch, new stack) does not have. Fix: drop the argument."
+        )
+    return kwargs

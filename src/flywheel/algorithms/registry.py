@@ -57,3 +57,9 @@ def config_class_of(algo_class: type) -> type:
         f"{algo_class.__name__} derives from none of the registered algorithms {available_algorithms()}, so "
         "its config class is unknown. Fix: pass config_class=<your AlgorithmConfig subclass>."
     )
+
+
+def get_trainable_cls(name: str) -> type:
+    """The Algorithm class registered as `name` ("PPO" -> flywheel's PPO), as Ray Tune's
+    `get_trainable_cls` returns RLlib's: `get_trainable_cls("PPO").get_default_config()` is a PPOConfig."""
+    return config_class(name)().algo_class

@@ -142,6 +142,9 @@ def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> E
     if isinstance(env, str):
         if env in _REGISTRY:
             return _REGISTRY[env]
+        tune_creator = _tune_registered(env)
+        if tune_creator is not None:
+            return tune_creator
         spec = gym_spec(env)
         if spec is None:
             raise EnvError(_unknown_env_message(env))
@@ -154,6 +157,15 @@ def make_env_creator(env: Any, env_config: Mapping[str, Any] | None = None) -> E
     if callable(env):
         return cast(EnvCreator, env)  # a user's creator: what it returns is checked when it is called
     raise EnvError(f"Cannot make an env from {env!r} (type {type(env).__name__}). {_HOW_TO_PASS}")
+
+
+def _tune_registered(name: str) -> EnvCreator | None:
+    """A creator registered with `ray.tune.register_env` (RLlib's registry) when this process uses Ray Tune."""
+    if "ray.tune.registry" not in sys.modules:
+        return None  # nothing can have registered there (and ray stays unimported)
+    from flywheel.tune.compat import tune_registered_env
+
+    return tune_registered_env(name)
 
 
 def make_env(env: Any, env_config: Mapping[str, Any] | None = None, *, render: bool = False) -> gym.Env:

@@ -40,10 +40,18 @@ class ModuleImport:
     asname: str | None
 
 
+@dataclass(frozen=True)
+class KeepAndImport:
+    """The alias stays (a module outside RLlib, e.g. ``from ray import tune``), and ``import <module>``
+    follows the statement for each of `modules` (the flywheel modules its rewritten attributes name)."""
+
+    modules: tuple[str, ...]
+
+
 DROP = "drop"
 """The alias goes away (an idiom whose every use is rewritten)."""
 
-Action = FromImport | ModuleImport | str
+Action = FromImport | ModuleImport | KeepAndImport | str
 
 _SHAPES = {
     DROP_DECORATOR: "`@{name}` / `@{name}(...)`",
@@ -148,6 +156,11 @@ class _Planner:
             if not self.table.touches(module, name):
                 continue
             local = cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname else name
+            if self.table.has_names_in(f"{module}.{name}"):  # e.g. `from ray import tune`: never reported
+                action = self.attribute_action(f"{module}.{name}", self.refs(node, local))
+                if action is not None:
+                    self.plan.actions[alias] = action
+                continue
             action = self.from_action(node, module, name, local)
             if action is not None:
                 self.plan.actions[alias] = action
@@ -155,12 +168,12 @@ class _Planner:
                 self.problem_for_name(alias, node, module, name, local)
 
     def from_action(self, node: cst.ImportFrom, module: str, name: str, local: str) -> Action | None:
+        target = self.table.name(module, name)  # a [names] entry wins over a prefix of its module
+        if target is not None:
+            return FromImport(target.module, target.name, None if local == target.name else local)
         mapped = self.table.module(module)
         if mapped is not None and mapped[1]:
             return FromImport(mapped[0], name, None if local == name else local)
-        target = self.table.name(module, name)
-        if target is not None:
-            return FromImport(target.module, target.name, None if local == target.name else local)
         kind = self.table.idiom(module, name)
         if kind is not None:
             return (
@@ -195,6 +208,20 @@ class _Planner:
         )
         for message in problems or [f"{what}: {self.table.problem(module, name)}"]:
             self.plan.problems.append((self.line(alias), message))
+
+    def attribute_action(self, module: str, refs: Sequence) -> Action | None:
+        """Plans ``tune.Tuner`` -> ``flywheel.tune.Tuner`` for each use of a [names] entry of `module` (a
+        module outside RLlib) as an attribute; the import stays, followed by the flywheel modules'."""
+        modules = []
+        for ref in refs:
+            parent = self.parents.get(ref)
+            if not (isinstance(parent, cst.Attribute) and parent.value is ref):
+                continue
+            target = self.table.name(module, parent.attr.value)
+            if target is not None:
+                self.plan.chains[parent] = f"{target.module}.{target.name}"
+                modules.append(target.module)
+        return KeepAndImport(tuple(dict.fromkeys(modules))) if modules else None
 
     # ------------------------------------------------------------------ import a.b.c [as d]
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from flywheel.porting.plan import DROP, FromImport, ModuleImport, Plan
+from flywheel.porting.plan import DROP, FromImport, KeepAndImport, ModuleImport, Plan
 from flywheel.porting.statements import TorchNames
 
 _PRAGMA = re.compile(r"#\s*(noqa|type:|pylint:|pyright:|mypy:|isort:|fmt:)")
@@ -222,8 +222,14 @@ class Rewriter(cst.CSTTransformer):
                 )
             elif action != DROP:
                 _aliases(groups, None).append(alias)
-        return [
+        parts = [
             _split_part(updated, module, items, index) for index, (module, items) in enumerate(groups.items())
+        ]
+        added = [
+            module for action in actions if isinstance(action, KeepAndImport) for module in action.modules
+        ]
+        return parts + [
+            cst.Import(names=[cst.ImportAlias(_expression(module))]) for module in dict.fromkeys(added)
         ]
 
     def _import(self, original: cst.Import, updated: cst.Import) -> list | None:

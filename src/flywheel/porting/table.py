@@ -93,7 +93,18 @@ class ImportTable:
     def touches(self, module: str, name: str) -> bool:
         """Whether ``from <module> import <name>`` is flywheel port's business (ported or reported)."""
         key = f"{module}:{name}"
-        return in_rllib(module) or in_rllib(f"{module}.{name}") or key in self.names or key in self.problems
+        return (
+            in_rllib(module)
+            or in_rllib(f"{module}.{name}")
+            or key in self.names
+            or key in self.problems
+            or self.has_names_in(f"{module}.{name}")
+        )
+
+    def has_names_in(self, module: str) -> bool:
+        """Whether [names] maps names of `module` (outside RLlib, e.g. ``ray.tune``): uses of them as
+        attributes of the imported module (``tune.Tuner``) are rewritten to their flywheel targets."""
+        return not in_rllib(module) and any(target.startswith(f"{module}:") for target in self.names)
 
     def problem(self, module: str, name: str | None = None) -> str:
         """What a report says about `module`'s `name` (or the module itself): the most specific entry."""

@@ -15,8 +15,9 @@ best-checkpoint selection, on one machine or a cluster.
     policy = load_policy(best.checkpoint.path)
 
 `flywheel.tune.register()` registers the built-in algorithms with Tune by name, so RLlib's form
-`tune.Tuner("PPO", param_space=config)` runs flywheel's PPO. Importing this module does not import
-`ray`; `trainable()` and `register()` do.
+`tune.Tuner("PPO", param_space=config)` runs flywheel's PPO. `flywheel.tune.Tuner` (what `flywheel port`
+makes of `tune.Tuner`) needs no registering: it takes `config.algo_class` or "PPO" as RLlib's programs
+pass them. Importing this module does not import `ray`; `trainable()`, `register()` and `Tuner` do.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from flywheel.algorithms.registry import available_algorithms, config_class_of
 from flywheel.algorithms.registry import config_class as registered_config_class
 from flywheel.errors import ConfigError
 
-__all__ = ["register", "trainable"]
+__all__ = ["Tuner", "register", "trainable"]
 
 
 def trainable(algo: str | type, *, config_class: type | None = None) -> type:
@@ -67,3 +68,11 @@ def register(*names: str, **kwargs: Any) -> None:
 
     for name in names or available_algorithms():
         tune.register_trainable(name, trainable(name, **kwargs))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Tuner":  # imports ray: only when asked for
+        from flywheel.tune.tuner import Tuner
+
+        return Tuner
+    raise AttributeError(f"module 'flywheel.tune' has no attribute {name!r}")

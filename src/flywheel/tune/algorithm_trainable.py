@@ -55,10 +55,7 @@ class AlgorithmTrainable(tune.Trainable):
     def default_resource_request(cls, config: Mapping[str, Any]) -> tune.PlacementGroupFactory:
         """One placement group per trial: its main process, remote runners (training and evaluation) and
         remote learners, so a trial starts only when all of them fit (trials queue, never deadlock)."""
-        algo_config = cls.algorithm_config(config)
-        return tune.PlacementGroupFactory(
-            resource_bundles(algo_config), strategy=algo_config.placement_strategy
-        )
+        return placement_group_factory(cls.algorithm_config(config))
 
     def setup(self, config: dict[str, Any]) -> None:
         algo_config = self.algorithm_config(config)
@@ -119,6 +116,11 @@ def _pickled_envs() -> dict[str, bytes]:
         except Exception:  # any pickling failure: a closure over a lock, a socket, ...
             continue
     return pickled
+
+
+def placement_group_factory(config: AlgorithmConfig) -> tune.PlacementGroupFactory:
+    """Tune's placement group of one trial: `resource_bundles(config)` placed by its placement strategy."""
+    return tune.PlacementGroupFactory(resource_bundles(config), strategy=config.placement_strategy)
 
 
 def resource_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:

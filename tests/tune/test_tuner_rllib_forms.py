@@ -1,0 +1,42 @@
+"""RLlib programs' forms of a Tune run on flywheel: `Tuner(config.algo_class, param_space=config)` and
+`Tuner("PPO", param_space=config.to_dict())` (what `flywheel port` makes of `tune.Tuner`), and an env
+registered with Tune's own `register_env`."""
+
+import sys
+
+import gymnasium as gym
+import pytest
+import ray
+from ray import tune
+
+from flywheel import PPO
+from flywheel.tune import Tuner
+from flywheel.tune.tuner import as_tune_trainable
+
+from .conftest import run_config, tiny_config
+
+pytestmark = pytest.mark.ray
+# The env creator below is defined here, so trial processes (which cannot import this file) get it by value.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def make_cartpole(env_config):
+    return gym.make("CartPole-v1")
+
+
+def test_a_flywheel_algorithm_class_or_name_becomes_flywheels_trainable():
+    config = tiny_config()
+    by_class, by_name = as_tune_trainable(PPO, config), as_tune_trainable("PPO", config.to_dict())
+    assert issubclass(by_class, tune.Trainable) and by_class.algo_class is PPO
+    assert issubclass(by_name, tune.Trainable) and by_name.algo_class is PPO
+    assert as_tune_trainable("MyRegisteredName") == "MyRegisteredName"  # Tune's own names: as given
+
+
+def test_tuner_runs_config_algo_class_and_a_name_on_a_tune_registered_env(ray_session, tmp_path):
+    tune.register_env("cartpole_via_tune", make_cartpole)
+    config = tiny_config().environment("cartpole_via_tune")
+    stop = {"training_iteration": 1}
+    for trainable, space in [(config.algo_class, config), ("PPO", config.to_dict())]:
+        grid = Tuner(trainable, param_space=space, run_config=run_config(tmp_path, stop=stop)).fit()
+        assert grid.errors == [] and grid[0].metrics["training_iteration"] == 1
+        assert grid[0].metrics["env_runners"]["num_env_steps_sampled"] == 200
