@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
-.PHONY: train test test-fast test-scripts lint bench clean
+.PHONY: train test test-fast test-scripts test-scripts-short lint bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv .venv
@@ -27,6 +27,11 @@ test-fast: $(STAMP)
 # (one at a time, each in its own process; about an hour on 2 cores). Not part of `make test`.
 test-scripts: $(STAMP)
 	$(PY) -m pytest -m example_scripts tests/porting/test_example_scripts.py
+
+# The short form CI runs: four representative scripts (a custom algorithm, single- and multi-agent
+# connectors, a custom multi-agent env).
+test-scripts-short: $(STAMP)
+	$(PY) -m pytest -m example_scripts_short tests/porting/test_example_scripts.py
 
 lint: $(STAMP)
 	.venv/bin/ruff check .
