@@ -38,7 +38,18 @@ def test_rllib_names_and_defaults():
         100.0,
         1e-8,
     )
-    assert marwil.train_batch_size_per_learner == 2000
+    assert (marwil.train_batch_size, marwil.train_batch_size_per_learner, marwil.rollout_fragment_length) == (
+        2000,
+        None,
+        200,
+    )
+    assert (
+        marwil.total_train_batch_size,
+        marwil.copy().learners(num_learners=2).learner_train_batch_size,
+    ) == (
+        2000,
+        1000,
+    )
     assert (bc.algo_class, marwil.algo_class) == (BC, MARWIL)
 
 

@@ -44,7 +44,7 @@ class RayOfflineData:
         splits = dataset.streaming_split(num_shards, equal=True)
         options = ray_iter_options(config)
         self.shards = [
-            DataShard(split, builder, config.train_batch_size_per_learner, options) for split in splits
+            DataShard(split, builder, config.learner_train_batch_size, options) for split in splits
         ]
 
     def stop(self) -> None:

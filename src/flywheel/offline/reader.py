@@ -4,7 +4,7 @@ The driving loop (what `BC.training_step` does)::
 
     data = OfflineData(config, observation_space, action_space)
     while training:
-        episodes = data.sample(num_rows=config.train_batch_size_per_learner)
+        episodes = data.sample(num_rows=config.total_train_batch_size)
         learner_group.update(episodes=episodes)     # the learner pipeline turns them into a batch
 
 Files are read one Arrow record batch at a time (`input_read_method_kwargs={"batch_size": n}` rows,

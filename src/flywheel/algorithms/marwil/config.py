@@ -29,8 +29,11 @@ class MARWILConfig(AlgorithmConfig):
 
     lr: float | Schedule = setting("training", 1e-4)
     """Learning rate (MARWIL default 1e-4), or a piecewise-linear schedule."""
-    train_batch_size_per_learner: int = setting("training", 2000)
-    """Offline rows (agent steps) each learner trains on per update."""
+    train_batch_size: int = setting("training", 2000)
+    """Offline rows (agent steps) per update over all learners (RLlib's MARWIL default 2000), split
+    among them unless train_batch_size_per_learner is set."""
+    rollout_fragment_length: int | str = setting("env_runners", 200)
+    """Env steps per sub-env per sample() call (RLlib's MARWIL default; MARWIL trains on offline data)."""
     beta: float = setting("training", 1.0)
     """Advantage weighting in [0, 1]: the policy loss is -exp(beta * A / c) * log pi(a|s); 0 is plain
     behavior cloning (no value function is trained)."""
