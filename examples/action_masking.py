@@ -27,7 +27,15 @@ def main(argv: list[str] | None = None) -> dict:
         PPOConfig()
         .environment(ActionMaskEnv, env_config={"num_actions": 5})
         .env_runners(num_envs_per_env_runner=4)
-        .training(lr=1e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=4)
+        .training(
+            clip_param=0.2,
+            use_kl_loss=False,
+            lambda_=0.95,
+            lr=1e-3,
+            train_batch_size_per_learner=1000,
+            minibatch_size=250,
+            num_epochs=4,
+        )
         .rl_module(model_config={"fcnet_hiddens": [64, 64]})
         .evaluation(evaluation_interval=5, evaluation_duration=20, evaluation_config={"explore": False})
         .debugging(seed=0)

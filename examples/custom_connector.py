@@ -60,7 +60,14 @@ def main(argv: list[str] | None = None) -> dict:
             module_to_env_connector=lambda env, spaces: CountActions(),
         )
         .training(
-            lr=2.5e-4, train_batch_size_per_learner=1024, minibatch_size=256, num_epochs=4, vf_clip_param=1e4
+            clip_param=0.2,
+            use_kl_loss=False,
+            lambda_=0.95,
+            lr=2.5e-4,
+            train_batch_size_per_learner=1024,
+            minibatch_size=256,
+            num_epochs=4,
+            vf_clip_param=1e4,
         )
         .debugging(seed=0)
     )

@@ -48,7 +48,14 @@ def main(argv: list[str] | None = None) -> dict:
         .environment("CartPole-v1")
         .env_runners(num_envs_per_env_runner=8)
         .training(
-            lr=1e-3, train_batch_size_per_learner=1024, minibatch_size=256, num_epochs=4, vf_clip_param=1e4
+            clip_param=0.2,
+            use_kl_loss=False,
+            lambda_=0.95,
+            lr=1e-3,
+            train_batch_size_per_learner=1024,
+            minibatch_size=256,
+            num_epochs=4,
+            vf_clip_param=1e4,
         )
         # The spec names the class; spaces are filled in from the env when the algorithm builds it.
         .rl_module(rl_module_spec=RLModuleSpec(module_class=TinyActorCritic, model_config={"hidden": 64}))

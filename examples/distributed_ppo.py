@@ -21,7 +21,15 @@ def build_config(num_env_runners: int = 2, num_learners: int = 2) -> PPOConfig:
         .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=4)
         .learners(num_learners=num_learners)
         # Per learner: 2 x 2000 = 4000 env steps per iteration, as in the single-process example.
-        .training(lr=3e-4, train_batch_size_per_learner=2000, minibatch_size=128, num_epochs=10)
+        .training(
+            clip_param=0.2,
+            use_kl_loss=False,
+            lambda_=0.95,
+            lr=3e-4,
+            train_batch_size_per_learner=2000,
+            minibatch_size=128,
+            num_epochs=10,
+        )
         .training(vf_clip_param=float("inf"))  # RLlib's 10 clamps 64-94% of the value errors in updates 2-11
         .fault_tolerance(restart_failed_env_runners=True, delay_between_env_runner_restarts_s=5.0)
         .debugging(seed=0)

@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> dict:
         .multi_agent(policies=policies, policy_mapping_fn=mapping)
         .env_runners(num_envs_per_env_runner=8)
         .training(
+            clip_param=0.2,
+            use_kl_loss=False,
             gamma=0.98,
             lambda_=0.8,
             lr=[[0, 1e-3], [100_000, 1e-4]],

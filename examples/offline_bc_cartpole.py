@@ -22,6 +22,8 @@ def train_expert(smoke: bool, target: float = 475.0) -> tuple[PPOConfig, dict]:
         .environment("CartPole-v1")
         .env_runners(num_envs_per_env_runner=8)
         .training(
+            clip_param=0.2,
+            use_kl_loss=False,
             gamma=0.98,
             lambda_=0.8,
             lr=[[0, 1e-3], [100_000, 1e-4]],

@@ -56,7 +56,15 @@ def main(argv: list[str] | None = None) -> dict:
             num_envs_per_env_runner=4,
             env_to_module_connector=lambda env, spaces, device: FlattenObservations(multi_agent=True),
         )
-        .training(lr=1e-3, train_batch_size_per_learner=1000, minibatch_size=100, num_epochs=5)
+        .training(
+            clip_param=0.2,
+            use_kl_loss=False,
+            lambda_=0.95,
+            lr=1e-3,
+            train_batch_size_per_learner=1000,
+            minibatch_size=100,
+            num_epochs=5,
+        )
         .debugging(seed=0)
     )
     if args.smoke:

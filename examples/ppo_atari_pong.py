@@ -29,6 +29,8 @@ def build_config(seed: int = 0) -> PPOConfig:
         )
         .env_runners(num_envs_per_env_runner=8)
         .training(
+            use_kl_loss=False,
+            lambda_=0.95,
             lr=[[0, 2.5e-4], [10_000_000, 0.0]],
             train_batch_size_per_learner=1024,
             minibatch_size=256,

@@ -32,8 +32,17 @@ def main(argv: list[str] | None = None) -> dict:
         .environment("CartPole-v1")
         # 8 sub-envs stepped together: one forward pass serves all of them.
         .env_runners(num_envs_per_env_runner=8)
-        # PPO's defaults, spelled out: 4000 env steps per iteration, 10 epochs of 128-step minibatches.
-        .training(lr=3e-4, train_batch_size_per_learner=4000, minibatch_size=128, num_epochs=10)
+        # flywheel's CartPole recipe (RLlib's PPO defaults: lr=5e-5, 30 epochs, clip 0.3, a KL loss,
+        # lambda 1.0): 4000 env steps per iteration, 10 epochs of 128-step minibatches.
+        .training(
+            clip_param=0.2,
+            use_kl_loss=False,
+            lambda_=0.95,
+            lr=3e-4,
+            train_batch_size_per_learner=4000,
+            minibatch_size=128,
+            num_epochs=10,
+        )
         .debugging(seed=0)
     )
     if args.smoke:

@@ -25,6 +25,8 @@ def build_config(seed: int = 0) -> PPOConfig:
         .environment("MinAtar/Breakout-v1")
         .env_runners(num_envs_per_env_runner=8)
         .training(
+            clip_param=0.2,
+            use_kl_loss=False,
             lr=[[0, 1e-3], [1_000_000, 1e-4]],
             train_batch_size_per_learner=1024,
             minibatch_size=256,

@@ -34,6 +34,7 @@ def cleanrl_config(env: str = "HalfCheetah-v5", seed: int = 0, budget: int = BUD
             normalize_rewards=True,  # gamma 0.99, clipped to +-10
         )
         .training(
+            use_kl_loss=False,
             lr=[[0, 3e-4], [budget, 0.0]],  # annealed linearly over the budget
             adam_epsilon=1e-5,
             gamma=0.99,

@@ -26,6 +26,8 @@ def build_config() -> PPOConfig:
             env_to_module_connector=lambda env, spaces, device: MeanStdFilter(),
         )
         .training(
+            clip_param=0.2,
+            use_kl_loss=False,
             lr=1e-3,
             gamma=0.95,  # Pendulum rewards are dense: a short horizon learns faster.
             lambda_=0.95,

@@ -29,7 +29,15 @@ def train_and_save(stop_iters: int, smoke: bool, folder: str) -> str:
         .env_runners(
             num_envs_per_env_runner=4, env_to_module_connector=lambda env, spaces, device: MeanStdFilter()
         )
-        .training(lr=1e-3, train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6)
+        .training(
+            clip_param=0.2,
+            use_kl_loss=False,
+            lambda_=0.95,
+            lr=1e-3,
+            train_batch_size_per_learner=1000,
+            minibatch_size=250,
+            num_epochs=6,
+        )
         .training(vf_clip_param=float("inf"))  # RLlib's 10 clamps 87-97% of the value errors here
         .rl_module(model_config={"fcnet_hiddens": [32]})
         .debugging(seed=0)

@@ -30,7 +30,13 @@ def build_config(lrs: list[float], num_env_runners: int) -> PPOConfig:
         .environment("CartPole-v1")
         .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=4)
         .training(
-            lr=tune.grid_search(lrs), train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6
+            clip_param=0.2,
+            use_kl_loss=False,
+            lambda_=0.95,
+            lr=tune.grid_search(lrs),
+            train_batch_size_per_learner=1000,
+            minibatch_size=250,
+            num_epochs=6,
         )
         .training(vf_clip_param=float("inf"))  # RLlib's 10 clamps 88% of the value errors (lr 1e-4)
         .rl_module(model_config={"fcnet_hiddens": [32]})

@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> dict:
         )
         .env_runners(num_envs_per_env_runner=8)
         .training(
+            clip_param=0.2,
+            use_kl_loss=False,
             gamma=0.99,
             lambda_=0.95,
             lr=1e-3,

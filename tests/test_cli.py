@@ -79,6 +79,22 @@ def test_settings_are_layered_flags_then_set_in_order():
     assert type(config).__name__ == "PPOConfig"
 
 
+def test_ppo_without_a_config_file_trains_with_the_cli_recipe_over_rllibs_defaults(tmp_path):
+    config = config_of("--env", "CartPole-v1", "--set", "num_epochs=4")
+    recipe = (config.lr, config.num_epochs, config.clip_param, config.use_kl_loss, config.lambda_)
+    assert recipe == (3e-4, 4, 0.2, False, 0.95)
+    path = tmp_path / "ppo.yaml"
+    path.write_text("env: CartPole-v1\n")
+    config = config_of("--config", str(path))  # a config file starts from the plain (RLlib's) defaults
+    assert (config.lr, config.num_epochs, config.clip_param, config.use_kl_loss, config.lambda_) == (
+        5e-5,
+        30,
+        0.3,
+        True,
+        1.0,
+    )
+
+
 def test_algo_name_is_case_insensitive():
     assert cli.build_parser().parse_args(["train", "--algo", "ppo"]).algo == "PPO"
     assert cli.available_algorithms()[0] == "PPO"

@@ -114,12 +114,18 @@ def load_config_file(path: str, default_class: type) -> Any:
     return config
 
 
+RECIPES = {"PPO": {"lr": 3e-4, "num_epochs": 10, "clip_param": 0.2, "use_kl_loss": False, "lambda_": 0.95}}
+"""Settings `flywheel train` puts over an algorithm's defaults (RLlib's) when no --config is given:
+PPO's faster recipe for small envs such as CartPole (RLlib's defaults learn it more slowly)."""
+
+
 def make_config(args: argparse.Namespace) -> tuple[str, Any]:
     """(algorithm name, config) from the defaults, --config, --env/--num-envs/--seed and --set, in that order."""
     algo = args.algo or "PPO"
     default_class = config_class(algo)
     if args.config is None:
         config = default_class()
+        apply_settings(config, RECIPES.get(algo, {}), f"the {algo} recipe")
     else:
         config = load_config_file(args.config, default_class)
         if args.algo is not None and not isinstance(config, default_class):

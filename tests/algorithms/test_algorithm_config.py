@@ -260,7 +260,7 @@ def test_frozen_config_rejects_attribute_sets_and_section_calls():
     assert str(info.value) == FROZEN_MESSAGE
     with pytest.raises(ConfigError, match="frozen"):
         config.update_from_dict({"lr": 0.1})
-    assert config.lr == 3e-4
+    assert config.lr == 5e-5
 
 
 def test_copy_is_independent_and_editable():
@@ -273,7 +273,7 @@ def test_copy_is_independent_and_editable():
     duplicate.env_config["size"].append(3)
     duplicate.model_config["h"] = 2
     duplicate.training(lr=0.5)
-    assert config.env_config == {"size": [1, 2]} and config.model_config == {"h": 1} and config.lr == 3e-4
+    assert config.env_config == {"size": [1, 2]} and config.model_config == {"h": 1} and config.lr == 5e-5
     assert config.copy(copy_frozen=True).is_frozen
     assert not AlgorithmConfig().copy(copy_frozen=True).is_frozen
 
@@ -311,7 +311,7 @@ def test_to_dict_from_dict_round_trip():
 
 def test_from_dict_partial_and_unknown_key():
     config = PPOConfig.from_dict({"lr": 0.01})
-    assert (config.lr, config.num_epochs) == (0.01, 10)
+    assert (config.lr, config.num_epochs) == (0.01, 30)
     with pytest.raises(
         TypeError, match=r"^PPOConfig.from_dict\(\) got an unexpected key 'lamda'. Did you mean 'lambda_'\?$"
     ):

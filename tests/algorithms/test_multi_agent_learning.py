@@ -22,6 +22,8 @@ def two_cartpoles_config(seed: int) -> PPOConfig:
         .training(
             gamma=0.98,
             lambda_=0.8,
+            clip_param=0.2,
+            use_kl_loss=False,
             lr=[[0, 1e-3], [100_000, 1e-4]],
             train_batch_size_per_learner=1024,
             minibatch_size=128,
@@ -72,6 +74,8 @@ def tic_tac_toe_config(seed: int) -> PPOConfig:
         .training(
             gamma=0.99,
             lambda_=0.95,
+            clip_param=0.2,
+            use_kl_loss=False,
             lr=1e-3,
             train_batch_size_per_learner=2048,
             minibatch_size=256,

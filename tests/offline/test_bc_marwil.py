@@ -41,6 +41,18 @@ def test_rllib_names_and_defaults():
     for config in (bc, marwil):  # one gradient step on the whole train batch of 2000 rows
         assert (config.train_batch_size, config.train_batch_size_per_learner) == (2000, None)
         assert (config.minibatch_size, config.num_epochs) == (None, 1)
+    assert (marwil.train_batch_size, marwil.train_batch_size_per_learner, marwil.rollout_fragment_length) == (
+        2000,
+        None,
+        200,
+    )
+    assert (
+        marwil.total_train_batch_size,
+        marwil.copy().learners(num_learners=2).learner_train_batch_size,
+    ) == (
+        2000,
+        1000,
+    )
     assert (bc.algo_class, marwil.algo_class) == (BC, MARWIL)
 
 

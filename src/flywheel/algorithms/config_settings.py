@@ -282,8 +282,9 @@ class AlgorithmSettings:
     """train() repeats training steps until at least this many seconds passed."""
     min_sample_timesteps_per_iteration: int = setting("reporting", 0)
     """train() repeats training steps until at least this many env steps were sampled."""
-    log_gradients: bool = setting("reporting", True)
-    """Log each optimizer's pre-clip gradient norm as learners/<module>/gradients_<optimizer>_global_norm."""
+    log_gradients: bool = setting("reporting", False)
+    """Log each optimizer's pre-clip gradient norm as learners/<module>/gradients_<optimizer>_global_norm
+    (it is logged anyway when gradients are clipped by global norm, as RLlib does)."""
 
     # resources()
     num_cpus_for_main_process: float = setting("resources", 1)

@@ -42,6 +42,7 @@ DQN_DEFAULTS = {
     "double_q": True,
     "dueling": True,
     "td_error_loss_fn": "huber",
+    "evaluation_config": {"explore": False},
 }
 
 

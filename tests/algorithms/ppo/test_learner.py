@@ -50,7 +50,7 @@ def build(module_class=TinyActorCritic, **training):
         "kl_coeff": 0.3,
         **training,
     }
-    config = PPOConfig().training(**settings).debugging(seed=0)
+    config = PPOConfig().training(**settings).reporting(log_gradients=True).debugging(seed=0)
     learner = PPOTorchLearner(config=config, module_spec=RLModuleSpec(module_class, OBS_SPACE, ACT_SPACE))
     learner.build()
     return learner
@@ -227,7 +227,7 @@ def test_ppo_learns_a_bandit():
     torch.manual_seed(0)
     config = (
         PPOConfig()
-        .training(lr=0.01, num_epochs=4, minibatch_size=32)
+        .training(lr=0.01, num_epochs=4, minibatch_size=32, clip_param=0.2, use_kl_loss=False, lambda_=0.95)
         .rl_module(model_config={"fcnet_hiddens": [16]})
         .debugging(seed=0)
     )

@@ -17,6 +17,8 @@ def cartpole_config(seed: int) -> PPOConfig:
         .training(
             gamma=0.98,
             lambda_=0.8,
+            clip_param=0.2,
+            use_kl_loss=False,
             lr=[[0, 1e-3], [100_000, 1e-4]],
             train_batch_size_per_learner=1024,
             minibatch_size=128,

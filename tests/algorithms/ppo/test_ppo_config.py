@@ -9,16 +9,16 @@ from flywheel import AlgorithmConfig, PPOConfig
 from flywheel.algorithms.ppo import PPOConfig as PPOConfigFromPackage
 
 PPO_DEFAULTS = {
-    "lr": 3e-4,
-    "num_epochs": 10,
-    "clip_param": 0.2,
+    "lr": 5e-5,
+    "num_epochs": 30,
+    "clip_param": 0.3,
     "vf_clip_param": 10.0,
     "vf_loss_coeff": 1.0,
     "entropy_coeff": 0.0,
-    "use_kl_loss": False,
+    "use_kl_loss": True,
     "kl_coeff": 0.2,
     "kl_target": 0.01,
-    "lambda_": 0.95,
+    "lambda_": 1.0,
     "use_gae": True,
 }
 
@@ -35,20 +35,21 @@ def test_training_takes_ppo_and_shared_keywords():
     config = PPOConfig().training(
         lr=[[0, 3e-4], [100_000, 1e-5]],
         gamma=0.98,
-        clip_param=0.3,
+        num_epochs=10,
+        clip_param=0.25,
         vf_clip_param=5.0,
         vf_loss_coeff=0.5,
         entropy_coeff=[[0, 0.01], [50_000, 0.0]],
-        use_kl_loss=True,
+        use_kl_loss=False,
         kl_coeff=0.1,
         kl_target=0.02,
         lambda_=0.9,
         use_gae=False,
     )
-    assert (config.clip_param, config.vf_clip_param, config.vf_loss_coeff) == (0.3, 5.0, 0.5)
+    assert (config.clip_param, config.vf_clip_param, config.vf_loss_coeff) == (0.25, 5.0, 0.5)
     assert config.entropy_coeff == [[0, 0.01], [50_000, 0.0]] and config.lr == [[0, 3e-4], [100_000, 1e-5]]
     assert (config.use_kl_loss, config.kl_coeff, config.kl_target, config.lambda_, config.use_gae) == (
-        True,
+        False,
         0.1,
         0.02,
         0.9,

@@ -32,6 +32,8 @@ def stateless_cartpole_config(*, use_lstm: bool, seed: int) -> PPOConfig:
         .training(
             gamma=0.98,
             lambda_=0.95,
+            clip_param=0.2,
+            use_kl_loss=False,
             lr=2e-3,
             train_batch_size_per_learner=1024,
             minibatch_size=128,

@@ -29,6 +29,8 @@ def pendulum_config(seed: int) -> PPOConfig:
         .training(
             gamma=0.9,
             lambda_=0.95,
+            clip_param=0.2,
+            use_kl_loss=False,
             lr=1e-3,
             train_batch_size_per_learner=2048,
             minibatch_size=64,

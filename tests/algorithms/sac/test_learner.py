@@ -75,7 +75,7 @@ class LinearSAC(TorchRLModule, TargetNetworkAPI):
 
 def build(module_class=LinearSAC, action_space=ACT, **training):
     settings = {"gamma": 0.5, "initial_alpha": 2.0, "target_entropy": -1.0, **training}
-    config = SACConfig().training(**settings).debugging(seed=0)
+    config = SACConfig().training(**settings).reporting(log_gradients=True).debugging(seed=0)
     learner = SACTorchLearner(config=config, module_spec=RLModuleSpec(module_class, OBS, action_space))
     learner.build()
     return learner

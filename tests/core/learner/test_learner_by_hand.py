@@ -347,14 +347,21 @@ def test_a_module_with_its_own_loss_trains_next_to_ppos_and_needs_no_value_funct
     assert not all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
 
 
-def test_learner_log_gradients_false_keeps_the_norms_out_of_the_results():
+def test_gradient_norms_are_logged_with_log_gradients_or_when_clipping_by_global_norm():
     from flywheel import SingleAgentEnvRunner
 
     runner = SingleAgentEnvRunner(config=config().environment("CartPole-v1"))
     episodes = runner.sample(num_timesteps=32)
     runner.stop()
-    for log_gradients in (True, False):
-        learner = config().reporting(log_gradients=log_gradients).build_learner(env=ENV)
+    assert config().log_gradients is False  # RLlib's default
+    cases = [
+        ({}, True, True),
+        ({}, False, False),
+        ({"grad_clip": 1.0}, False, True),  # clipping by global norm logs the norm, as in RLlib
+        ({"grad_clip": 1.0, "grad_clip_by": "value"}, False, False),
+    ]
+    for training, log_gradients, expected in cases:
+        learner = config(**training).reporting(log_gradients=log_gradients).build_learner(env=ENV)
         results = learner.update(episodes=episodes)
         logged = "gradients_default_optimizer_global_norm" in results[DEFAULT_MODULE_ID]
-        assert logged is log_gradients
+        assert logged is expected, (training, log_gradients)

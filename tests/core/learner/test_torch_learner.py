@@ -52,7 +52,7 @@ class RegressionLearner(TorchLearner):
 
 def make_learner(cls=KnownGradsLearner, **training):
     config = AlgorithmConfig().training(**{"lr": 0.1, "num_epochs": 1, "minibatch_size": 128, **training})
-    config.debugging(seed=0)
+    config.reporting(log_gradients=True).debugging(seed=0)
     learner = cls(config=config, module_spec=RLModuleSpec(Linear, OBS_SPACE, ACT_SPACE))
     learner.build()
     return learner

@@ -48,6 +48,8 @@ class DQNConfig(OffPolicyConfig):
     (less overestimation than max over the target network)."""
     dueling: bool = setting("training", True)
     """Q = V(s) + A(s, a) - mean_a A(s, a): a state value and advantages in separate heads."""
+    evaluation_config: dict | None = setting("evaluation", factory=lambda: {"explore": False})
+    """Evaluate greedily (RLlib's DQN default): no epsilon-random actions in evaluation."""
     td_error_loss_fn: str = setting("training", "huber")
     """"huber" (robust to large TD errors) or "mse"; not used with `num_atoms > 1` (cross-entropy)."""
     num_atoms: int = setting("training", 1)

@@ -34,6 +34,8 @@ class MARWILConfig(AlgorithmConfig):
     2000, split among the learners; `train_batch_size_per_learner` sets each learner's instead)."""
     minibatch_size: int | None = setting("training", None)
     """None (RLlib's MARWIL/BC default): one gradient step on each learner's whole train batch."""
+    rollout_fragment_length: int | str = setting("env_runners", 200)
+    """Env steps per sub-env per sample() call (RLlib's MARWIL default; MARWIL trains on offline data)."""
     beta: float = setting("training", 1.0)
     """Advantage weighting in [0, 1]: the policy loss is -exp(beta * A / c) * log pi(a|s); 0 is plain
     behavior cloning (no value function is trained)."""

@@ -164,7 +164,7 @@ class TorchLearner(Learner):
         self, *, module_id: ModuleID, config: Any = None, module_gradients_dict: dict
     ) -> dict:
         """Clips each optimizer's share of `module_gradients_dict` in place (`grad_clip` by `grad_clip_by`)
-        and logs its pre-clip global norm."""
+        and logs its pre-clip global norm (with `log_gradients`, or when clipping by global norm)."""
         config = self.config if config is None else config
         for slot in self._slots_by_module.get(module_id, ()):
             grads = _grads_of(slot, module_gradients_dict)
@@ -172,7 +172,9 @@ class TorchLearner(Learner):
                 continue
             norm = global_norm(grads)
             self._step_norms.append((slot, norm))
-            if config.log_gradients:
+            if config.log_gradients or (
+                config.grad_clip is not None and config.grad_clip_by == "global_norm"
+            ):
                 self.log_minibatch_value((module_id, f"gradients_{slot.name}_global_norm"), norm)
             if config.grad_clip is not None:
                 clip_(grads, config.grad_clip, config.grad_clip_by, norm)
