@@ -94,8 +94,7 @@ _NO_RAY = "flywheel keeps 0 on purpose: with 0 it samples and learns in the call
 _AUTO_CPUS = (
     "not yet: flywheel takes a number; RLlib's 'auto' means 1 CPU for a learner without GPUs, 0 with one"
 )
-_ISSUE_31 = "not yet: being changed with RLlib's config keywords (issue 31)"
-_C51 = "not yet: distributional DQN (C51) and noisy nets are being added (issue 31)"
+_NOISY = "not yet: noisy nets (RLlib's noisy/sigma0/std_init) are not in flywheel"
 _PRIORITIZED = (
     "not yet: prioritized replay as the default changes every DQN/SAC learning test and example; "
     "pass replay_buffer_config={'type': 'PrioritizedEpisodeReplayBuffer', ...} for RLlib's"
@@ -106,13 +105,11 @@ ALLOWED_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("num_env_runners", ("PPO",)): _NO_RAY,
     ("num_learners", ("APPO", "IMPALA")): _NO_RAY,
     ("num_cpus_per_learner", ALL): _AUTO_CPUS,
-    ("lr", ("SAC",)): _ISSUE_31,
-    ("actor_lr", ("SAC",)): _ISSUE_31,
-    ("minibatch_size", ("BC", "MARWIL")): _ISSUE_31,
-    ("model_config[num_atoms]", ("DQN",)): _C51,
-    ("model_config[std_init]", ("DQN",)): _C51,
-    ("model_config[v_max]", ("DQN",)): _C51,
-    ("model_config[v_min]", ("DQN",)): _C51,
+    ("model_config[std_init]", ("DQN",)): _NOISY,
+    ("output_write_remaining_data", ALL): (
+        "on purpose: a recording keeps every sampled row unless asked otherwise (RLlib drops the rows still "
+        "buffered at stop by default)"
+    ),
     ("replay_buffer_config", ("DQN", "SAC")): _PRIORITIZED,
     ("replay_buffer_config", ("CQL",)): (
         "CQL trains on offline data, not from a replay buffer (RLlib's value is its old stack's buffer "
