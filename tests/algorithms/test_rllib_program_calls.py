@@ -71,9 +71,9 @@ def test_save_and_restore_as_rllib_spells_them(tmp_path):
         assert isinstance(saved, SaveResult)
         assert saved.checkpoint.path == str(tmp_path / "ckpt") and saved.metrics == {"training_iteration": 1}
         algo.train()
-        assert algo.iteration == 2
+        assert algo.iteration == algo.training_iteration == 2
         algo.restore(saved)
-        assert algo.iteration == 1
+        assert algo.iteration == algo.training_iteration == 1
         algo.train()
         algo.restore(saved.checkpoint.path)
         assert algo.iteration == 1

@@ -38,9 +38,15 @@ class SaveResult:
 
 
 class TrainableAPI:
-    """Mixin of `Algorithm`: RLlib's `get_default_config`, `default_resource_request`, `save`, `restore`."""
+    """Mixin of `Algorithm`: RLlib's `get_default_config`, `default_resource_request`, `save`, `restore`,
+    `training_iteration`."""
 
     iteration: int
+
+    @property
+    def training_iteration(self) -> int:
+        """The number of `train()` calls so far (Tune's `Trainable.training_iteration`; `iteration`)."""
+        return self.iteration
 
     @classmethod
     def get_default_config(cls) -> Any:
