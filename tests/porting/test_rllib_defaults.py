@@ -106,6 +106,10 @@ ALLOWED_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
     ("num_learners", ("APPO", "IMPALA")): _NO_RAY,
     ("num_cpus_per_learner", ALL): _AUTO_CPUS,
     ("model_config[std_init]", ("DQN",)): _NOISY,
+    ("lr", ("CQL",)): (
+        "on purpose: CQL, as SAC, trains with actor_lr/critic_lr/alpha_lr; None makes a rate passed as lr a "
+        "named error instead of a silently unused number (RLlib's 3e-4 is unused)"
+    ),
     ("output_write_remaining_data", ALL): (
         "on purpose: a recording keeps every sampled row unless asked otherwise (RLlib drops the rows still "
         "buffered at stop by default)"

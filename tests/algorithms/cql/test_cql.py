@@ -23,7 +23,7 @@ CQL_DEFAULTS = {
     "lagrangian": False,
     "lagrangian_thresh": 5.0,
     "deterministic_backup": True,
-    "lr": 3e-4,  # RLlib's CQL default; unused (the three below are)
+    "lr": None,  # unused (the three below are); RLlib's unused default is 3e-4
     "actor_lr": 1e-4,
     "critic_lr": 1e-3,
     "alpha_lr": 1e-3,

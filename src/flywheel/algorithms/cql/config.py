@@ -42,8 +42,9 @@ class CQLConfig(SACConfig):
     """The gap the Lagrangian aims at (with `lagrangian=True`)."""
     deterministic_backup: bool = setting("training", True)
     """Critic targets without SAC's entropy bonus: `r + gamma * min Q'(s', a')`."""
-    lr: float | Schedule = setting("training", 3e-4)
-    """RLlib's CQL default; unused, as in SAC (the three learning rates below are)."""
+    lr: float | Schedule | None = setting("training", None)
+    """Unused, as in SAC (the three learning rates below are); None, so a rate passed here is refused
+    with the fix instead of being silently ignored (RLlib's CQL default is an unused 3e-4)."""
     actor_lr: float | Schedule = setting("training", 1e-4)
     """Learning rate of the policy (CQL default 1e-4), or a schedule."""
     critic_lr: float | Schedule = setting("training", 1e-3)
