@@ -80,8 +80,9 @@ def start_serving(checkpoint: str, port: int) -> str:
     return f"http://127.0.0.1:{port}{ROUTE}"
 
 
-def train_and_save(stop_iters: int, smoke: bool) -> str:
-    """Trains PPO on CartPole for `stop_iters` iterations and returns the checkpoint directory."""
+def train_and_save(stop_iters: int, smoke: bool, folder: str) -> str:
+    """Trains PPO on CartPole for `stop_iters` iterations, saves it in `folder` and returns the checkpoint
+    directory."""
     config = (
         PPOConfig()
         .environment("CartPole-v1")
@@ -108,7 +109,7 @@ def train_and_save(stop_iters: int, smoke: bool) -> str:
     print(
         f"iteration {result['training_iteration']}: mean return {result['env_runners']['episode_return_mean']:.1f}"
     )
-    path = algo.save_to_path(tempfile.mkdtemp(prefix="cartpole_"))
+    path = algo.save_to_path(folder)
     algo.stop()
     print(f"checkpoint: {path}")
     return path
@@ -147,13 +148,16 @@ def main(argv: list[str] | None = None) -> list[float]:
     if args.smoke:
         args.stop_iters, args.episodes, args.port = 1, 1, 0
 
-    path = args.checkpoint or train_and_save(args.stop_iters, args.smoke)
-    url = start_serving(path, args.port or free_port())
-    print(f"serving {path} at {url}")
-    try:
-        returns = play_over_http(url, args.episodes)
-    finally:
-        serve.shutdown()
+    with tempfile.TemporaryDirectory(
+        prefix="cartpole_"
+    ) as folder:  # a checkpoint trained here: deleted at the end
+        path = args.checkpoint or train_and_save(args.stop_iters, args.smoke, folder)
+        url = start_serving(path, args.port or free_port())
+        print(f"serving {path} at {url}")
+        try:
+            returns = play_over_http(url, args.episodes)
+        finally:
+            serve.shutdown()
     print(f"returns over HTTP: {returns} (mean {np.mean(returns):.1f})")
     return returns
 

@@ -123,7 +123,8 @@ def test_bad_env_id_exits_2_with_one_clear_line(capsys, tmp_path):
     assert not (tmp_path / "r").exists()  # nothing written for a run that never started
 
 
-def test_old_schedule_keyword_and_unknown_env_without_registered_names(capsys, tmp_path):
+def test_old_schedule_keyword_and_unknown_env_without_registered_names(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr("flywheel.env.make._REGISTRY", {})  # other tests' registered names stay out
     code, _, err = run(
         ["train", "--env", "CartPole-v1", "--set", "lr_schedule=[[0, 1e-3], [1000, 1e-4]]"], capsys
     )

@@ -36,12 +36,13 @@ def serve_actors(ray) -> list[str]:
     return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == "serve"]
 
 
-def test_served_actions_equal_load_policy_and_serve_shuts_down(ray_session, tmp_path, monkeypatch):
+def test_served_actions_equal_load_policy_and_serve_shuts_down(ray_session, tmp_path):
     from ray import serve
 
     example = runpy.run_path(str(EXAMPLE), run_name="example")
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    path = example["train_and_save"](1, smoke=True)  # trained once, so the MeanStdFilter has statistics
+    path = example["train_and_save"](
+        1, smoke=True, folder=str(tmp_path / "checkpoint")
+    )  # trained once, so the MeanStdFilter has statistics
     policy = load_policy(path)
     observations = cartpole_observations(40)
     port = example["free_port"]()

@@ -95,7 +95,10 @@ def test_replayed_transitions_shard_by_rows_without_building_episodes():
 def test_remote_learners_update_on_shards_and_hold_identical_weights(ray_session):
     config = (
         PPOConfig()
-        .training(train_batch_size_per_learner=60, minibatch_size=20, num_epochs=2, lr=1e-2)
+        # The hand-made episodes carry no action_dist_inputs, which the KL term (on by default) reads.
+        .training(
+            train_batch_size_per_learner=60, minibatch_size=20, num_epochs=2, lr=1e-2, use_kl_loss=False
+        )
         .learners(num_learners=2, num_cpus_per_learner=0)
         .debugging(seed=0)
     )
