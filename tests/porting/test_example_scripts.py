@@ -125,7 +125,6 @@ XFAILS: dict[str, str] = {
     "algorithms/maml_lr_supervised_learning.py": (
         NOT_IN_FLYWHEEL + "DifferentiableAlgorithmConfig, DifferentiableLearnerConfig, TrainingData (MAML)"
     ),
-    "connectors/frame_stacking.py": NOT_IN_FLYWHEEL + "FrameStackingLearner, wrap_atari_for_new_api_stack",
     "envs/custom_env_render_method.py": (
         "imports env_rendering_and_recording.py, which " + NOT_IN_FLYWHEEL + "VectorMultiAgentEnv, ..."
     ),
@@ -158,7 +157,6 @@ XFAILS: dict[str, str] = {
         "its defaults ask for num_gpus_per_learner=1, which the harness refuses on a machine without a GPU "
         "(as it should), and 12 APPO trials"
     ),
-    "rl_modules/custom_cnn_rl_module.py": NOT_IN_FLYWHEEL + "wrap_atari_for_new_api_stack",
     "rl_modules/migrate_modelv2_to_new_api_stack_by_config.py": (
         "imports rl_modules/classes/modelv2_to_rlm.py, a bridge from RLlib's old API stack ModelV2"
     ),
