@@ -125,9 +125,6 @@ XFAILS: dict[str, str] = {
     "algorithms/maml_lr_supervised_learning.py": (
         NOT_IN_FLYWHEEL + "DifferentiableAlgorithmConfig, DifferentiableLearnerConfig, TrainingData (MAML)"
     ),
-    "envs/custom_env_render_method.py": (
-        "imports env_rendering_and_recording.py, which " + NOT_IN_FLYWHEEL + "VectorMultiAgentEnv, ..."
-    ),
     "envs/env_connecting_to_rllib_w_tcp_client.py": NOT_IN_FLYWHEEL + "EnvRunnerServerForExternalInference",
     "envs/env_rendering_and_recording.py": (
         NOT_IN_FLYWHEEL + "VectorMultiAgentEnv, wrap_atari_for_new_api_stack, ray.rllib.utils.images.resize"
