@@ -14,6 +14,7 @@ from flywheel.env.multi_agent_vector_env import (
     FINAL_OBS,
     MultiAgentAsyncVectorEnv,
     MultiAgentSyncVectorEnv,
+    VectorMultiAgentEnv,
     make_multi_agent_vector_env,
 )
 from flywheel.errors import EnvError
@@ -220,6 +221,14 @@ def test_sub_env_seeds_are_seed_plus_index(vectorize_mode):
         observations[1]["agent_1"],
     ]
     assert all(np.array_equal(g, e) for g, e in zip(got, expected))
+
+
+@pytest.mark.parametrize("vectorize_mode", ["sync", "async"])
+def test_both_vector_envs_are_rllibs_vector_multi_agent_env_and_unwrap_to_themselves(vectorize_mode):
+    vector_env = make_multi_agent_vector_env(MultiCartPole, num_envs=2, vectorize_mode=vectorize_mode)
+    vector_env.close()
+    assert isinstance(vector_env, VectorMultiAgentEnv) and vector_env.unwrapped is vector_env
+    assert not isinstance(MultiCartPole(), VectorMultiAgentEnv)
 
 
 def test_async_matches_sync_step_for_step():

@@ -32,6 +32,7 @@ __all__ = [
     "FINAL_OBS",
     "MultiAgentAsyncVectorEnv",
     "MultiAgentSyncVectorEnv",
+    "VectorMultiAgentEnv",
     "make_multi_agent_vector_env",
 ]
 
@@ -63,8 +64,10 @@ def _seeds(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int |
     return seeds
 
 
-class _MultiAgentVectorEnv:
-    """What both vector envs share: the sub-envs' spaces and agent ids (taken from sub-env 0)."""
+class VectorMultiAgentEnv:
+    """What both vector envs share (RLlib's `VectorMultiAgentEnv` base class, so
+    `isinstance(env, VectorMultiAgentEnv)` tells them from single envs): the sub-envs' spaces and
+    agent ids (taken from sub-env 0), and `unwrapped`, the vector env itself."""
 
     num_envs: int
     possible_agents: list[AgentID]
@@ -76,13 +79,18 @@ class _MultiAgentVectorEnv:
         self.observation_spaces = observation_spaces
         self.action_spaces = action_spaces
 
+    @property
+    def unwrapped(self) -> VectorMultiAgentEnv:
+        """The vector env itself (as gymnasium's `VectorEnv.unwrapped`): it wraps no other."""
+        return self
+
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         return agent_space(self, agent_id, "observation_spaces")
 
     def get_action_space(self, agent_id: AgentID) -> gym.Space:
         return agent_space(self, agent_id, "action_spaces")
 
-    def __enter__(self) -> _MultiAgentVectorEnv:
+    def __enter__(self) -> VectorMultiAgentEnv:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -99,7 +107,7 @@ def _agent_spaces(env: MultiAgentEnv) -> tuple[list, dict, dict]:
     return agents, observation_spaces, {a: env.get_action_space(a) for a in agents}
 
 
-class MultiAgentSyncVectorEnv(_MultiAgentVectorEnv):
+class MultiAgentSyncVectorEnv(VectorMultiAgentEnv):
     """``num_envs`` multi-agent sub-envs stepped one after the other in this process.
 
     ``reset`` returns ``(observations, infos)`` and ``step(actions)`` (one action dict per
@@ -145,7 +153,7 @@ class MultiAgentSyncVectorEnv(_MultiAgentVectorEnv):
             env.close()
 
 
-class MultiAgentAsyncVectorEnv(_MultiAgentVectorEnv):
+class MultiAgentAsyncVectorEnv(VectorMultiAgentEnv):
     """Like `MultiAgentSyncVectorEnv`, with each sub-env in its own process; worth it when ``step`` is slow.
 
     ``env_fns`` must pickle under the chosen multiprocessing ``context`` (default: the

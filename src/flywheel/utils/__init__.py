@@ -5,6 +5,7 @@
   spaces, `convert_to_torch_tensor`, `explained_variance`, `huber_loss`, `l2_loss`, `global_norm`,
   `sequence_mask` (importing it imports torch).
 - `flywheel.utils.spaces`: `flatten_space` (the leaf spaces of a nested space).
+- `flywheel.utils.images`: `resize` and `rgb2gray` (OpenCV's area resize and luma; needs opencv).
 
 Target networks live with the learners: `flywheel.core.learner.utils.make_target_network`.
 """

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from flywheel.columns import Columns
-from flywheel.connectors.learner.module_episodes import chunk_rows, module_episodes
 
 
 def set_learner_observations(
@@ -25,6 +24,9 @@ def set_learner_observations(
     (agents' chunks of multi-agent episodes included), concatenated in the learner pipeline's chunk
     order. `n` is the chunk's row count: its steps, plus one when `AddOneTsToEpisodesAndTruncate`
     added a bootstrap row (so the rows match the other columns, e.g. in PPO's pipeline)."""
+    # Imported here: the learner package imports `FrameStacking` (its learner-pipeline name) from this one.
+    from flywheel.connectors.learner.module_episodes import chunk_rows, module_episodes
+
     rows: dict[str, list[np.ndarray]] = {}
     for module_id, episode in module_episodes(episodes):
         rows.setdefault(module_id, []).append(rows_of(episode, chunk_rows(episode, shared_data)))

@@ -21,6 +21,7 @@ from flywheel.connectors.learner.add_time_dim import AddTimeDimToBatchAndZeroPad
 from flywheel.connectors.learner.add_time_dim_and_bootstrap import AddTimeDimToBatchAndBootstrap
 from flywheel.connectors.learner.batch import BatchIndividualItems
 from flywheel.connectors.learner.compute_returns_to_go import ComputeReturnsToGo
+from flywheel.connectors.learner.frame_stacking import FrameStacking
 from flywheel.connectors.learner.gae import GeneralAdvantageEstimation
 from flywheel.connectors.learner.module_episodes import module_episodes
 from flywheel.connectors.learner.to_tensor import NumpyToTensor
@@ -47,6 +48,7 @@ __all__ = [
     "AddTimeDimToBatchAndZeroPad",
     "BatchIndividualItems",
     "ComputeReturnsToGo",
+    "FrameStacking",
     "GeneralAdvantageEstimation",
     "NumpyToTensor",
     "default_learner_connectors",
