@@ -1,8 +1,13 @@
 """PPO pieces that decide how fast it learns, checked against RLlib 2.60's rules written out by hand."""
 
+import math
+
+import gymnasium as gym
 import pytest
 import torch
+from torch import nn
 
+from flywheel import Columns, PPOConfig
 from flywheel.algorithms.ppo.loss_stats import LossStats
 
 from .test_learner import build, one_step_episodes
@@ -39,3 +44,36 @@ def test_kl_coeff_adapts_to_the_last_minibatch_kl_as_rllib(monkeypatch):
     assert kls_again == pytest.approx(kls)
     assert stats["curr_kl_coeff"] == pytest.approx(0.2 * 1.5)
     assert stats["mean_kl_loss"] == pytest.approx(mean_kl)  # logged: the mean over minibatches
+
+
+def cartpole_example_module():
+    """The default module of RLlib's `cartpole_ppo` example: one shared linear layer of 32 units."""
+    config = PPOConfig().rl_module(
+        model_config={"fcnet_hiddens": [32], "fcnet_activation": "linear", "vf_share_layers": True}
+    )
+    spec = config.get_rl_module_spec(env=gym.make("CartPole-v1"))
+    return spec.build()
+
+
+def test_default_module_initializes_every_layer_as_rllibs_catalog():
+    """RLlib 2.60's PPO catalog sets no initializer on its heads (nor, by default, on the encoder), so
+    each Linear keeps torch's `reset_parameters`: kaiming_uniform_(a=sqrt(5)) weights, i.e. uniform
+    within gain * sqrt(3 / fan_in) with gain sqrt(2 / (1 + a^2)) = 1 / sqrt(fan_in), and biases
+    uniform within 1 / sqrt(fan_in). Its seeded module reproduces layer by layer from that formula."""
+    torch.manual_seed(3)
+    module = cartpole_example_module()
+    torch.manual_seed(3)
+    expected = []
+    for fan_in, fan_out in [(4, 32), (32, 2), (32, 1)]:  # encoder, pi, vf: the order they are built in
+        bound = math.sqrt(2 / (1 + 5)) * math.sqrt(3 / fan_in)
+        weight = torch.empty(fan_out, fan_in).uniform_(-bound, bound)
+        bias = torch.empty(fan_out).uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
+        expected += [weight, bias]
+    linears = [module.encoder[0], module.pi, module.vf]
+    assert all(isinstance(layer, nn.Linear) for layer in linears) and len(list(module.parameters())) == 6
+    actual = [tensor for layer in linears for tensor in (layer.weight, layer.bias)]
+    for got, want in zip(actual, expected, strict=True):
+        assert torch.allclose(got, want)
+    # Not near-uniform (normc 0.01 gave logits within ±0.05): the initial policy already prefers actions.
+    logits = module.forward_inference({Columns.OBS: torch.tensor([[0.0, 1.0, 0.2, -1.0]])})
+    assert logits[Columns.ACTION_DIST_INPUTS].abs().max() > 0.05
