@@ -3,12 +3,12 @@ of 450 with RLlib's `cartpole_ppo` settings, RLlib 2.60 and flywheel (before and
 
 from __future__ import annotations
 
-from report import load
+from report import load, median
 
 LABELS = {
     "rllib": "RLlib 2.60",
     "flywheel-before": "flywheel 13643e3 (before)",
-    "flywheel": "flywheel 8f33530 (KL and init fixes)",
+    "flywheel": "flywheel 8f33530+ (KL and init fixes)",
 }
 
 
@@ -31,26 +31,28 @@ def ppo_parity_section() -> list[str]:
     if not rows:
         return [*lines, "Not measured."]
     seeds = sorted({row["seed"] for row in rows})
-    lines += [
-        "| framework | " + " | ".join(f"seed {s}: last 100 | seed {s}: own metric" for s in seeds) + " |",
-        "|---|" + "---:|" * (2 * len(seeds)),
-    ]
     by_key = {(row["label"], row["seed"]): row for row in rows}
-    for label, name in LABELS.items():
-        cells = []
-        for seed in seeds:
-            row = by_key.get((label, seed))
-            cells += [_steps(row, "env_steps_to_target"), _steps(row, "env_steps_to_own_metric")]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    ratios = []
-    for seed in seeds:
-        mine, peer = by_key.get(("flywheel", seed)), by_key.get(("rllib", seed))
-        if mine and peer and mine["env_steps_to_target"] and peer["env_steps_to_target"]:
-            ratios.append(f"seed {seed}: {mine['env_steps_to_target'] / peer['env_steps_to_target']:.2f}")
-    lines += [
-        "",
-        "flywheel / RLlib env steps to a last-100 mean of 450: " + (", ".join(ratios) or "n/a") + ".",
-    ]
+    for key, title in (("env_steps_to_target", "last 100"), ("env_steps_to_own_metric", "own metric")):
+        lines += [
+            f"**{title}**:",
+            "",
+            "| framework | " + " | ".join(f"seed {s}" for s in seeds) + " | median |",
+            "|---|" + "---:|" * (len(seeds) + 1),
+        ]
+        for label, name in LABELS.items():
+            found = [by_key.get((label, seed)) for seed in seeds]
+            reached = [row[key] for row in found if row is not None and row[key] is not None]
+            cells = [_steps(row, key) for row in found] + [f"{median(reached):,.0f}" if reached else "–"]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    medians = {}
+    for label in ("flywheel", "rllib"):
+        reached = [
+            row["env_steps_to_target"] for row in rows if row["label"] == label and row["env_steps_to_target"]
+        ]
+        medians[label] = median(reached)
+    ratio = f"{medians['flywheel'] / medians['rllib']:.2f}" if all(medians.values()) else "n/a"
+    lines.append(f"flywheel / RLlib, medians of env steps to a last-100 mean of 450: {ratio}.")
     return lines
 
 
