@@ -383,3 +383,21 @@ def test_mujoco_report_curves_partial_runs_and_ratios(tmp_path, monkeypatch):
     )
     assert "- final return, flywheel mean 20 vs SB3 mean 10: ≥ SB3" in lines
     assert mujoco_report._at([(0, 1.0, None), (10, 2.0, None)], 5) == 1.0
+
+
+def test_report_ppo_parity_rows_per_label_and_ratio_per_seed(tmp_path, monkeypatch):
+    import report_ppo_parity
+
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    rows = [
+        {"label": "rllib", "seed": 0, "env_steps_to_target": 160_000, "env_steps_to_own_metric": 88_000},
+        {"label": "flywheel", "seed": 0, "env_steps_to_target": 120_000, "env_steps_to_own_metric": 120_000},
+        {"label": "flywheel", "seed": 1, "env_steps_to_target": None, "env_steps_to_own_metric": None},
+    ]
+    write_lines(tmp_path / "ppo_parity.jsonl", rows)
+    lines = report_ppo_parity.ppo_parity_section()
+    assert (
+        "| RLlib 2.60 | 160,000 | – | 160,000 |" in lines and "| RLlib 2.60 | 88,000 | – | 88,000 |" in lines
+    )
+    assert any(line.endswith("| 120,000 | not reached | 120,000 |") for line in lines)
+    assert lines[-1] == "flywheel / RLlib, medians of env steps to a last-100 mean of 450: 0.75."

@@ -3,23 +3,33 @@
 On `StatelessCartPole` (CartPole without velocities) the same budget and settings give the
 LSTM a mean return (last 100 episodes) far above what a memoryless MLP can reach: one
 observation cannot tell which way the pole is moving, so the MLP plateaus around 45-55
-(seeds 0-2: at most 51.7, 49.9, 53.7 over 80 iterations) while the LSTM ends at 243, 180 and 221.
+(seeds 0-2: at most 51.7, 49.9, 53.7 over 80 iterations) while the LSTM ends at 203 (seed 0).
 
 The value head shares the LSTM, so `vf_loss_coeff` is small (0.05): with the default 1.0 the
 value gradients (returns up to ~50) swamp the policy's and the LSTM learns nothing within the
 budget. `MeanStdFilter` scales positions and angles so that step-to-step differences, from
 which the LSTM infers velocities, are not lost in tiny inputs.
+
+The heads' output layers start small for the policy (rows of norm 0.01: a near-uniform first policy)
+and at norm 1 for the value, set through `model_config`: with torch's default initialization (the
+default, RLlib's) the LSTM reaches 143.7 at seed 0 within this budget.
 """
 
 import pytest
 
 from flywheel import PPOConfig
 from flywheel.connectors.env_to_module import MeanStdFilter
+from flywheel.core.models import normc_initializer
 from flywheel.testing.stateless_cartpole import StatelessCartPole
 
 pytestmark = pytest.mark.learning
 
 BUDGET = 81_920  # 80 iterations of 1024 env steps
+
+
+def normc_(weight, std):
+    """`normc_initializer(std)` as a `model_config` initializer (called as `init(tensor, **kwargs)`)."""
+    normc_initializer(std)(weight)
 
 
 def stateless_cartpole_config(*, use_lstm: bool, seed: int) -> PPOConfig:
@@ -48,6 +58,10 @@ def stateless_cartpole_config(*, use_lstm: bool, seed: int) -> PPOConfig:
                 "use_lstm": use_lstm,
                 "lstm_cell_size": 64,
                 "max_seq_len": 20,
+                "head_fcnet_kernel_initializer": normc_,
+                "head_fcnet_bias_initializer": "zeros_",
+                "pi_output_kernel_initializer_kwargs": {"std": 0.01},
+                "vf_output_kernel_initializer_kwargs": {"std": 1.0},
             }
         )
         .debugging(seed=seed)
@@ -69,7 +83,7 @@ def mean_return_after_budget(config: PPOConfig) -> tuple[float, int]:
 def test_lstm_learns_stateless_cartpole():
     ret, steps = mean_return_after_budget(stateless_cartpole_config(use_lstm=True, seed=0))
     assert steps == BUDGET
-    assert ret >= 150, f"LSTM mean return {ret:.1f} after {steps} env steps"  # seed 0: 243.2 here
+    assert ret >= 150, f"LSTM mean return {ret:.1f} after {steps} env steps"  # seed 0: 203.4 here
 
 
 def test_memoryless_module_stays_far_below_on_stateless_cartpole():

@@ -77,11 +77,13 @@ def test_unknown_conv_image_size_asks_for_conv_filters():
         build_encoder(gym.spaces.Box(0, 1, (32, 32, 3)), CFG)
 
 
-def test_policy_head_size_from_distribution_and_small_init():
+def test_policy_head_size_from_distribution_and_torch_init():
     space = gym.spaces.Box(-1, 1, (3,))
     head = build_policy_head(8, space, DiagGaussian, CFG)
     assert isinstance(head, nn.Linear) and head.out_features == 6
-    assert torch.allclose(head.weight.norm(dim=1), torch.full((6,), 0.01))
+    # torch's default Linear init (weights and biases within ±1/sqrt(fan_in)); log-std biases at log_std_init 0
+    assert head.weight.abs().max() <= 8**-0.5 and head.weight.abs().max() > 0.5 * 8**-0.5
+    assert head.bias[:3].abs().max() <= 8**-0.5 and torch.equal(head.bias[3:], torch.zeros(3))
     deep = build_policy_head(
         8, gym.spaces.Discrete(4), Categorical, resolve_model_config({"head_fcnet_hiddens": [5]})
     )
@@ -104,9 +106,9 @@ def test_free_log_std_head():
         )
 
 
-def test_value_head_outputs_one_unit_per_row_with_unit_norm():
+def test_value_head_outputs_one_unit_per_row_with_torch_init():
     head = build_value_head(8, CFG)
-    assert head.out_features == 1 and torch.allclose(head.weight.norm(dim=1), torch.ones(1))
+    assert head.out_features == 1 and 0 < head.weight.abs().max() <= 8**-0.5 and head.bias.abs() <= 8**-0.5
 
 
 def test_policy_head_for_dict_actions():

@@ -1,7 +1,7 @@
 import torch
 from torch import nn
 
-from flywheel.core.models import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_
+from flywheel.core.models import MLPEncoder, OneHotMLPEncoder, mlp, normc_initializer
 
 
 def test_mlp_layers():
@@ -14,10 +14,10 @@ def test_mlp_layers():
     assert isinstance(mlp(4, [], "tanh"), nn.Identity)
 
 
-def test_normc_init_scales_each_output_unit():
-    layer = normc_init_(nn.Linear(50, 3), 0.01)
+def test_normc_initializer_scales_each_output_unit():
+    layer = nn.Linear(50, 3)
+    normc_initializer(0.01)(layer.weight)
     assert torch.allclose(layer.weight.norm(dim=1), torch.full((3,), 0.01))
-    assert torch.equal(layer.bias, torch.zeros(3))
 
 
 def test_mlp_encoder_any_leading_dims_and_float_cast():

@@ -38,8 +38,8 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
     with a one-time warning when it exceeds half of the rows in `VF_CLIP_WARN_UPDATES` updates in a row.
 
     `entropy_coeff` may be a schedule over sampled env steps; with
-    `use_kl_loss` the KL coefficient adapts after every update (×1.5 when the mean KL
-    exceeds 2×`kl_target`, ×0.5 below 0.5×`kl_target`).
+    `use_kl_loss` the KL coefficient adapts after every update to the mean KL of the update's last
+    minibatch, as RLlib's (×1.5 above 2×`kl_target`, ×0.5 below 0.5×`kl_target`).
     """
 
     reconfigurable_settings = TorchLearner.reconfigurable_settings | {
@@ -128,13 +128,16 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
         )
         return total_loss
 
-    def log_loss_terms(self) -> None:
+    def log_loss_terms(self) -> dict[ModuleID, float]:
         """Logs the loss terms of the minibatches since the last call, each the mean over them (what
-        logging every minibatch would give); `update()` calls it once, at its end."""
+        logging every minibatch would give); `update()` calls it once, at its end. Returns each
+        module's mean KL of the last minibatch."""
+        last_kls = self._loss_stats.last_kls()
         stats = self._loss_stats.reduce(lambda mid: self.module[mid].get_train_action_dist_cls())
         for module_id, terms in stats.items():
             self.metrics.log_dict(terms, key=module_id)
             self._check_vf_clipping(module_id, terms["vf_loss_clipped_fraction"])
+        return last_kls
 
     def _check_vf_clipping(self, module_id: ModuleID, fraction: float) -> None:
         """Warns once when more than half of the module's value losses were clamped in each of the
@@ -159,6 +162,6 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
         )
 
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
-        """Logs the loss terms, then adapts each trained module's KL coefficient to this update's mean KL."""
-        self.log_loss_terms()
-        self.adapt_kl_coeffs()
+        """Logs the loss terms, then adapts each trained module's KL coefficient to the mean KL of this
+        update's last minibatch (RLlib's rule; the logged `mean_kl_loss` is the mean over minibatches)."""
+        self.adapt_kl_coeffs(self.log_loss_terms())

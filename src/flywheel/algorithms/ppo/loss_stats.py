@@ -60,6 +60,13 @@ class LossStats:
             )
         )
 
+    def last_kls(self) -> dict[Any, float]:
+        """`{module_id: mean KL of the last minibatch}` since the last `reduce`: what RLlib's PPO adapts
+        its KL coefficient to (its KL is logged with `window=1`, so it reads the last minibatch's)."""
+        return {
+            module_id: float(minibatches[-1].mean_kl) for module_id, minibatches in self._minibatches.items()
+        }
+
     def reduce(self, dist_cls_of: Any) -> dict[Any, dict[str, float]]:
         """`{module_id: {term: mean over minibatches}}`, and forgets them. `dist_cls_of(module_id)` is
         the train action distribution class (for the entropy)."""

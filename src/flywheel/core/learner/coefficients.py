@@ -69,8 +69,8 @@ class EntropyCoeffSchedules(_LearnerMixin):
 
 class AdaptiveKLCoeffs(_LearnerMixin):
     """`curr_kl_coeffs[module_id]`, starting at `config.kl_coeff`; with `config.use_kl_loss`,
-    `adapt_kl_coeffs()` moves it after each update: ×1.5 when the update's `mean_kl_loss` exceeded
-    2 × `kl_target`, ×0.5 below 0.5 × `kl_target`. Saved in the learner's state."""
+    `adapt_kl_coeffs()` moves it after each update: ×1.5 when the update's KL exceeded 2 × `kl_target`,
+    ×0.5 below 0.5 × `kl_target`. Saved in the learner's state."""
 
     def build(self) -> None:
         self.curr_kl_coeffs: dict[ModuleID, float] = {}
@@ -88,11 +88,15 @@ class AdaptiveKLCoeffs(_LearnerMixin):
         self.curr_kl_coeffs.pop(module_id, None)
         return spec
 
-    def adapt_kl_coeffs(self) -> None:
-        """Adapts each trained module's coefficient to its `mean_kl_loss` of this update; logs all."""
+    def adapt_kl_coeffs(self, kls: dict[ModuleID, float] | None = None) -> None:
+        """Adapts each trained module's coefficient to its KL of this update (`kls[module_id]`, else the
+        logged `mean_kl_loss`); logs all."""
         for module_id in self.module:
             # Modules without a KL term this update (e.g. a curiosity model next to PPO's policies) keep theirs.
-            kl = self.metrics.peek((module_id, "mean_kl_loss"), None) if self.config.use_kl_loss else None
+            logged = (
+                self.metrics.peek((module_id, "mean_kl_loss"), None) if kls is None else kls.get(module_id)
+            )
+            kl = logged if self.config.use_kl_loss else None
             if kl is not None and self.should_module_be_updated(module_id):
                 if kl > 2.0 * self.config.kl_target:
                     self.curr_kl_coeffs[module_id] *= 1.5

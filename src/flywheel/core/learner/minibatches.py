@@ -2,8 +2,9 @@
 
 A module's rows are split into `ceil(rows / minibatch_rows)` near-equal parts (as
 `np.array_split` splits), so minibatches hold `minibatch_size` rows or slightly fewer, never a
-tiny remainder. Rows of a stateful module are whole sequences (`minibatch_size //
-max_seq_len` of them per minibatch). With shuffling, each epoch gathers every column once in a
+tiny remainder. Rows of a stateful module are whole sequences, as many per minibatch as hold
+`minibatch_size` timesteps on average: `int(sequences * minibatch_size / sum(SEQ_LENS))`, RLlib's
+count (so short sequences, e.g. at episode ends, give more of them per minibatch). With shuffling, each epoch gathers every column once in a
 new row order and its minibatches are slices (views) of that; a single minibatch of all rows is
 left in its order (a new one would change only the rounding of its sums, at the cost of a gather).
 """
@@ -34,7 +35,7 @@ def iter_minibatches(
     gathers rows; `minibatch_counts` may raise the per-module counts (distributed learners align them)."""
     rows = {mid: num_rows(columns) for mid, columns in batch.items()}
     per_minibatch = {
-        mid: rows[mid] if minibatch_size is None else max(1, minibatch_size // _row_len(columns))
+        mid: rows[mid] if minibatch_size is None else _rows_per_minibatch(columns, rows[mid], minibatch_size)
         for mid, columns in batch.items()
     }
     counts = minibatch_counts({mid: max(1, -(-n // per_minibatch[mid])) for mid, n in rows.items()})
@@ -74,6 +75,10 @@ def _slice(data: Any, start: int, stop: int) -> Any:
     return data[start:stop]
 
 
-def _row_len(columns: dict) -> int:
-    """Timesteps per row: 1, or `max_seq_len` for a stateful module's sequence rows."""
-    return columns[Columns.LOSS_MASK].shape[1] if Columns.SEQ_LENS in columns else 1
+def _rows_per_minibatch(columns: dict, rows: int, minibatch_size: int) -> int:
+    """`minibatch_size` rows, or for a stateful module's sequence rows (of `SEQ_LENS` timesteps each) as
+    many as hold `minibatch_size` timesteps on average (at least one)."""
+    seq_lens = columns.get(Columns.SEQ_LENS)
+    if seq_lens is None:
+        return minibatch_size
+    return max(1, int(rows * (minibatch_size / max(1, int(seq_lens.sum())))))

@@ -31,7 +31,7 @@ from flywheel.core.models.config import (
 from flywheel.core.models.fusion import FusionEncoder
 from flywheel.core.models.initializers import LayerInit
 from flywheel.core.models.lstm import LSTMEncoder
-from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_init_, normc_initializer
+from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_initializer
 from flywheel.core.models.padding import same_padding, valid_padding
 
 __all__ = [
@@ -60,7 +60,6 @@ __all__ = [
     "masked_observation_space",
     "get_activation_fn",
     "mlp",
-    "normc_init_",
     "normc_initializer",
     "random_allowed_actions",
     "resolve_model_config",

@@ -24,10 +24,6 @@ from flywheel.errors import ModuleError
 ENCODER_OUT = "encoder_out"
 """The key under which RLlib's encoders return their output (modules that share an encoder use it)."""
 
-# Output-layer scales: a near-uniform initial policy, a unit-scale initial value estimate.
-POLICY_OUTPUT_STD = 0.01
-VALUE_OUTPUT_STD = 1.0
-
 Encoder = MLPEncoder | OneHotMLPEncoder | CNNEncoder | LSTMEncoder
 """What `build_encoder` returns: every encoder has `output_dim` (the size of its embeddings)."""
 
@@ -121,17 +117,16 @@ def build_head(
     output_dim: int,
     model_config: dict,
     output: str,
-    output_std: float | None = None,
     **kwargs,
 ) -> nn.Module:
     """A head: `head_fcnet_hiddens` with `head_fcnet_activation`, then `output_dim` outputs; its layers
     use the `head_fcnet_*_initializer`s, the output layer with `<output>_output_kernel_initializer_kwargs`
-    ("pi" or "vf") when set, or normc with `output_std` when no kernel initializer is set."""
+    ("pi" or "vf") when set. Layers without an initializer keep torch's default, as RLlib 2.60's heads."""
     hiddens, act = model_config["head_fcnet_hiddens"], model_config["head_fcnet_activation"]
     init = LayerInit.from_model_config(model_config, "head_fcnet")
     key = f"{output}_output_kernel_initializer_kwargs"
     output_init = init.with_kernel_kwargs(model_config.get(key), key)
-    return mlp(input_dim, hiddens, act, output_dim, output_std, init=init, output_init=output_init, **kwargs)
+    return mlp(input_dim, hiddens, act, output_dim, init=init, output_init=output_init, **kwargs)
 
 
 def build_policy_head(
@@ -146,13 +141,13 @@ def build_policy_head(
     gaussian = issubclass(dist_cls, DiagGaussian)
     if not gaussian:
         _check_not_gaussian_settings(dist_cls, action_space, model_config)
-        return build_head(input_dim, out_dim, model_config, "pi", POLICY_OUTPUT_STD)
+        return build_head(input_dim, out_dim, model_config, "pi")
     log_std_init, clip = float(model_config["log_std_init"]), float(model_config["log_std_clip_param"])
     if model_config["free_log_std"]:
-        mean_head = build_head(input_dim, out_dim // 2, model_config, "pi", POLICY_OUTPUT_STD)
+        mean_head = build_head(input_dim, out_dim // 2, model_config, "pi")
         return FreeLogStdHead(mean_head, out_dim // 2, log_std_init, clip)
     output_cls = nn.Linear if clip == math.inf else functools.partial(GaussianOutput, log_std_clip=clip)
-    head = build_head(input_dim, out_dim, model_config, "pi", POLICY_OUTPUT_STD, output_cls=output_cls)
+    head = build_head(input_dim, out_dim, model_config, "pi", output_cls=output_cls)
     output_layer = head[-1] if isinstance(head, nn.Sequential) else head
     bias = output_layer.bias
     assert isinstance(bias, torch.Tensor)  # the output layer is a Linear
@@ -177,4 +172,4 @@ def _check_not_gaussian_settings(dist_cls: type[Distribution], action_space: gym
 
 def build_value_head(input_dim: int, model_config: dict) -> nn.Module:
     """Embeddings → one value per row (`[..., 1]`)."""
-    return build_head(input_dim, 1, model_config, "vf", VALUE_OUTPUT_STD)
+    return build_head(input_dim, 1, model_config, "vf")

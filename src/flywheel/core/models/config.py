@@ -44,9 +44,8 @@ DEFAULT_MODEL_CONFIG = MappingProxyType(
         # Box actions: log-stds are clipped to [-log_std_clip_param, log_std_clip_param].
         "log_std_clip_param": 20.0,
         # Weight and bias initializers of the encoder's layers and of the heads' layers: None keeps
-        # the default (torch's for hidden layers; normc with std 0.01 for policy outputs and 1.0 for
-        # value outputs in PPO), else a torch.nn.init in-place name ("orthogonal_") or a callable,
-        # called as init(tensor, **kwargs).
+        # torch's default (as RLlib's), else a torch.nn.init in-place name ("orthogonal_") or a
+        # callable, called as init(tensor, **kwargs).
         "fcnet_kernel_initializer": None,
         "fcnet_kernel_initializer_kwargs": None,
         "fcnet_bias_initializer": None,

@@ -25,18 +25,6 @@ def normc_initializer(std: float = 1.0) -> Callable[[torch.Tensor], None]:
     return initialize
 
 
-def normc_init_(layer: nn.Linear, std: float) -> nn.Linear:
-    """`normc_initializer(std)` on the layer's weight, and a zero bias.
-
-    A policy output layer with std 0.01 starts PPO from a near-uniform policy, which keeps
-    the first updates from collapsing exploration; value outputs use std 1.0.
-    """
-    normc_initializer(std)(layer.weight)
-    with torch.no_grad():
-        layer.bias.zero_()
-    return layer
-
-
 def linear_layers(
     input_dim: int, hiddens: Sequence[int], activation: str | None, init: LayerInit | None = None
 ) -> list[nn.Module]:
@@ -58,14 +46,13 @@ def mlp(
     hiddens: Sequence[int],
     activation: str | None,
     output_dim: int | None = None,
-    output_std: float | None = None,
     *,
     init: LayerInit | None = None,
     output_init: LayerInit | None = None,
     output_cls: Callable[[int, int], nn.Linear] = nn.Linear,
 ) -> nn.Module:
     """`linear_layers` (initialized by `init`), then an optional linear output of class `output_cls`,
-    initialized by `output_init`, or normc with `output_std` where `output_init` sets no kernel.
+    initialized by `output_init` (None: torch's default, as RLlib's heads).
 
     A single layer is returned bare (not inside `nn.Sequential`) to save a call per forward.
     """
@@ -73,8 +60,6 @@ def mlp(
     if output_dim is not None:
         size = int(hiddens[-1]) if hiddens else input_dim
         out = output_cls(size, output_dim)
-        if output_std is not None and (output_init is None or output_init.kernel is None):
-            normc_init_(out, output_std)
         layers.append(out if output_init is None else output_init(out))
     if not layers:
         return nn.Identity()
