@@ -119,8 +119,9 @@ NOT_IN_FLYWHEEL = "imports RLlib names flywheel does not have (flywheel port rep
 COMPONENTS = "the checkpoint component constants COMPONENT_* of ray.rllib.core"
 XFAILS: dict[str, str] = {
     "algorithms/appo_custom_algorithm_w_shared_data_actor.py": (
-        "its APPO subclass overrides Algorithm.setup(config) to hand a shared actor to the runners, a hook "
-        "flywheel's Algorithm does not call (AttributeError: no attribute '_shared_data_actor')"
+        "its learner connector adds len(episode) rewards per chunk, counting the bootstrap timestep RLlib's "
+        "AddOneTsToEpisodesAndTruncate appends to the episodes; flywheel's adds that row to the batch and "
+        "leaves the episodes as sampled (ConnectorError: columns of different lengths)"
     ),
     "algorithms/maml_lr_supervised_learning.py": (
         NOT_IN_FLYWHEEL + "DifferentiableAlgorithmConfig, DifferentiableLearnerConfig, TrainingData (MAML)"
