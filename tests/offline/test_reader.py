@@ -70,6 +70,12 @@ def test_streams_past_the_end_into_a_new_pass(tmp_path):
     assert sum(len(e) for e in data.sample(num_rows=500)) >= 500
 
 
+def test_input_with_rays_local_scheme_reads_the_local_folder(tmp_path):
+    record(tmp_path, episodes=True, num_timesteps=50)
+    data = OfflineData(reading_config(f"local://{tmp_path}", episodes=True, shuffle=False), *SPACES)
+    assert data.paths == sorted(str(p) for p in tmp_path.glob("*.parquet")) and data.paths
+
+
 def test_empty_and_missing_paths(tmp_path):
     with pytest.raises(OfflineDataError, match=r"input_=.* holds no Parquet files \(\*\.parquet\)"):
         OfflineData(reading_config(tmp_path, episodes=True), *SPACES)

@@ -118,15 +118,33 @@ def test_compressed_columns_use_zstd(tmp_path):
     assert codecs["rewards"] == "SNAPPY"
 
 
-def test_evaluation_runners_do_not_record(tmp_path):
-    config = recording_config(tmp_path).evaluation(evaluation_interval=1, evaluation_duration=1)
+def test_evaluation_runners_record_too_as_in_rllib(tmp_path):
+    config = recording_config(tmp_path).evaluation(
+        evaluation_interval=1, evaluation_duration=3, evaluation_config={"explore": False}
+    )
+    algo = config.training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1).build_algo()
+    result = algo.train()
+    algo.stop()
+    steps = [len(o) - 1 for p in files(tmp_path) for o in pq.read_table(p).column("obs").to_pylist()]
+    evaluated = result["evaluation"]["env_runners"]["num_env_steps_sampled"]
+    assert evaluated > 0 and sum(steps) == 64 + evaluated
+
+
+def test_evaluation_config_output_none_keeps_evaluation_out_of_the_recording(tmp_path):
+    config = recording_config(tmp_path).evaluation(
+        evaluation_interval=1, evaluation_duration=1, evaluation_config={"output": None}
+    )
     algo = config.training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1).build_algo()
     algo.train()
     algo.stop()
-    recorded = sum(pq.read_metadata(p).num_rows for p in files(tmp_path))
-    ids = {i for p in files(tmp_path) for i in pq.read_table(p).column("eps_id").to_pylist()}
     assert sum(len(o) - 1 for p in files(tmp_path) for o in pq.read_table(p).column("obs").to_pylist()) == 64
-    assert recorded == len(ids)
+
+
+def test_rays_local_scheme_names_a_local_folder(tmp_path):
+    runner = SingleAgentEnvRunner(config=recording_config(f"local://{tmp_path}", output_write_episodes=False))
+    episodes = runner.sample(num_timesteps=30)
+    runner.stop()
+    assert pq.read_table(files(tmp_path)[0]).num_rows == sum(len(e) for e in episodes) == 30
 
 
 def test_multi_agent_runner_records_each_agent_with_its_module(tmp_path):

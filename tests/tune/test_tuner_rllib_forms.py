@@ -10,8 +10,9 @@ import ray
 from ray import tune
 
 from flywheel import APPO, PPO
+from flywheel.errors import ConfigError
 from flywheel.tune import Tuner
-from flywheel.tune.tuner import as_tune_trainable
+from flywheel.tune.tuner import as_tune_trainable, check_gpus_here
 
 from .conftest import run_config, tiny_config
 
@@ -41,3 +42,28 @@ def test_tuner_runs_config_algo_class_and_a_name_on_a_tune_registered_env(ray_se
         grid = Tuner(trainable, param_space=space, run_config=run_config(tmp_path, stop=stop)).fit()
         assert grid.errors == [] and grid[0].metrics["training_iteration"] == 1
         assert grid[0].metrics["env_runners"]["num_env_steps_sampled"] == 200
+
+
+def test_fit_refuses_gpus_this_machine_lacks_before_starting_ray(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 0)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh process (Tune would start Ray)
+    config = (
+        APPO.get_default_config().environment("CartPole-v1").learners(num_learners=1, num_gpus_per_learner=1)
+    )
+    with pytest.raises(ConfigError, match=r"asks for 1 GPU\(s\).*this machine has 0.*num_gpus_per_learner=0"):
+        Tuner(config.algo_class, param_space=config).fit()
+    with pytest.raises(ConfigError, match=r"asks for 2 GPU\(s\)"):
+        Tuner(
+            "PPO", param_space={**tiny_config().to_dict(), "num_learners": 2, "num_gpus_per_learner": 1}
+        ).fit()
+
+
+def test_gpus_are_not_checked_against_a_cluster_or_a_search_space(monkeypatch):
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 0)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    check_gpus_here(APPO.get_default_config().learners(num_gpus_per_learner=1))
+    monkeypatch.delenv("RAY_ADDRESS")
+    check_gpus_here({"num_gpus_per_learner": tune.choice([0, 1])})
+    check_gpus_here(APPO.get_default_config())  # no GPU asked

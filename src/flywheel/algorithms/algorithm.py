@@ -79,6 +79,23 @@ class Algorithm(TrainableAPI, Checkpointable):
         self.metrics = MetricsLogger(root=True)
         self.iteration = 0
         self._time_total_s = 0.0
+        self.setup(config)
+
+    # --------------------------------------------------------------- set up
+
+    def setup(self, config: Any) -> None:
+        """Builds what the algorithm runs on. The constructor calls it once, after setting `self.config`
+        (validated and frozen; `config` is the same object), `self.metrics` and the counters, as RLlib's
+        Algorithm (a Tune Trainable) calls `setup(config)` from its constructor.
+
+        It builds, from `self.config`: the callbacks, the seeds, the env runners, the learners (whose
+        weights it syncs to the runners) and the evaluation runners, then calls `on_algorithm_init`.
+        An override calls `super().setup(config)`: before it, nothing is built yet; after it, the
+        runners and learners exist (e.g. to hand them a shared actor), and attributes it sets are there
+        for `training_step`. IMPALA's queue and the replay buffer of DQN and SAC are built that way.
+        `Algorithm.from_checkpoint` builds through the constructor too: an override also runs for a
+        restored algorithm, before the checkpoint's state is set."""
+        config = self.config  # the constructor's; RLlib's setup builds from self.config too
         self._callbacks = config.build_callbacks()
         self._seed_everything()
         self.env_runner_group = EnvRunnerGroup(config=config, runner_class=runner_class(config))
@@ -90,9 +107,8 @@ class Algorithm(TrainableAPI, Checkpointable):
         self.learner_group = LearnerGroup(config=config, module_spec=module_spec, spaces=spaces)
         self._sync_weights(force=True)
         self.eval_env_runner_group = self._build_evaluation_group()
+        self._aggregator_actor_manager = None  # RLlib's attribute; flywheel starts no aggregator actors
         self._callbacks.on_algorithm_init(algorithm=self, metrics_logger=self.metrics)
-
-    # --------------------------------------------------------------- set up
 
     def _seed_everything(self) -> None:
         if self.config.seed is not None:

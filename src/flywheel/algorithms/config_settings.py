@@ -192,8 +192,8 @@ class AlgorithmSettings:
     False: they are in the env's bounds and are normalized on read. flywheel's own recordings say in
     their metadata which space they hold, and that wins."""
     output: str | None = setting("offline_data")
-    """Folder every env runner (local and remote) writes what it samples to, as Parquet files (None: no
-    recording). Evaluation runners do not record."""
+    """Folder every env runner (local and remote, evaluation runners too, as in RLlib) writes what it
+    samples to, as Parquet files (None: no recording; a `local://` prefix is dropped)."""
     output_write_episodes: bool = setting("offline_data", True)
     """True: one row per episode chunk (list columns); False: one row per agent step."""
     output_max_rows_per_file: int | None = setting("offline_data")

@@ -188,7 +188,7 @@ class EnvRunner(Checkpointable, abc.ABC):
                 assert num_timesteps is not None  # set above when neither was given
                 episodes, stats = self._sample_timesteps(num_timesteps, explore, random_actions)
         self._log_sample_metrics(episodes, stats)
-        if self.config.output is not None and not self.config.in_evaluation:
+        if self.config.output is not None:
             self._offline_writer().write(episodes)
         self._callbacks.on_sample_end(env_runner=self, metrics_logger=self.metrics, samples=episodes)
         return episodes

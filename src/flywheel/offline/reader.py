@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import episode_builder
 from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
+from flywheel.offline.paths import local_path
 from flywheel.offline.prefetch import PREFETCH_KEY, Episode, Prefetcher, prefetch_depth
 from flywheel.offline.shuffle import shuffled
 
@@ -139,7 +140,7 @@ def parquet_files(input_: Any) -> list[str]:
     (hidden files, e.g. ones still being written, are skipped), sorted."""
     paths = input_ if isinstance(input_, list | tuple) else [input_]
     files = []
-    for path in map(os.fspath, paths):
+    for path in map(local_path, paths):
         if os.path.isfile(path):
             files.append(path)
             continue

@@ -38,6 +38,7 @@ from flywheel.offline.arrow_columns import (
     spaces_metadata,
     to_arrow,
 )
+from flywheel.offline.paths import local_path
 from flywheel.utils.nested import concat
 
 _IDS = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID)
@@ -60,7 +61,7 @@ class OfflineWriter:
         file_prefix: str = "runner",
         actions_normalized: bool = True,
     ) -> None:
-        self.output = os.fspath(output)
+        self.output = local_path(output)
         os.makedirs(self.output, exist_ok=True)
         self.write_episodes = write_episodes
         self.max_rows_per_file = max_rows_per_file

@@ -33,8 +33,8 @@ class IMPALA(Algorithm):
 
     reconfigurable_settings = Algorithm.reconfigurable_settings | {"broadcast_interval"}
 
-    def __init__(self, config: Any, **kwargs: Any) -> None:
-        super().__init__(config, **kwargs)
+    def setup(self, config: Any) -> None:
+        super().setup(config)
         self.learner_queue = self.config.build_learner_queue()
         self._forming: list = []  # fragments of the next train batch
         self._forming_steps = 0

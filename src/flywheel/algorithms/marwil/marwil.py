@@ -18,8 +18,8 @@ class MARWIL(Algorithm):
 
     offline_data: Any = None  # the reader of config.input_ (None until built)
 
-    def __init__(self, config: Any, **kwargs: Any) -> None:
-        super().__init__(config, **kwargs)
+    def setup(self, config: Any) -> None:
+        super().setup(config)
         from flywheel.offline.inputs import open_input
 
         spaces = self.env_runner.get_spaces()[INPUT_ENV_SINGLE_SPACES]

@@ -45,8 +45,8 @@ class OffPolicyAlgorithm(Algorithm):
     refills the buffer (with its lifetime counters intact, it learns right away).
     """
 
-    def __init__(self, config: Any, **kwargs: Any) -> None:
-        super().__init__(config, **kwargs)
+    def setup(self, config: Any) -> None:
+        super().setup(config)
         self.replay_buffer = self.config.build_replay_buffer()
         self._sample_rounds, self._updates = self.config.sample_and_train_rounds()
         settings = self.config.replay_buffer_settings()
