@@ -8,6 +8,8 @@ import torch
 from torch import nn
 
 from flywheel import MultiRLModule, MultiRLModuleSpec, PPOConfig, RLModuleSpec, TorchRLModule
+from flywheel.algorithms.ppo.catalog import PPOCatalog
+from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
 from flywheel.errors import ModuleError
 
 OBS = gym.spaces.Box(-1.0, 1.0, (2,))
@@ -265,9 +267,25 @@ def test_load_state_path_in_a_config_starts_training_from_pretrained_weights(tmp
         second.stop()
 
 
-def test_catalog_class_other_than_none_is_refused_with_the_fix():
+def test_catalog_class_other_than_none_or_the_modules_own_is_refused_with_the_fix():
     assert RLModuleSpec(Small, OBS, ACT, catalog_class=None).build() is not None
     with pytest.raises(
         ModuleError, match=r"^RLModuleSpec\(catalog_class=<class 'object'>\): flywheel has no model catalog"
     ):
         RLModuleSpec(Small, OBS, ACT, catalog_class=object).build()
+    with pytest.raises(ModuleError, match=r"^RLModuleSpec\(catalog_class=<class '.*PPOCatalog'>\)"):
+        RLModuleSpec(Small, OBS, ACT, catalog_class=PPOCatalog).build()  # not Small's
+
+
+def test_ppo_catalog_names_the_default_ppo_modules_networks_as_in_rllib():
+    # RLlib's pretraining_single_agent_training_multi_agent.py passes catalog_class=PPOCatalog.
+    config = {"fcnet_hiddens": [8]}
+    with_catalog = RLModuleSpec(
+        DefaultPPOTorchRLModule, OBS, ACT, model_config=config, catalog_class=PPOCatalog
+    ).build()
+    plain = RLModuleSpec(DefaultPPOTorchRLModule, OBS, ACT, model_config=config).build()
+    shapes = {name: tuple(p.shape) for name, p in plain.named_parameters()}
+    assert {name: tuple(p.shape) for name, p in with_catalog.named_parameters()} == shapes
+    assert shapes["encoder.actor_encoder.0.weight"] == (8, 2) and shapes["pi.weight"] == (3, 8)
+    direct = DefaultPPOTorchRLModule(observation_space=OBS, action_space=ACT, catalog_class=PPOCatalog)
+    assert direct.catalog is None  # flywheel has no catalog object

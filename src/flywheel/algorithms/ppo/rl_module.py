@@ -29,6 +29,7 @@ from flywheel.core.models import (
     resolve_model_config,
     split_masked,
 )
+from flywheel.algorithms.ppo.catalog import PPOCatalog
 from flywheel.core.models.catalog import Encoder
 from flywheel.core.rl_module.apis import ValueFunctionAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
@@ -52,6 +53,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     """
 
     uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
+    default_catalog_class = PPOCatalog
 
     def setup(self) -> None:
         self.model_config = resolve_model_config(

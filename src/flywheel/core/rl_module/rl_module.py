@@ -39,11 +39,16 @@ class RLModule(Checkpointable):
         model_config: Free-form settings for `setup()` (default `{}`); a `DefaultModelConfig` counts as
             the dict of its fields.
         learner_only: Whether the module lives on learners only (RLlib's keyword; kept as an attribute).
-        catalog_class: RLlib's model catalog; flywheel has none, so only None is accepted.
+        catalog_class: RLlib's model catalog; flywheel has none, so only None, or the class's
+            `default_catalog_class` (the name of what its `setup()` builds), is accepted.
 
     Attributes `setup()` may set: `action_dist_cls`, the distribution class of all three phases
     (default None: the action space's default, see `get_inference_action_dist_cls`).
     """
+
+    default_catalog_class: type | None = None
+    """RLlib's catalog class whose networks this module's `setup()` builds (e.g. `PPOCatalog`), which
+    `catalog_class=` may name; None: no catalog may be named."""
 
     def __init__(
         self,
@@ -56,8 +61,9 @@ class RLModule(Checkpointable):
         catalog_class: Any = None,
         **kwargs: Any,
     ):
-        if catalog_class is not None or kwargs:
-            given = ["catalog_class"] * (catalog_class is not None) + sorted(kwargs)
+        foreign_catalog = catalog_class not in (None, self.default_catalog_class)
+        if foreign_catalog or kwargs:
+            given = ["catalog_class"] * foreign_catalog + sorted(kwargs)
             raise ModuleError(
                 f"{type(self).__name__}() got {given}, which flywheel's RLModule does not take (it has no "
                 "model catalog). Fix: build the layers in setup() from self.observation_space, "

@@ -42,7 +42,8 @@ class RLModuleSpec:
     # Keyword-only: RLlib places it before model_config, flywheel's positional order predates it.
     learner_only: bool = field(default=False, kw_only=True)
     catalog_class: Any = field(default=None, kw_only=True)
-    """RLlib's model catalog: must be None (flywheel has no catalog; modules build layers in setup())."""
+    """RLlib's model catalog: None, or `module_class.default_catalog_class` (the name of what the module's
+    setup() builds, e.g. `PPOCatalog`); flywheel has no catalogs, modules build their layers in setup()."""
     load_state_path: str | os.PathLike | None = field(default=None, kw_only=True)
     """A module checkpoint (e.g. `<algo checkpoint>/learner_group/learner/rl_module/<module_id>`) whose
     state `build()` loads into the new module, as RLlib does: pretrained weights for a new run."""
@@ -50,7 +51,7 @@ class RLModuleSpec:
     def build(self) -> RLModule:
         """Builds the module, and loads `load_state_path` into it (ModuleError if the class or a space
         is missing, or `catalog_class` is set)."""
-        if self.catalog_class is not None:
+        if self.catalog_class not in (None, getattr(self.module_class, "default_catalog_class", None)):
             raise ModuleError(
                 f"RLModuleSpec(catalog_class={self.catalog_class!r}): flywheel has no model catalog; a module "
                 "builds its layers in setup() from self.observation_space, self.action_space and "
