@@ -116,7 +116,6 @@ SKIPS: dict[str, str] = {
 """Script -> why it cannot run here (a dependency not on the registry, a file the wheel does not ship)."""
 
 NOT_IN_FLYWHEEL = "imports RLlib names flywheel does not have (flywheel port reports each line): "
-COMPONENTS = "the checkpoint component constants COMPONENT_* of ray.rllib.core"
 XFAILS: dict[str, str] = {
     "algorithms/appo_custom_algorithm_w_shared_data_actor.py": (
         "its learner connector adds len(episode) rewards per chunk, counting the bootstrap timestep RLlib's "
@@ -167,9 +166,6 @@ XFAILS: dict[str, str] = {
     "rl_modules/migrate_modelv2_to_new_api_stack_by_policy_checkpoint.py": (
         NOT_IN_FLYWHEEL + "ray.rllib.utils.spaces.space_utils.batch (and an old API stack Policy checkpoint)"
     ),
-    "rl_modules/pretraining_single_agent_training_multi_agent.py": NOT_IN_FLYWHEEL
-    + "PPOCatalog, "
-    + COMPONENTS,
 }
 """Script -> the cause outside the harness it fails on today (not strict: fixed causes show as XPASS)."""
 
