@@ -19,17 +19,12 @@ import pytest
 
 from flywheel import PPOConfig
 from flywheel.connectors.env_to_module import MeanStdFilter
-from flywheel.core.models import normc_initializer
+from flywheel.core.models import NORMC_HEADS
 from flywheel.testing.stateless_cartpole import StatelessCartPole
 
 pytestmark = pytest.mark.learning
 
 BUDGET = 81_920  # 80 iterations of 1024 env steps
-
-
-def normc_(weight, std):
-    """`normc_initializer(std)` as a `model_config` initializer (called as `init(tensor, **kwargs)`)."""
-    normc_initializer(std)(weight)
 
 
 def stateless_cartpole_config(*, use_lstm: bool, seed: int) -> PPOConfig:
@@ -58,10 +53,7 @@ def stateless_cartpole_config(*, use_lstm: bool, seed: int) -> PPOConfig:
                 "use_lstm": use_lstm,
                 "lstm_cell_size": 64,
                 "max_seq_len": 20,
-                "head_fcnet_kernel_initializer": normc_,
-                "head_fcnet_bias_initializer": "zeros_",
-                "pi_output_kernel_initializer_kwargs": {"std": 0.01},
-                "vf_output_kernel_initializer_kwargs": {"std": 1.0},
+                **NORMC_HEADS,
             }
         )
         .debugging(seed=seed)

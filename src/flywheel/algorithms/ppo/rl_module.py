@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from flywheel.algorithms.ppo.catalog import PPOCatalog
 from flywheel.columns import Columns
 from flywheel.compat import child, forward_of
 from flywheel.core.models import (
@@ -29,7 +30,6 @@ from flywheel.core.models import (
     resolve_model_config,
     split_masked,
 )
-from flywheel.algorithms.ppo.catalog import PPOCatalog
 from flywheel.core.models.catalog import Encoder
 from flywheel.core.rl_module.apis import ValueFunctionAPI
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule

@@ -31,7 +31,7 @@ from flywheel.core.models.config import (
 from flywheel.core.models.fusion import FusionEncoder
 from flywheel.core.models.initializers import LayerInit
 from flywheel.core.models.lstm import LSTMEncoder
-from flywheel.core.models.mlp import MLPEncoder, OneHotMLPEncoder, mlp, normc_initializer
+from flywheel.core.models.mlp import NORMC_HEADS, MLPEncoder, OneHotMLPEncoder, mlp, normc_, normc_initializer
 from flywheel.core.models.padding import same_padding, valid_padding
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "MASKED_OBSERVATIONS",
     "CNNEncoder",
     "DEFAULT_MODEL_CONFIG",
+    "NORMC_HEADS",
     "FUSION_KEYS",
     "FusionEncoder",
     "GAUSSIAN_HEAD_KEYS",
@@ -60,6 +61,7 @@ __all__ = [
     "masked_observation_space",
     "get_activation_fn",
     "mlp",
+    "normc_",
     "normc_initializer",
     "random_allowed_actions",
     "resolve_model_config",

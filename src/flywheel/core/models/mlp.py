@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +24,24 @@ def normc_initializer(std: float = 1.0) -> Callable[[torch.Tensor], None]:
             weight.mul_(std / weight.norm(dim=1, keepdim=True))
 
     return initialize
+
+
+def normc_(weight: torch.Tensor, std: float = 1.0) -> None:
+    """`normc_initializer(std)` as a `model_config` initializer (called as `init(tensor, **kwargs)`)."""
+    normc_initializer(std)(weight)
+
+
+NORMC_HEADS = MappingProxyType(
+    {
+        "head_fcnet_kernel_initializer": normc_,
+        "head_fcnet_bias_initializer": "zeros_",
+        "pi_output_kernel_initializer_kwargs": {"std": 0.01},
+        "vf_output_kernel_initializer_kwargs": {"std": 1.0},
+    }
+)
+"""`model_config` keys for heads whose output rows start at norm 0.01 (policy: a near-uniform first policy)
+and 1.0 (value), with zero biases: `model_config={"fcnet_hiddens": [64], **NORMC_HEADS}`. RLlib's
+default heads (and flywheel's) keep torch's initialization instead."""
 
 
 def linear_layers(
