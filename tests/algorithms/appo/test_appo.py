@@ -95,6 +95,39 @@ def test_first_update_is_on_policy_for_the_target_network():
     assert module["curr_kl_coeff"] == pytest.approx(0.2)
 
 
+def test_kl_coefficient_adapts_to_the_last_minibatchs_kl_as_rllibs(monkeypatch):
+    # RLlib's APPO logs the KL with window=1 and adapts the coefficient to it after each update.
+    kls, adapted_to = [], []
+    log = APPOTorchLearner.log_minibatch_value
+    adapt = APPOTorchLearner.adapt_kl_coeffs
+
+    def log_and_keep(self, key, value):
+        if key == ("default_policy", "mean_kl_loss"):
+            kls.append(float(value))
+        log(self, key, value)
+
+    def adapt_and_keep(self, kls_now=None):
+        adapted_to.append(dict(kls_now or {}))
+        adapt(self, kls_now)
+
+    monkeypatch.setattr(APPOTorchLearner, "log_minibatch_value", log_and_keep)
+    monkeypatch.setattr(APPOTorchLearner, "adapt_kl_coeffs", adapt_and_keep)
+    algo = sync_config(
+        use_kl_loss=True, circular_buffer_iterations_per_batch=3, minibatch_size=20, lr=0.05
+    ).build_algo()
+    try:
+        algo.train()
+        algo.train()
+    finally:
+        algo.stop()
+    per_update = len(kls) // len(adapted_to)
+    assert len(adapted_to) >= 2 and per_update >= 2 and len(kls) == per_update * len(adapted_to)
+    last = kls[per_update - 1 :: per_update]
+    assert [update["default_policy"] for update in adapted_to] == pytest.approx(last)
+    means = [sum(kls[i : i + per_update]) / per_update for i in range(0, len(kls), per_update)]
+    assert means != pytest.approx(last)  # the mean over minibatches would be another input
+
+
 def test_target_network_follows_every_period_of_trained_env_steps():
     # Period: freq 1 x N 1 x K 1 x 40 = 40 trained env steps: updates 2, 3, ... each move the target.
     config = sync_config(

@@ -11,7 +11,7 @@ Per minibatch and module (time-major `[T, B]`, as in `IMPALATorchLearner`)::
 After an update, the target networks move towards the trained ones (`tau`; 1.0 copies) once
 `target_network_update_freq` × `circular_buffer_num_batches` × `circular_buffer_iterations_per_batch`
 × `learner_train_batch_size` env steps were trained since the last move (RLlib's unit), and
-with `use_kl_loss` the KL coefficient adapts to the update's mean KL.
+with `use_kl_loss` the KL coefficient adapts to the KL of the update's last minibatch, as RLlib's.
 
 The target policy's outputs are computed once per train batch (all its rows, before the
 minibatches) and kept with the batch while the circular buffer hands it out again, until the
@@ -50,6 +50,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
     def build(self) -> None:
         self._last_target_update_ts = 0  # trained env steps at the last target update
         self._target_version = 0  # how often the target networks moved (kept batches' outputs expire)
+        self._last_kls: dict[ModuleID, torch.Tensor] = {}  # each module's KL of its last minibatch
         super().build()
         for module_id in self.module:
             self._make_target_networks(module_id)
@@ -131,6 +132,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
             mean_kl = tm.mean(tm(old_dist.kl(dist))[:-1])
             total = total + self.curr_kl_coeffs[module_id] * mean_kl
             self.log_minibatch_value((module_id, "mean_kl_loss"), mean_kl.detach())
+            self._last_kls[module_id] = mean_kl.detach()
         return total
 
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
@@ -154,7 +156,9 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
             self._last_target_update_ts = trained
             self._target_version += 1
             self.metrics.log_value((ALL_MODULES, keys.NUM_TARGET_UPDATES), 1, reduce="lifetime_sum")
-        self.adapt_kl_coeffs()
+        # RLlib's APPO logs the KL with window=1 and adapts to it: the update's last minibatch's KL.
+        self.adapt_kl_coeffs({module_id: float(kl) for module_id, kl in self._last_kls.items()})
+        self._last_kls.clear()
 
     def get_state(
         self, components: str | list[str] | None = None, not_components: str | list[str] | None = None
