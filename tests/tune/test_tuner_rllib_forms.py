@@ -25,12 +25,15 @@ def make_cartpole(env_config):
     return gym.make("CartPole-v1")
 
 
-def test_a_flywheel_algorithm_class_or_name_becomes_flywheels_trainable():
+def test_a_flywheel_algorithm_class_or_name_becomes_flywheels_trainable(monkeypatch):
     config = tiny_config()
-    # A name no test registers with Tune (test_trainable.py registers "PPO", which Tune then resolves).
+    # Other tests register built-in names with Tune (Tune's registry lives as long as the process).
+    monkeypatch.setattr("flywheel.tune.tuner.is_tune_registered_trainable", lambda name: False)
     by_class, by_name = as_tune_trainable(PPO, config), as_tune_trainable("APPO", config.to_dict())
     assert issubclass(by_class, tune.Trainable) and by_class.algo_class is PPO
     assert issubclass(by_name, tune.Trainable) and by_name.algo_class is APPO
+    monkeypatch.setattr("flywheel.tune.tuner.is_tune_registered_trainable", lambda name: True)
+    assert as_tune_trainable("APPO", config.to_dict()) == "APPO"  # registered with Tune: Tune resolves it
     assert as_tune_trainable("MyRegisteredName") == "MyRegisteredName"  # Tune's own names: as given
 
 
