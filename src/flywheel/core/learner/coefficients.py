@@ -69,7 +69,7 @@ class EntropyCoeffSchedules(_LearnerMixin):
 
 class AdaptiveKLCoeffs(_LearnerMixin):
     """`curr_kl_coeffs[module_id]`, starting at `config.kl_coeff`; with `config.use_kl_loss`,
-    `adapt_kl_coeffs()` moves it after each update: ×1.5 when the update's KL exceeded 2 × `kl_target`,
+    `adapt_kl_coeffs(kls)` moves it after each update: ×1.5 when the update's KL exceeded 2 × `kl_target`,
     ×0.5 below 0.5 × `kl_target`. Saved in the learner's state."""
 
     def build(self) -> None:
@@ -88,15 +88,12 @@ class AdaptiveKLCoeffs(_LearnerMixin):
         self.curr_kl_coeffs.pop(module_id, None)
         return spec
 
-    def adapt_kl_coeffs(self, kls: dict[ModuleID, float] | None = None) -> None:
-        """Adapts each trained module's coefficient to its KL of this update (`kls[module_id]`, else the
-        logged `mean_kl_loss`); logs all."""
+    def adapt_kl_coeffs(self, kls: dict[ModuleID, float]) -> None:
+        """Adapts each trained module's coefficient to its KL of this update (`kls[module_id]`: RLlib's
+        rule reads the update's last minibatch's); logs all."""
         for module_id in self.module:
             # Modules without a KL term this update (e.g. a curiosity model next to PPO's policies) keep theirs.
-            logged = (
-                self.metrics.peek((module_id, "mean_kl_loss"), None) if kls is None else kls.get(module_id)
-            )
-            kl = logged if self.config.use_kl_loss else None
+            kl = kls.get(module_id) if self.config.use_kl_loss else None
             if kl is not None and self.should_module_be_updated(module_id):
                 if kl > 2.0 * self.config.kl_target:
                     self.curr_kl_coeffs[module_id] *= 1.5
