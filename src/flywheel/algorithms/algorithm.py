@@ -40,10 +40,10 @@ from flywheel.checkpoints.tree import read_tree
 from flywheel.core.learner.learner_group import LearnerGroup, merge_results
 from flywheel.core.rl_module.spec import RLModuleSpec
 from flywheel.env_runners.group import EnvRunnerGroup
-from flywheel.episodes.transition_episodes import num_env_steps
 from flywheel.errors import StoppedError
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
+from flywheel.metrics.reduced import without_item_series
 from flywheel.seeding import seed_process
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
 
@@ -55,8 +55,6 @@ EPISODE_KEYS = (
     keys.EPISODE_LEN_MIN,
     keys.EPISODE_LEN_MAX,
 )
-# How the learners' per-update counters add up over an iteration (anything else: "sum").
-_COUNTER_REDUCE = {keys.WEIGHTS_SEQ_NO: "max", keys.NUM_TARGET_UPDATES: "lifetime_sum"}
 
 
 class Algorithm(TrainableAPI, Checkpointable):
@@ -96,7 +94,7 @@ class Algorithm(TrainableAPI, Checkpointable):
         `Algorithm.from_checkpoint` builds through the constructor too: an override also runs for a
         restored algorithm, before the checkpoint's state is set."""
         config = self.config  # the constructor's; RLlib's setup builds from self.config too
-        self._callbacks = config.build_callbacks()
+        self.callbacks = config.build_callbacks()
         self._seed_everything()
         self.env_runner_group = EnvRunnerGroup(config=config, runner_class=runner_class(config))
         runner = self.env_runner_group.local_env_runner
@@ -105,10 +103,10 @@ class Algorithm(TrainableAPI, Checkpointable):
             runner.module_spec if config.is_multi_agent else single_agent_learner_spec(config, spaces)
         )
         self.learner_group = LearnerGroup(config=config, module_spec=module_spec, spaces=spaces)
-        self._sync_weights(force=True)
+        self.sync_runner_weights(force=True)
         self.eval_env_runner_group = self._build_evaluation_group()
         self._aggregator_actor_manager = None  # RLlib's attribute; flywheel starts no aggregator actors
-        self._callbacks.on_algorithm_init(algorithm=self, metrics_logger=self.metrics)
+        self.callbacks.on_algorithm_init(algorithm=self, metrics_logger=self.metrics)
 
     def _seed_everything(self) -> None:
         if self.config.seed is not None:
@@ -133,22 +131,32 @@ class Algorithm(TrainableAPI, Checkpointable):
         are met, then evaluates when `evaluation_interval` says so (with
         `evaluation_parallel_to_training`: while training, on the weights from before it); returns the
         result dict (API.md §2). An iteration that raises changes no counter, metric or learner
-        (`_all_or_nothing`)."""
+        (`all_or_nothing`)."""
         self._check_not_stopped("train")
         start = time.perf_counter()
         interval = self.config.evaluation_interval
         evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
         parallel = evaluate_now and self.config.evaluation_parallel_to_training
         evaluated = None
-        with self._all_or_nothing():
+        with self.all_or_nothing():
             if parallel:
                 evaluated = evaluation.alongside(self, self._train_until_minimums)
             else:
                 self._train_until_minimums()
         self.iteration += 1
+        if self.env_runner_group.num_remote_env_runners():
+            counts = self.env_runner_group.fault_tolerance_metrics()
+            self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
         if evaluate_now and not parallel:
             evaluated = self.evaluate()
         result = self.metrics.reduce()
+        trained = result.get(LEARNER_RESULTS, {}).get(ALL_MODULES, {})
+        for name in (
+            keys.NUM_ENV_STEPS_TRAINED_LIFETIME,
+            f"{keys.NUM_ENV_STEPS_TRAINED_LIFETIME}_throughput",
+        ):
+            if name in trained:  # also at the top level, where flywheel has always reported it
+                result[name] = trained[name]
         for key in EPISODE_KEYS:  # present (NaN) before the first episode ends, as API.md §2 lists them
             result.setdefault(ENV_RUNNER_RESULTS, {}).setdefault(key, float("nan"))
         time_this_iter = time.perf_counter() - start
@@ -161,7 +169,7 @@ class Algorithm(TrainableAPI, Checkpointable):
             time_total_s=self._time_total_s,
             **{keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps()},
         )
-        self._callbacks.on_train_result(algorithm=self, metrics_logger=self.metrics, result=result)
+        self.callbacks.on_train_result(algorithm=self, metrics_logger=self.metrics, result=result)
         return result
 
     def _train_until_minimums(self) -> None:
@@ -181,9 +189,11 @@ class Algorithm(TrainableAPI, Checkpointable):
                     break
 
     @contextlib.contextmanager
-    def _all_or_nothing(self) -> Iterator[None]:
+    def all_or_nothing(self) -> Iterator[None]:
         """An iteration that raises (a learner died, no runner can sample, Ctrl-C) moves no counter or
-        metric, and the learners return to their state from before it (`LearnerGroup.atomic`)."""
+        metric, and the learners return to their state from before it (`LearnerGroup.atomic`).
+        `train()` runs each iteration in it; an algorithm that keeps state of its own across
+        `training_step` calls extends it (IMPALA: its queue of train batches)."""
         metrics = self.metrics.get_state()
         with self.learner_group.atomic():
             try:
@@ -195,63 +205,63 @@ class Algorithm(TrainableAPI, Checkpointable):
     def _lifetime_env_steps(self) -> int:
         return int(self.metrics.peek((ENV_RUNNER_RESULTS, keys.NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0))
 
-    def _sample(self, **kwargs: Any) -> list:
-        """Samples from the runner group and merges the runners' metrics (exactly) into `self.metrics`."""
+    # ------------------------------------------------ the algorithm-author surface
+
+    def sample_episodes(self, **kwargs: Any) -> list:
+        """Episodes from the env runners (`env_runner_group.sample(**kwargs)`), timed under
+        `timers/env_runner_sampling_timer`, with the runners' metrics merged exactly under
+        `env_runners`. RLlib's spelling does the same::
+
+            with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+                episodes = self.env_runner_group.sample(**kwargs)
+            self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
+        """
         with self.metrics.log_time((TIMERS, keys.ENV_RUNNER_SAMPLING_TIMER), reduce="mean"):
             episodes = self.env_runner_group.sample(**kwargs)
-        self._merge_runner_metrics()
+        self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
         return episodes
 
-    def _merge_runner_metrics(self) -> None:
-        """Merges the metrics of the runners' last samples (exactly) into `self.metrics`, and the
-        group's fault-tolerance counts when there are remote runners."""
-        self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
-        if self.env_runner_group.num_remote_env_runners():
-            counts = self.env_runner_group.fault_tolerance_metrics()
-            self.metrics.log_dict(counts, key=keys.FAULT_TOLERANCE_STATS, window=1)
+    def learner_timesteps(self) -> dict[str, int]:
+        """The `timesteps` a learner update takes (its schedules and target-network updates read
+        them): the lifetime env steps sampled and trained so far."""
+        trained = self.metrics.peek(
+            (LEARNER_RESULTS, ALL_MODULES, keys.NUM_ENV_STEPS_TRAINED_LIFETIME), default=0
+        )
+        return {
+            keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps(),
+            keys.NUM_ENV_STEPS_TRAINED_LIFETIME: int(trained),
+        }
 
-    def _update(
+    def update_learners(
         self, episodes: Sequence[Any] | None = None, *, data_iterators: list | None = None
     ) -> dict[str, Any]:
         """One learner-group update on `episodes`, or on what each learner reads next from its data
-        iterator (offline data with remote learners); every algorithm's update goes through here.
-        Logs its results under `learners` and returns them. The learners' `timesteps` are the
-        lifetime env steps sampled and trained (before this update)."""
-        timesteps = {
-            keys.NUM_ENV_STEPS_SAMPLED_LIFETIME: self._lifetime_env_steps(),
-            keys.NUM_ENV_STEPS_TRAINED_LIFETIME: int(
-                self.metrics.peek(keys.NUM_ENV_STEPS_TRAINED_LIFETIME, default=0)
-            ),
-        }
+        iterator (offline data with remote learners), timed under `timers/learner_update_timer`,
+        with the learners' results merged exactly under `learners`; returns them merged into one
+        dict (`merge_results`: counts added up, per-row lists joined). RLlib's spelling does the
+        same::
+
+            with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+                results = self.learner_group.update(episodes=episodes, timesteps=self.learner_timesteps())
+            self.metrics.aggregate(results, key=LEARNER_RESULTS)
+
+        except that per-row lists a learner logs (`reduce="item_series"`, e.g. DQN's TD errors for
+        the replay priorities) stay in the returned results and out of the algorithm's metrics."""
         with self.metrics.log_time((TIMERS, keys.LEARNER_UPDATE_TIMER), reduce="mean"):
-            results = merge_results(
-                self.learner_group.update(
-                    episodes=episodes, data_iterators=data_iterators, timesteps=timesteps
-                )
+            results = self.learner_group.update(
+                episodes=episodes, data_iterators=data_iterators, timesteps=self.learner_timesteps()
             )
-        self._log_learner_results(results)
-        if episodes is None:
-            num_trained = int(results[ALL_MODULES][keys.NUM_ENV_STEPS_TRAINED])
-        else:
-            num_trained = num_env_steps(episodes)
-        self.metrics.log_value(
-            keys.NUM_ENV_STEPS_TRAINED_LIFETIME, num_trained, reduce="lifetime_sum", with_throughput=True
-        )
-        return results
+        self.metrics.aggregate([without_item_series(result) for result in results], key=LEARNER_RESULTS)
+        return merge_results(results)
 
-    def _log_learner_results(self, results: dict[str, Any]) -> None:
-        """Logs one update's results under `learners`: module metrics average over the iteration's
-        updates, the `__all_modules__` counters add up (`weights_seq_no`: the newest). Lists (what
-        learners log with `reduce="item_series"`, e.g. DQN's per-row TD errors) are as long as the
-        batch: they stay in the update's results for the algorithm and are not logged."""
-        results = _without_lists(results)
-        counters = results.pop(ALL_MODULES, {})
-        self.metrics.log_dict(results, key=LEARNER_RESULTS)
-        for name, value in counters.items():
-            reduce = _COUNTER_REDUCE.get(name, "sum")
-            self.metrics.log_value((LEARNER_RESULTS, ALL_MODULES, name), value, reduce=reduce)
+    def sync_runner_weights(self, force: bool = False) -> None:
+        """Sends the learners' inference weights, tagged with their sequence number, to the env
+        runners (`force`: tagged 0, so every runner takes them), timed under
+        `timers/synch_worker_weights_timer`. RLlib's spelling does the same (untagged forcing aside)::
 
-    def _sync_weights(self, force: bool = False) -> None:
+            with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+                self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+        """
         with self.metrics.log_time((TIMERS, keys.SYNCH_WORKER_WEIGHTS_TIMER), reduce="mean"):
             seq_no = 0 if force else self.learner_group.weights_seq_no
             self.env_runner_group.sync_weights(self.learner_group.get_weights(inference_only=True), seq_no)
@@ -306,7 +316,7 @@ class Algorithm(TrainableAPI, Checkpointable):
         self.learner_group.add_module(
             module_id=module_id, module_spec=spec, new_should_module_be_updated=new_should_module_be_updated
         )
-        self._sync_weights(force=True)
+        self.sync_runner_weights(force=True)
         return spec
 
     def remove_module(
@@ -466,7 +476,7 @@ class Algorithm(TrainableAPI, Checkpointable):
             super().restore_from_path(path, component)
         if head == "learner_group":
             self._restore_runner_weights()
-        self._callbacks.on_checkpoint_loaded(algorithm=self, metrics_logger=self.metrics)
+        self.callbacks.on_checkpoint_loaded(algorithm=self, metrics_logger=self.metrics)
 
     def _restore_runner_weights(self) -> None:
         """Runners take the restored learner weights even when their own sequence number is newer
@@ -508,14 +518,6 @@ def runner_class(config: Any) -> type:
     from flywheel.env_runners.single_agent import SingleAgentEnvRunner
 
     return SingleAgentEnvRunner
-
-
-def _without_lists(results: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: _without_lists(value) if isinstance(value, dict) else value
-        for key, value in results.items()
-        if not isinstance(value, list)
-    }
 
 
 def _differs(a: Any, b: Any) -> bool:

@@ -50,7 +50,7 @@ def start(algo: Any) -> EnvRunnerGroup:
     weights = algo.learner_group.get_weights(inference_only=True)
     group.sync_weights(weights, algo.learner_group.weights_seq_no)
     group.sync_connector_states(from_group=algo.env_runner_group)
-    algo._callbacks.on_evaluate_start(algorithm=algo, metrics_logger=algo.metrics)
+    algo.callbacks.on_evaluate_start(algorithm=algo, metrics_logger=algo.metrics)
     return group
 
 
@@ -144,9 +144,7 @@ def _describe(value: Any) -> str:
 
 def finish(algo: Any, evaluation: dict[str, Any]) -> dict[str, Any]:
     """Calls `on_evaluate_end` with the round's metrics and returns them."""
-    algo._callbacks.on_evaluate_end(
-        algorithm=algo, metrics_logger=algo.metrics, evaluation_metrics=evaluation
-    )
+    algo.callbacks.on_evaluate_end(algorithm=algo, metrics_logger=algo.metrics, evaluation_metrics=evaluation)
     return evaluation
 
 

@@ -44,7 +44,7 @@ WEIGHTS_SEQ_NO = "weights_seq_no"  # also in result[LEARNER_RESULTS][ALL_MODULES
 
 # result[LEARNER_RESULTS][ALL_MODULES][...] and result[LEARNER_RESULTS][module_id][...].
 NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
-NUM_ENV_STEPS_TRAINED_LIFETIME = "num_env_steps_trained_lifetime"  # at the result's top level
+NUM_ENV_STEPS_TRAINED_LIFETIME = "num_env_steps_trained_lifetime"  # learners/__all_modules__ (and top level)
 NUM_MODULE_STEPS_TRAINED = "num_module_steps_trained"  # per module
 NUM_TARGET_UPDATES = "num_target_updates"  # DQN / SAC; APPO per module
 TD_ERROR_KEY = (

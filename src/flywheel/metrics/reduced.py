@@ -56,3 +56,10 @@ def _still_present(reduced: ReducedMetrics) -> list[tuple[str, dict]]:
 
     walk(reduced, "")
     return [(name, states[name]) for name in present]
+
+
+def without_item_series(item: Any) -> dict:
+    """One element of `aggregate`'s list as a state without the metrics logged with
+    `reduce="item_series"` (per-row lists, e.g. a learner's TD errors, that the result of one update
+    carries for its caller but that an iteration's metrics should not accumulate)."""
+    return {"stats": {name: state for name, state in stat_states(item) if state["reduce"] != "item_series"}}

@@ -42,10 +42,11 @@ def test_warm_up_then_two_updates_per_training_step(algo):
     assert isinstance(algo, DQN) and algo.config.sample_and_train_rounds() == (1, 2)
     algo.training_step()  # 4 env steps: still filling the buffer
     assert len(algo.replay_buffer) == 4 and algo.learner_group.weights_seq_no == 0
-    assert "num_env_steps_trained_lifetime" not in algo.metrics
+    trained = ("learners", "__all_modules__", "num_env_steps_trained_lifetime")
+    assert trained not in algo.metrics
     algo.training_step()  # 8 env steps: learning starts
     assert len(algo.replay_buffer) == 8 and algo.learner_group.weights_seq_no == 2
-    assert algo.metrics.peek("num_env_steps_trained_lifetime") == 64
+    assert algo.metrics.peek(trained) == 64
     assert algo.env_runner.weights_seq_no == 2  # synced after the updates
     learner_module = algo.learner_group.foreach_learner(lambda learner: learner.module["default_policy"])[0]
     assert float(learner_module.epsilon) == pytest.approx(0.92)  # schedule at 8 sampled env steps

@@ -126,8 +126,11 @@ def test_update_on_replayed_transitions_steps_logs_and_counts():
     assert results["default_policy"]["qf_loss"] == pytest.approx(huber(td).mean())
     assert results["default_policy"]["td_error_mean"] == pytest.approx(np.abs(td).mean())
     assert results["default_policy"]["qf_mean"] == pytest.approx(11 / 6)
+    throughput = results["__all_modules__"].pop("num_env_steps_trained_lifetime_throughput")
+    assert throughput > 0
     assert results["__all_modules__"] == {
         "num_env_steps_trained": 3,
+        "num_env_steps_trained_lifetime": 3,  # what this update adds (the algorithm keeps the total)
         "num_non_finite_updates": 0,
         "weights_seq_no": 1,
         "num_target_updates": 1,  # lifetime count: 7 env steps since the last one (at 0) >= 5

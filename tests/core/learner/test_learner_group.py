@@ -50,8 +50,11 @@ def test_local_group_builds_the_config_learner_and_updates():
     results = group.update(episodes=episodes(), timesteps={"num_env_steps_sampled_lifetime": 8})
     assert isinstance(results, list) and len(results) == 1  # RLlib's shape: one result per learner
     (results,) = results
+    throughput = results["__all_modules__"].pop("num_env_steps_trained_lifetime_throughput")
+    assert throughput > 0
     assert results["__all_modules__"] == {
         "num_env_steps_trained": 16,
+        "num_env_steps_trained_lifetime": 16,  # what this update adds (the algorithm keeps the total)
         "num_non_finite_updates": 0,
         "weights_seq_no": 1,
     }

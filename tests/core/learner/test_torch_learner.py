@@ -168,8 +168,11 @@ def test_weights_seq_no_and_results():
         "gradients_default_optimizer_global_norm",
         "default_optimizer_learning_rate",
     }
+    throughput = results["__all_modules__"].pop("num_env_steps_trained_lifetime_throughput")
+    assert throughput > 0
     assert results["__all_modules__"] == {
         "num_env_steps_trained": 2,
+        "num_env_steps_trained_lifetime": 2,  # what this update adds (the algorithm keeps the total)
         "num_non_finite_updates": 0,
         "weights_seq_no": 1,
     }

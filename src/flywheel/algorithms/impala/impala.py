@@ -23,7 +23,7 @@ import numpy as np
 from flywheel.algorithms.algorithm import Algorithm
 from flywheel.columns import Columns
 from flywheel.metrics import keys
-from flywheel.metrics.keys import ALL_MODULES, LEARNER_RESULTS, TIMERS
+from flywheel.metrics.keys import ALL_MODULES, ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
 _LEARNERS = (LEARNER_RESULTS, ALL_MODULES)
 
@@ -42,7 +42,7 @@ class IMPALA(Algorithm):
 
     def training_step(self) -> None:
         if not self.env_runner_group.num_remote_env_runners():
-            self._enqueue(self._sample(num_timesteps=self.config.total_train_batch_size))
+            self._enqueue(self.sample_episodes(num_timesteps=self.config.total_train_batch_size))
             while self.learner_queue:
                 self._learn()
             return
@@ -55,7 +55,7 @@ class IMPALA(Algorithm):
         """Takes the runners' finished fragments (waiting for one when `block`) into train batches."""
         with self.metrics.log_time((TIMERS, keys.ENV_RUNNER_SAMPLING_TIMER), reduce="mean"):
             fragments = self.env_runner_group.sample_async(block=block)
-        self._merge_runner_metrics()
+        self.metrics.aggregate(self.env_runner_group.get_metrics_states(), key=ENV_RUNNER_RESULTS)
         for episodes in fragments:
             self._enqueue(episodes)
 
@@ -76,12 +76,12 @@ class IMPALA(Algorithm):
         """One learner update on the next train batch; logs its weights lag; broadcasts when due."""
         batch = self.learner_queue.get()
         self._log_weights_lag(batch)
-        self._update(batch.episodes)
+        self.update_learners(batch.episodes)
         queue_size = self.learner_queue.num_batches
         self.metrics.log_value(_LEARNERS + (keys.LEARNER_QUEUE_SIZE,), queue_size, reduce="mean")
         self._updates_since_broadcast += 1
         if self._updates_since_broadcast >= self.config.broadcast_interval:
-            self._sync_weights()
+            self.sync_runner_weights()
             self._updates_since_broadcast = 0
 
     def _log_weights_lag(self, batch: _QueuedBatch) -> None:
@@ -92,13 +92,13 @@ class IMPALA(Algorithm):
         self.metrics.log_value(_LEARNERS + (keys.WEIGHTS_LAG_MAX,), seq_no - batch.seq_no_min, reduce="max")
 
     @contextlib.contextmanager
-    def _all_or_nothing(self) -> Iterator[None]:
+    def all_or_nothing(self) -> Iterator[None]:
         """Also returns the queue and the forming train batch to their state before a failed iteration
         (whatever it sampled is dropped with its metrics)."""
         saved = (self.learner_queue.get_state(), list(self._forming), self._forming_steps)
         saved_updates = self._updates_since_broadcast
         try:
-            with super()._all_or_nothing():
+            with super().all_or_nothing():
                 yield
         except BaseException:
             queue, self._forming, self._forming_steps = saved

@@ -104,15 +104,15 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
         if self._batch_memo is not None:
             self._batch_memo.clear()
 
-    def _train_batch(self, batch: dict | None, episodes: Sequence | None) -> dict[ModuleID, dict]:
+    def make_train_batch(self, batch: dict | None, episodes: Sequence | None) -> dict[ModuleID, dict]:
         """The learner pipeline's output, once per episode list the algorithm hands out again;
         `_add_batch_columns` adds what the loss derives per batch."""
         memo = self._batch_memo
         if memo is None or episodes is None:
-            return self._add_batch_columns(super()._train_batch(batch, episodes), None)
+            return self._add_batch_columns(super().make_train_batch(batch, episodes), None)
         entry = memo.get(episodes)
         if entry is None:
-            entry = memo.put(episodes, super()._train_batch(None, episodes))
+            entry = memo.put(episodes, super().make_train_batch(None, episodes))
         return self._add_batch_columns(entry.batch, entry)
 
     def _add_batch_columns(
@@ -122,12 +122,12 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
         (IMPALA: none); `entry`, when the batch is kept for later uses, records their version."""
         return batch
 
-    def _update_on_minibatch(self, minibatch: dict[ModuleID, dict]) -> None:
+    def update_on_minibatch(self, minibatch: dict[ModuleID, dict]) -> None:
         flat = {
             module_id: columns if self.module[module_id].is_stateful() else flatten_rows(columns)
             for module_id, columns in minibatch.items()
         }
-        super()._update_on_minibatch(flat)
+        super().update_on_minibatch(flat)
 
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict

@@ -32,10 +32,10 @@ class MARWIL(Algorithm):
     def training_step(self) -> None:
         for _ in range(self.config.dataset_num_iters_per_learner or 1):
             if self.learner_group.is_remote:
-                self._update(data_iterators=self.offline_data.shards)
+                self.update_learners(data_iterators=self.offline_data.shards)
             else:
-                self._update(self.offline_data.sample(num_rows=self.config.total_train_batch_size))
-        self._sync_weights()
+                self.update_learners(self.offline_data.sample(num_rows=self.config.total_train_batch_size))
+        self.sync_runner_weights()
 
     def stop(self) -> None:
         """Also ends the reader (a local reader's background thread)."""

@@ -10,7 +10,7 @@ from flywheel.algorithms.algorithm import Algorithm
 from flywheel.checkpoints.checkpointable import select
 from flywheel.errors import LearnerError
 from flywheel.metrics import keys
-from flywheel.metrics.keys import TD_ERROR_KEY, TIMERS
+from flywheel.metrics.keys import ENV_RUNNER_RESULTS, TD_ERROR_KEY, TIMERS
 from flywheel.replay import (
     INDICES,
     MultiAgentEpisodeReplayBuffer,
@@ -62,19 +62,20 @@ class OffPolicyAlgorithm(Algorithm):
 
     def training_step(self) -> None:
         for _ in range(self._sample_rounds):
-            episodes = self._sample()
+            episodes = self.sample_episodes()
             with self.metrics.log_time((TIMERS, keys.REPLAY_BUFFER_ADD_DATA_TIMER), reduce="mean"):
                 self.replay_buffer.add(episodes)
         stored = (keys.REPLAY_BUFFER_RESULTS, keys.NUM_ENV_STEPS_STORED)
         self.metrics.log_value(stored, len(self.replay_buffer), window=1)
-        if self._lifetime_env_steps() < self.config.num_steps_sampled_before_learning_starts:
+        sampled = self.metrics.peek((ENV_RUNNER_RESULTS, keys.NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        if sampled < self.config.num_steps_sampled_before_learning_starts:
             return
         for _ in range(self._updates):
             with self.metrics.log_time((TIMERS, keys.REPLAY_BUFFER_SAMPLE_TIMER), reduce="mean"):
                 episodes = self._replay()
             if len(episodes):
-                self._update_priorities(self._update(episodes))
-        self._sync_weights()
+                self._update_priorities(self.update_learners(episodes))
+        self.sync_runner_weights()
 
     def _replay(self) -> TransitionEpisodes:
         """`total_train_batch_size` transitions (of every module that trains and has stored steps)."""

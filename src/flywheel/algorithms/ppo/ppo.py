@@ -14,6 +14,6 @@ class PPO(Algorithm):
     }
 
     def training_step(self) -> None:
-        episodes = self._sample(num_timesteps=self.config.total_train_batch_size)
-        self._update(episodes)
-        self._sync_weights()
+        episodes = self.sample_episodes(num_timesteps=self.config.total_train_batch_size)
+        self.update_learners(episodes)
+        self.sync_runner_weights()

@@ -42,7 +42,7 @@ from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.episodes.transition_episodes import num_env_steps
 from flywheel.errors import ConfigError, LearnerError
-from flywheel.metrics.keys import NUM_ENV_STEPS_TRAINED, WEIGHTS_SEQ_NO
+from flywheel.metrics.keys import NUM_ENV_STEPS_TRAINED, NUM_ENV_STEPS_TRAINED_LIFETIME, WEIGHTS_SEQ_NO
 from flywheel.metrics.metrics_logger import MetricsLogger
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID, ModuleID, StateDict
 
@@ -325,7 +325,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         )
         self._timestep = int((timesteps or {}).get(TIMESTEP_KEY, self._timestep))
         self.before_gradient_based_update(timesteps=timesteps)
-        train_batch = self._train_batch(batch, episodes)
+        train_batch = self.make_train_batch(batch, episodes)
         self._non_finite_before_update = self._num_non_finite_updates
         minibatches = iter_minibatches(
             train_batch, epochs, minibatch_size, rng=self._shuffle_rng() if shuffle else None,
@@ -334,7 +334,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         self._minibatch_values = {}
         try:
             for self._minibatch_index, minibatch in enumerate(minibatches):
-                self._update_on_minibatch(minibatch)
+                self.update_on_minibatch(minibatch)
             for key, values in self._minibatch_values.items():
                 self.metrics.log_value(key, self._mean(values), reduce="mean")
         finally:
@@ -355,13 +355,21 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         another logger can `aggregate([result])` it exactly."""
         m = self.metrics
         m.log_value((ALL_MODULES, NUM_ENV_STEPS_TRAINED), num_env_steps_trained, reduce="sum")
+        m.log_value(
+            (ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME),
+            num_env_steps_trained,
+            reduce="lifetime_sum",
+            with_throughput=True,
+        )
         non_finite = self._num_non_finite_updates - non_finite_before
         m.log_value((ALL_MODULES, "num_non_finite_updates"), non_finite, reduce="sum")
         m.log_value((ALL_MODULES, WEIGHTS_SEQ_NO), self._weights_seq_no, reduce="max", window=1)
         return m.reduce()
 
-    def _train_batch(self, batch: dict | None, episodes: Sequence | None) -> dict[ModuleID, dict]:
-        """The tensors of the modules that train: the learner pipeline's output, or `batch`."""
+    def make_train_batch(self, batch: dict | None, episodes: Sequence | None) -> dict[ModuleID, dict]:
+        """The tensors of the modules that train: the learner pipeline's output for `episodes`, or
+        `batch`. `update` calls it once per update; a subclass may override it to keep or extend
+        train batches (IMPALA and APPO keep them for their repeated uses)."""
         if batch is None:
             assert episodes is not None  # update() took exactly one of them
             batch = self._built_connector(
@@ -378,8 +386,9 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
             mid: self._to_tensors(cols) for mid, cols in batch.items() if self.should_module_be_updated(mid)
         }
 
-    def _update_on_minibatch(self, minibatch: dict[ModuleID, dict]) -> None:
-        """One gradient step, through the same public methods a user drives a learner with."""
+    def update_on_minibatch(self, minibatch: dict[ModuleID, dict]) -> None:
+        """One gradient step, through the same public methods a user drives a learner with; `update`
+        calls it per minibatch (a subclass may reshape the minibatch first, as IMPALA does)."""
         fwd_out = self.module.forward_train(minibatch)
         loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=minibatch)
         for module_id, loss in loss_per_module.items():
