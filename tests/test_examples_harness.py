@@ -78,7 +78,6 @@ def test_flags_set_the_config_as_rllibs_harness_does():
     ],
 )
 def test_flags_flywheel_cannot_honour_here_name_the_fix(argv, message):
-    pytest.importorskip("torch")
     if "--num-gpus-per-learner=1" in argv:
         import torch
 
@@ -133,7 +132,7 @@ def test_no_tune_trains_in_a_loop_and_as_test_names_metric_value_and_target(caps
 
 @pytest.mark.ray
 def test_tune_runs_trials_with_checkpoints(ray_session, tmp_path, monkeypatch, capsys):
-    pytest.importorskip("ray.tune")
+    pytest.importorskip("ray.tune", reason="needs the `tune` extra: pip install flywheel[tune]")
     monkeypatch.chdir(tmp_path)
     args = parse("--stop-iters=2", "--checkpoint-at-end", "--verbose=0", "--as-test", "--stop-reward=5")
     grid = run_rllib_example_script_experiment(tiny(), args, keep_ray_up=True)

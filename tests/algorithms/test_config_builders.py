@@ -7,13 +7,10 @@ import numpy as np
 import pytest
 
 from flywheel import AlgorithmConfig, PPOConfig
+from flywheel.connectors.connector import ConnectorV2
+from flywheel.connectors.pipeline import ConnectorPipelineV2
+from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.errors import ConnectorError
-
-spec_module = pytest.importorskip("flywheel.core.rl_module.spec")
-connector_module = pytest.importorskip("flywheel.connectors.connector")
-pipeline_module = pytest.importorskip("flywheel.connectors.pipeline")
-RLModuleSpec, MultiRLModuleSpec = spec_module.RLModuleSpec, spec_module.MultiRLModuleSpec
-ConnectorPipelineV2 = pipeline_module.ConnectorPipelineV2
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 ACT = gym.spaces.Discrete(2)
@@ -21,7 +18,7 @@ OTHER_OBS = gym.spaces.Box(0.0, 1.0, (5,), np.float32)
 FAKE_ENV = SimpleNamespace(single_observation_space=OBS, single_action_space=ACT)
 
 
-class Piece(connector_module.ConnectorV2):
+class Piece(ConnectorV2):
     """A stand-in piece that only carries a label."""
 
     def __init__(self, label, input_observation_space=None, input_action_space=None, **kwargs):
@@ -115,7 +112,8 @@ def test_multi_rl_module_spec_contributes_the_sub_spec_of_the_module_id():
 
 
 def test_api_custom_module_spec_builds():
-    torch = pytest.importorskip("torch")
+    import torch
+
     from flywheel import Columns, TorchRLModule, ValueFunctionAPI
 
     class TinyActorCritic(TorchRLModule, ValueFunctionAPI):
@@ -266,9 +264,6 @@ def test_ppo_learner_pipeline_wraps_defaults_with_bootstrap_and_gae(standin_defa
 
 
 def test_real_default_pipelines():
-    pytest.importorskip("flywheel.connectors.env_to_module")
-    pytest.importorskip("flywheel.connectors.module_to_env")
-    pytest.importorskip("flywheel.connectors.learner")
     config = PPOConfig().env_runners(env_to_module_connector=lambda env, spaces, device: Piece("user"))
     assert _labels(config.build_env_to_module_connector(FAKE_ENV)) == [
         "user",

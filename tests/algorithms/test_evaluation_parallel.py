@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 
 import pytest
+import ray
 
 from flywheel import PPOConfig
 from flywheel.testing import CountingEnv
 
-ray = pytest.importorskip("ray")
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 pytestmark = pytest.mark.ray
 

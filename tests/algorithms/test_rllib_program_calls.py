@@ -87,7 +87,7 @@ def test_save_and_restore_as_rllib_spells_them(tmp_path):
 
 
 def test_default_resource_request_is_tunes_placement_group_of_one_trial():
-    pytest.importorskip("ray.tune")
+    pytest.importorskip("ray.tune", reason="needs the `tune` extra: pip install flywheel[tune]")
     config = tiny().env_runners(num_env_runners=2).learners(num_learners=1)
     request = PPO.default_resource_request(config)
     assert request.bundles == [{"CPU": 1}, {"CPU": 1}, {"CPU": 1}, {"CPU": 1}]
@@ -96,7 +96,9 @@ def test_default_resource_request_is_tunes_placement_group_of_one_trial():
 
 
 def test_an_env_registered_only_with_tune_is_found_by_flywheel():
-    registry = pytest.importorskip("ray.tune.registry")
+    registry = pytest.importorskip(
+        "ray.tune.registry", reason="needs the `tune` extra: pip install flywheel[tune]"
+    )
     import gymnasium as gym
 
     def creator(env_config):

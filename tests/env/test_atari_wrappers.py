@@ -14,7 +14,7 @@ from flywheel.env.atari_wrappers import (
     wrap_atari_for_new_api_stack,
 )
 
-ale_py = pytest.importorskip("ale_py")
+ale_py = pytest.importorskip("ale_py", reason="needs the `ale` extra: pip install flywheel[ale]")
 gym.register_envs(ale_py)
 RAW = {"frameskip": 1, "repeat_action_probability": 0.0, "full_action_space": False}
 

@@ -6,7 +6,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-pettingzoo = pytest.importorskip("pettingzoo")
+pettingzoo = pytest.importorskip(
+    "pettingzoo", reason="needs the `pettingzoo` extra: pip install flywheel[pettingzoo]"
+)
 
 from pettingzoo.classic.rps import rps as rps_v2  # noqa: E402 (the versioned alias warns on import)
 

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+import ray
 
 from flywheel import SingleAgentEnvRunner
 from flywheel.columns import Columns
@@ -18,7 +19,6 @@ from flywheel.testing import CountingEnv, FailingEnv
 
 from .conftest import counting_config
 
-ray = pytest.importorskip("ray")
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 ray.cloudpickle.register_pickle_by_value(sys.modules[counting_config.__module__])
 pytestmark = pytest.mark.ray

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+import ray
 
 from flywheel.connectors.env_to_module import MeanStdFilter
 from flywheel.env_runners.group import EnvRunnerGroup, _shares
@@ -16,7 +17,6 @@ from flywheel.errors import ModuleError
 from .conftest import counting_config
 
 # Functions and configs defined here go to runner processes by value (they cannot import this file).
-ray = pytest.importorskip("ray")
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 ray.cloudpickle.register_pickle_by_value(sys.modules[counting_config.__module__])
 

@@ -5,12 +5,12 @@ import sys
 
 import numpy as np
 import pytest
+import ray
 
 from flywheel import Algorithm, PPOConfig
 from flywheel.connectors.env_to_module import MeanStdFilter
 from flywheel.testing import CountingEnv
 
-ray = pytest.importorskip("ray")
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 pytestmark = pytest.mark.ray
 

@@ -393,7 +393,9 @@ def test_pettingzoo_connect4_player_1_keeps_its_reward_before_its_first_observat
     """player_1 gets a reward (0) with its first observation, before it ever acted: the episode keeps it
     for player_1's first step (as RLlib does). Both play their leftmost free column: player_0 fills
     the bottom row and wins at env step 19."""
-    pytest.importorskip("pettingzoo.classic")
+    pytest.importorskip(
+        "pettingzoo.classic", reason="needs the `pettingzoo` extra: pip install flywheel[pettingzoo]"
+    )
     c4 = ported_example("envs.classes.multi_agent.pettingzoo_connect4")
     first = sample(c4.MultiAgentConnect4, multi=True, steps=60, module=FirstAllowedAction)[0]
     assert len(first) == 19 and first.is_terminated

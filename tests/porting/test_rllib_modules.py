@@ -180,7 +180,9 @@ def test_lstm_module_state_flows_between_steps_and_learners_get_sequences(ported
 
 def test_lstm_module_docstring_examples_run(ported_example):
     lstm = ported_example("rl_modules.classes.lstm_containing_rlm")
-    lstm.tree = pytest.importorskip("tree")  # the docstring uses dm-tree without importing it
+    import tree
+
+    lstm.tree = tree  # the docstring uses dm-tree without importing it
     assert run_testcode(lstm, lstm.LSTMContainingRLModule) == 1
 
 
@@ -379,7 +381,9 @@ def test_tiny_atari_cnn_docstring_example_runs(ported_example):
 
 
 def test_heuristic_modules_play_rock_paper_scissors_untrained(ported_example):
-    pettingzoo = pytest.importorskip("pettingzoo.classic")
+    pettingzoo = pytest.importorskip(
+        "pettingzoo.classic", reason="needs the `pettingzoo` extra: pip install flywheel[pettingzoo]"
+    )
     from flywheel.connectors.env_to_module import FlattenObservations
     from flywheel.core.rl_module.default_model_config import DefaultModelConfig
     from flywheel.env.pettingzoo import PettingZooEnv

@@ -283,7 +283,6 @@ def test_other_agents_row_index_reaches_each_policy_in_its_own_space(examples):
 
 
 def test_protobuf_observations_are_decoded_for_the_module(examples):
-    pytest.importorskip("google.protobuf")
     decoder = example(
         "connectors.classes.protobuf_cartpole_observation_decoder"
     ).ProtobufCartPoleObservationDecoder

@@ -2,7 +2,7 @@
 
 import pytest
 
-tune = pytest.importorskip("ray.tune")
+tune = pytest.importorskip("ray.tune", reason="needs the `tune` extra: pip install flywheel[tune]")
 
 from flywheel import PPOConfig  # noqa: E402
 

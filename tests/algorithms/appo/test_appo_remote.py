@@ -5,12 +5,12 @@ import sys
 
 import numpy as np
 import pytest
+import ray
 
 from flywheel import APPOConfig
 from flywheel.testing import CountingEnv, FailingEnv
 from flywheel.testing.multi_agent_envs import MultiCartPole
 
-ray = pytest.importorskip("ray")
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 pytestmark = pytest.mark.ray
 

@@ -71,16 +71,17 @@ def test_default_module_spec_and_learner_class():
     from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
 
     assert PPOConfig().get_default_rl_module_spec().module_class is DefaultPPOTorchRLModule
-    learner = pytest.importorskip("flywheel.algorithms.ppo.learner")
-    assert PPOConfig().get_default_learner_class() is learner.PPOTorchLearner
+    from flywheel.algorithms.ppo.learner import PPOTorchLearner
+
+    assert PPOConfig().get_default_learner_class() is PPOTorchLearner
 
 
 def test_default_algo_class_is_ppo():
-    ppo = pytest.importorskip("flywheel.algorithms.ppo.ppo")
-    assert PPOConfig().algo_class is ppo.PPO
     from flywheel.algorithms import ppo as package
+    from flywheel.algorithms.ppo.ppo import PPO
 
-    assert package.PPO is ppo.PPO
+    assert PPOConfig().algo_class is PPO
+    assert package.PPO is PPO
 
 
 def test_unknown_package_attribute():
