@@ -1,6 +1,8 @@
 """Shared test fixtures."""
 
 import re
+import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,14 +28,20 @@ def ray_session():
     ray.shutdown()
 
 
-def _run_doc_blocks(page: str, *, blocks: int, fence: str = "python") -> dict[str, Any]:
+def _run_doc_blocks(
+    page: str, *, blocks: int, fence: str = "python", module: str | None = None
+) -> dict[str, Any]:
     """Runs the code blocks of `page` (a path from the repo root) in order in one namespace, as a
     reader pasting them one after another would, and returns that namespace. `blocks` is how many
-    the page must have, so a block that stops being fenced (and silently stops running) fails."""
+    the page must have, so a block that stops being fenced (and silently stops running) fails.
+    With `module`, the namespace is that of a new importable module of that name (so the classes
+    the page defines can be found again, as a script's are in its `__main__`)."""
     path = REPO / page
     found = re.findall(rf"```{fence}\n(.*?)```", path.read_text(), re.S)
     assert len(found) == blocks, f"{page} has {len(found)} ```{fence} blocks, the test expects {blocks}"
     namespace: dict[str, Any] = {}
+    if module is not None:
+        namespace = sys.modules.setdefault(module, types.ModuleType(module)).__dict__
     for block in found:
         exec(compile(block, str(path), "exec"), namespace)
     return namespace

@@ -1,5 +1,6 @@
 """Algorithm checkpoints: exact round trip, training continuity, one-module restore, config fallbacks."""
 
+import dataclasses
 import json
 import os
 
@@ -330,3 +331,31 @@ def test_a_failed_save_keeps_the_previous_checkpoint(algos, tmp_path, monkeypatc
     assert not np.array_equal(
         next(iter(weights.values())), next(iter(algo.learner_group.get_weights()["default_policy"].values()))
     )
+
+
+def test_a_config_class_defined_in_a_function_is_pickled_whole_and_loads_when_trusted(tmp_path):
+    @dataclasses.dataclass(init=False, repr=False, eq=True)
+    class LocalConfig(PPOConfig):
+        pass
+
+    algo = (
+        LocalConfig().environment(CountingEnv).training(train_batch_size=20, minibatch_size=10).build_algo()
+    )
+    try:
+        algo.train()
+        path = algo.save_to_path(tmp_path / "ckpt")
+    finally:
+        algo.stop()
+    with pytest.raises(
+        CheckpointError,
+        match=r"ckpt/metadata\.json holds its config as a pickle, not as settings: the config's class could "
+        r"not be imported where the checkpoint was saved \(it was defined inside a function, or in code run by "
+        r"exec\)\. Fix: if you trust the checkpoint, Algorithm\.from_checkpoint\(path, trusted=True\); ",
+    ):
+        Algorithm.from_checkpoint(path)
+    restored = Algorithm.from_checkpoint(path, trusted=True)
+    try:
+        assert type(restored.config).__name__ == "LocalConfig" and restored.iteration == 1
+        assert restored.config.train_batch_size == 20
+    finally:
+        restored.stop()

@@ -34,6 +34,8 @@ def saved_config(node: Node, allowed: Allowed, config: AlgorithmConfig | Mapping
         )
     file = node.path / io.METADATA_FILE
     encoded = node.metadata.get("ctor_kwargs", {}).get("config")
+    if isinstance(encoded, dict) and set(encoded) == {"__pickled__"}:
+        return _pickled_config(node, allowed, config)
     if not (isinstance(encoded, dict) and isinstance(encoded.get("settings"), dict)):
         raise CheckpointError(f"{file} holds no algorithm config: the file is damaged or was edited.")
     given = dict(config or {})
@@ -69,3 +71,21 @@ def _check_env_imports(config: Any, file: Any, allowed: Allowed) -> None:
             f"import {module} yourself before loading, pass the env yourself ({allowed.entry}(path, "
             "config={'env': ...})), or, if you trust this checkpoint, pass trusted=True.",
         )
+
+
+def _pickled_config(node: Node, allowed: Allowed, config: Mapping[str, Any] | None) -> Any:
+    """A config saved whole as a pickle: its class could not be imported where it was saved."""
+    file = node.path / io.METADATA_FILE
+    if not allowed.trusted:
+        raise CheckpointError(
+            f"{file} holds its config as a pickle, not as settings: the config's class could not be "
+            "imported where the checkpoint was saved (it was defined inside a function, or in code run "
+            f"by exec). Fix: if you trust the checkpoint, {allowed.entry}(path, trusted=True); or define "
+            "the config class at the top level of a module or script and save again; or build the "
+            "algorithm from your own config and load only the states: algo = config.build_algo(); "
+            "algo.restore_from_path(path)."
+        )
+    pickled = codec.decode(node.metadata["ctor_kwargs"]["config"], file, allowed, lambda: read_pickles(node))
+    saved = pickled.copy()  # unfrozen (the pickle is of the built algorithm's frozen config)
+    saved.update_from_dict(dict(config or {}))
+    return saved

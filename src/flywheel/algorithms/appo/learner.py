@@ -72,16 +72,14 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
                 )
         module.make_target_networks()
 
-    def _build_batch_memo(self) -> BatchMemo | None:
+    def build_batch_memo(self) -> BatchMemo | None:
         """Kept batches for the circular buffer's K uses of each (none when K is 1)."""
         config = self.config
         if not config.use_circular_buffer or config.circular_buffer_iterations_per_batch == 1:
             return None
         return BatchMemo(config.circular_buffer_iterations_per_batch, config.circular_buffer_num_batches)
 
-    def _add_batch_columns(
-        self, batch: dict[ModuleID, dict], entry: MemoEntry | None
-    ) -> dict[ModuleID, dict]:
+    def add_batch_columns(self, batch: dict[ModuleID, dict], entry: MemoEntry | None) -> dict[ModuleID, dict]:
         """Adds `TARGET_NETWORK_ACTION_DIST_INPUTS` to every module's columns: the target policy on all
         rows at once (a kept batch's stay until the target networks move)."""
         if entry is not None and entry.derived_version == self._target_version:

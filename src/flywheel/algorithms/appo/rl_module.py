@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
+from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule, state_in
 from flywheel.columns import Columns
 from flywheel.core.learner.utils import make_target_network
 from flywheel.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS, TargetNetworkAPI
@@ -40,7 +40,7 @@ class DefaultAPPOTorchRLModule(DefaultPPOTorchRLModule, TargetNetworkAPI):
         """`TARGET_NETWORK_ACTION_DIST_INPUTS`: the target policy's action-distribution inputs."""
         obs = batch[Columns.OBS]
         if self.recurrent:
-            embeddings, _ = self._old_encoder(obs, self._state_in(batch))
+            embeddings, _ = self._old_encoder(obs, state_in(batch))
         else:
             embeddings = self._old_encoder(obs)
         return {TARGET_NETWORK_ACTION_DIST_INPUTS: self._old_pi(embeddings)}

@@ -84,7 +84,7 @@ class CQLTorchLearner(SACTorchLearner):
                 )
         actor_loss = torch.mean(alpha * logp - objective)
 
-        targets, next_inputs = self._continuous_targets(
+        targets, next_inputs = self.continuous_targets(
             module, config, batch, alpha, entropy_backup=not config.deterministic_backup
         )
         q = module.compute_q_values(batch)

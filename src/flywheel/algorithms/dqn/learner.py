@@ -50,13 +50,13 @@ class DQNTorchLearner(OffPolicyTorchLearner):
                     "or implement compute_q_values returning [B, num_actions]."
                 )
         self.epsilon_scheduler = Scheduler(self.config.epsilon, name="epsilon")
-        self._set_epsilon(self.epsilon_scheduler.value(self._timestep))  # what runners start with
+        self._set_epsilon(self.epsilon_scheduler.value(self.timestep))  # what runners start with
 
     def before_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Learning rates and the modules' epsilon at the current timestep (every module explores with
         it; the trained ones report it)."""
         super().before_gradient_based_update(timesteps=timesteps)
-        epsilon = self.epsilon_scheduler.value(self._timestep)
+        epsilon = self.epsilon_scheduler.value(self.timestep)
         for module_id in self._set_epsilon(epsilon):
             if self.should_module_be_updated(module_id):
                 self.metrics.log_value((module_id, "curr_epsilon"), epsilon, reduce="mean")

@@ -70,9 +70,9 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
         super().build()
         for module_id in self.module:
             require_value_function(self, module_id, self.algorithm_name)
-        self._batch_memo = self._build_batch_memo()
+        self._batch_memo = self.build_batch_memo()
 
-    def _build_batch_memo(self) -> BatchMemo | None:
+    def build_batch_memo(self) -> BatchMemo | None:
         """Where train batches are kept for their later uses (IMPALA trains on each batch once: none)."""
         return None
 
@@ -106,18 +106,16 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
 
     def make_train_batch(self, batch: dict | None, episodes: Sequence | None) -> dict[ModuleID, dict]:
         """The learner pipeline's output, once per episode list the algorithm hands out again;
-        `_add_batch_columns` adds what the loss derives per batch."""
+        `add_batch_columns` adds what the loss derives per batch."""
         memo = self._batch_memo
         if memo is None or episodes is None:
-            return self._add_batch_columns(super().make_train_batch(batch, episodes), None)
+            return self.add_batch_columns(super().make_train_batch(batch, episodes), None)
         entry = memo.get(episodes)
         if entry is None:
             entry = memo.put(episodes, super().make_train_batch(None, episodes))
-        return self._add_batch_columns(entry.batch, entry)
+        return self.add_batch_columns(entry.batch, entry)
 
-    def _add_batch_columns(
-        self, batch: dict[ModuleID, dict], entry: MemoEntry | None
-    ) -> dict[ModuleID, dict]:
+    def add_batch_columns(self, batch: dict[ModuleID, dict], entry: MemoEntry | None) -> dict[ModuleID, dict]:
         """`batch` with the columns the loss computes once per train batch rather than per minibatch
         (IMPALA: none); `entry`, when the batch is kept for later uses, records their version."""
         return batch

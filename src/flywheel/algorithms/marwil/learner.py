@@ -54,7 +54,7 @@ class MARWILTorchLearner(TorchLearner):
                 f"({type(module).__name__}) has no compute_values. Fix: inherit from flywheel.ValueFunctionAPI "
                 "and implement compute_values, or train with beta=0.0 (BC)."
             )
-        start = torch.tensor(float(self.config.moving_average_sqd_adv_norm_start), device=self._device)
+        start = torch.tensor(float(self.config.moving_average_sqd_adv_norm_start), device=self.device)
         self.moving_avg_sqd_adv_norms_per_module[module_id] = start
 
     def compute_loss_for_module(
@@ -105,4 +105,4 @@ class MARWILTorchLearner(TorchLearner):
     def set_state(self, state: StateDict) -> None:
         super().set_state(state)
         for module_id, value in state.get(MOVING_AVERAGES, {}).items():
-            self.moving_avg_sqd_adv_norms_per_module[module_id] = torch.tensor(value, device=self._device)
+            self.moving_avg_sqd_adv_norms_per_module[module_id] = torch.tensor(value, device=self.device)

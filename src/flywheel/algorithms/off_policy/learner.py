@@ -92,14 +92,14 @@ class OffPolicyTorchLearner(TorchLearner):
     def after_gradient_based_update(self, *, timesteps: dict | None) -> None:
         """Target networks follow the online ones every `target_network_update_freq` sampled env steps."""
         super().after_gradient_based_update(timesteps=timesteps)
-        if self._timestep - self._last_target_update_ts < self.config.target_network_update_freq:
+        if self.timestep - self._last_target_update_ts < self.config.target_network_update_freq:
             return
         for module_id, module in self.module.items():
             # Such modules implement TargetNetworkAPI (`_make_target_networks` refused the others).
             if self.trains_with_algorithm_loss(module_id) and isinstance(module, TargetNetworkAPI):
                 for main, target in module.get_target_network_pairs():
                     update_target_network(main, target, self.config.tau)
-        self._last_target_update_ts = self._timestep
+        self._last_target_update_ts = self.timestep
         self.metrics.log_value((ALL_MODULES, NUM_TARGET_UPDATES), 1, reduce="lifetime_sum")
 
     def get_state(

@@ -102,7 +102,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
         obs, allowed = self._observations(batch)
         out = {}
         if self.recurrent:
-            embeddings, out[Columns.STATE_OUT] = self.encoder(obs, self._state_in(batch))
+            embeddings, out[Columns.STATE_OUT] = self.encoder(obs, state_in(batch))
         else:
             embeddings = self.encoder(obs)
         out[Columns.ACTION_DIST_INPUTS] = self._logits(embeddings, allowed)
@@ -134,18 +134,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, ValueFunctionAPI):
     def _value_embeddings(self, batch: dict) -> torch.Tensor:
         obs = self._observations(batch)[0]
         if self.recurrent:
-            return self.encoder(obs, self._state_in(batch))[0]
+            return self.encoder(obs, state_in(batch))[0]
         encoder = self.encoder
         return encoder.critic_encoder(obs) if isinstance(encoder, ActorCriticEncoder) else encoder(obs)
-
-    def _state_in(self, batch: dict) -> dict:
-        if Columns.STATE_IN not in batch:
-            raise ModuleError(
-                f"This recurrent module needs batch[{Columns.STATE_IN!r}] (the LSTM state at each "
-                f"sequence start, {{'h': [B, cell], 'c': [B, cell]}}) with OBS [B, T, ...]; the batch "
-                f"has {sorted(batch)}. Fix: keep the default learner connectors, which add it."
-            )
-        return batch[Columns.STATE_IN]
 
 
 class ActorCriticEncoder(torch.nn.Module):
@@ -162,3 +153,14 @@ class ActorCriticEncoder(torch.nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.actor_encoder(obs)
+
+
+def state_in(batch: dict) -> dict:
+    """`batch[STATE_IN]` (the recurrent state at each sequence start), or a ModuleError naming it."""
+    if Columns.STATE_IN not in batch:
+        raise ModuleError(
+            f"This recurrent module needs batch[{Columns.STATE_IN!r}] (the LSTM state at each "
+            f"sequence start, {{'h': [B, cell], 'c': [B, cell]}}) with OBS [B, T, ...]; the batch "
+            f"has {sorted(batch)}. Fix: keep the default learner connectors, which add it."
+        )
+    return batch[Columns.STATE_IN]

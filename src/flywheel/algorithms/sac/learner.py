@@ -162,7 +162,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
         module: Any = self.module[module_id]
         dist_cls = module.get_train_action_dist_cls()
-        targets, _ = self._continuous_targets(module, config, batch, alpha)
+        targets, _ = self.continuous_targets(module, config, batch, alpha)
         q = module.compute_q_values(batch)
         actions, logp = sample_with_logp(dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]))
         with frozen(self.critic_params[module_id]):
@@ -174,7 +174,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
 
     @staticmethod
     @torch.no_grad()
-    def _continuous_targets(
+    def continuous_targets(
         module: Any, config: Any, batch: dict, alpha: torch.Tensor, *, entropy_backup: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the critics' targets y, the policy's distribution inputs at s'), without gradient;

@@ -444,6 +444,12 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
     # Weights and state.
 
     @property
+    def timestep(self) -> int:
+        """The lifetime env steps sampled as of the latest update (its
+        `timesteps["num_env_steps_sampled_lifetime"]`): where schedules read their values."""
+        return self._timestep
+
+    @property
     def weights_seq_no(self) -> int:
         """How many updates produced the current weights (runners ignore older weights)."""
         return self._weights_seq_no
