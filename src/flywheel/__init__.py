@@ -5,6 +5,7 @@ imports ``ray``; ``from flywheel import PPOConfig`` imports only what that name 
 """
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -52,7 +53,83 @@ _EXPORTS = {
     "RLlibCallback": "flywheel.callbacks",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+if TYPE_CHECKING:  # what editors and type checkers see; at run time each name loads on first use
+    from flywheel.algorithms.algorithm import Algorithm
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.algorithms.appo import APPO, APPOConfig
+    from flywheel.algorithms.bc import BC, BCConfig
+    from flywheel.algorithms.cql import CQL, CQLConfig
+    from flywheel.algorithms.dqn import DQN, DQNConfig
+    from flywheel.algorithms.impala import IMPALA, IMPALAConfig
+    from flywheel.algorithms.marwil import MARWIL, MARWILConfig
+    from flywheel.algorithms.ppo import PPO, PPOConfig
+    from flywheel.algorithms.sac import SAC, SACConfig
+    from flywheel.callbacks import RLlibCallback
+    from flywheel.checkpoints.checkpointable import Checkpointable
+    from flywheel.columns import Columns
+    from flywheel.connectors.connector import ConnectorV2
+    from flywheel.connectors.pipeline import ConnectorPipelineV2
+    from flywheel.core.learner.learner import Learner
+    from flywheel.core.learner.learner_group import LearnerGroup
+    from flywheel.core.learner.torch_learner import TorchLearner
+    from flywheel.core.rl_module.apis import TargetNetworkAPI, ValueFunctionAPI
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
+    from flywheel.core.rl_module.torch_rl_module import TorchRLModule
+    from flywheel.env.make import register_env
+    from flywheel.env.multi_agent_env import MultiAgentEnv
+    from flywheel.env_runners.group import EnvRunnerGroup
+    from flywheel.env_runners.multi_agent import MultiAgentEnvRunner
+    from flywheel.env_runners.single_agent import SingleAgentEnvRunner
+    from flywheel.episodes.multi_agent_episode import MultiAgentEpisode
+    from flywheel.episodes.single_agent_episode import SingleAgentEpisode
+    from flywheel.metrics.metrics_logger import MetricsLogger
+
+__all__ = [
+    "APPO",
+    "APPOConfig",
+    "Algorithm",
+    "AlgorithmConfig",
+    "BC",
+    "BCConfig",
+    "CQL",
+    "CQLConfig",
+    "Checkpointable",
+    "Columns",
+    "ConnectorPipelineV2",
+    "ConnectorV2",
+    "DQN",
+    "DQNConfig",
+    "EnvRunnerGroup",
+    "IMPALA",
+    "IMPALAConfig",
+    "Learner",
+    "LearnerGroup",
+    "MARWIL",
+    "MARWILConfig",
+    "MetricsLogger",
+    "MultiAgentEnv",
+    "MultiAgentEnvRunner",
+    "MultiAgentEpisode",
+    "MultiRLModule",
+    "MultiRLModuleSpec",
+    "PPO",
+    "PPOConfig",
+    "RLModule",
+    "RLModuleSpec",
+    "RLlibCallback",
+    "SAC",
+    "SACConfig",
+    "SingleAgentEnvRunner",
+    "SingleAgentEpisode",
+    "TargetNetworkAPI",
+    "TorchLearner",
+    "TorchRLModule",
+    "ValueFunctionAPI",
+    "register_env",
+    "__version__",
+]  # _EXPORTS' names (tests/test_exports.py checks)
 
 
 def __getattr__(name: str):

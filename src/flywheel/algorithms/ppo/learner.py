@@ -73,6 +73,18 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
+        """PPO's loss on one minibatch (Schulman et al., 2017), line by line:
+
+        - ratio r_t = pi(a_t|s_t) / pi_old(a_t|s_t), from the log-probabilities (ACTION_LOGP: at sampling);
+        - advantages A_t from GAE (the learner pipeline; standardized over the batch or, with
+          `advantage_normalization="minibatch"`, here);
+        - policy loss L^CLIP = -E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)], eps = `clip_param`;
+        - value loss L^VF = E[(V(s_t) - V_t^targ)^2], clamped at `vf_clip_param` (RLlib's), optionally
+          PPO2's clipping of V around its sampled value (`vf_clip_range`);
+        - total = L^CLIP + c1 L^VF - c2 H[pi] + beta KL(pi_old || pi), with c1 = `vf_loss_coeff`,
+          c2 = `entropy_coeff` (scheduled), beta = the adaptive `kl_coeff` when `use_kl_loss`.
+
+        Rows outside LOSS_MASK (padding of recurrent sequences) are left out of every mean."""
         # Duck-typed (no API base class needed): compute_values.
         module: Any = self.module[module_id]
         mask = batch.get(Columns.LOSS_MASK)

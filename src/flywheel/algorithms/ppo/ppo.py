@@ -14,6 +14,8 @@ class PPO(Algorithm):
     }
 
     def training_step(self) -> None:
+        """Sample `train_batch_size` env steps with the current policy, run `num_epochs` of minibatch
+        SGD on PPO's loss over them (`PPOTorchLearner`), send the new weights to the runners."""
         episodes = self.sample_episodes(num_timesteps=self.config.total_train_batch_size)
         self.update_learners(episodes)
         self.sync_runner_weights()
