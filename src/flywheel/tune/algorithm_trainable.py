@@ -25,6 +25,7 @@ from ray.tune.search.repeater import TRIAL_INDEX
 
 from flywheel.algorithms.algorithm import Algorithm
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
+from flywheel.algorithms.trainable_api import placement_group_factory
 from flywheel.env.make import register_env, registered_envs
 from flywheel.tune import compat
 from flywheel.tune.search_spaces import check_resolved
@@ -116,24 +117,3 @@ def _pickled_envs() -> dict[str, bytes]:
         except Exception:  # any pickling failure: a closure over a lock, a socket, ...
             continue
     return pickled
-
-
-def placement_group_factory(config: AlgorithmConfig) -> tune.PlacementGroupFactory:
-    """Tune's placement group of one trial: `resource_bundles(config)` placed by its placement strategy."""
-    return tune.PlacementGroupFactory(resource_bundles(config), strategy=config.placement_strategy)
-
-
-def resource_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
-    """The resources of one trial, a bundle per process: first the main process (with the learner's GPU
-    when it learns itself), then each remote env runner, evaluation runner and learner. Resources of 0
-    are left out, and so are bundles that would be empty (an actor asking for nothing needs none)."""
-    local_gpus = config.num_gpus_per_learner if config.num_learners == 0 else 0
-    eval_config = config.get_evaluation_config_object()
-    bundles = [
-        {"CPU": config.num_cpus_for_main_process, "GPU": local_gpus},
-        *[{"CPU": config.num_cpus_per_env_runner}] * config.num_env_runners,
-        *[{"CPU": eval_config.num_cpus_per_env_runner}] * config.evaluation_num_env_runners,
-        *[{"CPU": config.num_cpus_per_learner, "GPU": config.num_gpus_per_learner}] * config.num_learners,
-    ]
-    bundles = [{key: value for key, value in bundle.items() if value} for bundle in bundles]
-    return [bundle for bundle in bundles if bundle]  # the main process's is never empty (validated)
