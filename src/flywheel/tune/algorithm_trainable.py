@@ -26,11 +26,11 @@ from ray.tune.search.repeater import TRIAL_INDEX
 from flywheel.algorithms.algorithm import Algorithm
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
 from flywheel.algorithms.trainable_api import placement_group_factory
+from flywheel.compat import accept_configs_as_param_space
 from flywheel.env.make import register_env, registered_envs
-from flywheel.tune import compat
 from flywheel.tune.search_spaces import check_resolved
 
-compat.accept_configs_as_param_space(AlgorithmConfig)
+accept_configs_as_param_space(AlgorithmConfig)
 
 
 class AlgorithmTrainable(tune.Trainable):
