@@ -25,9 +25,12 @@ from ray.tune.search.repeater import TRIAL_INDEX
 
 from flywheel.algorithms.algorithm import Algorithm
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
+from flywheel.algorithms.registry import available_algorithms, config_class_of
+from flywheel.algorithms.registry import config_class as registered_config_class
 from flywheel.algorithms.trainable_api import placement_group_factory
 from flywheel.compat import accept_configs_as_param_space
 from flywheel.env.make import register_env, registered_envs
+from flywheel.errors import ConfigError
 from flywheel.tune.search_spaces import check_resolved
 
 accept_configs_as_param_space(AlgorithmConfig)
@@ -92,6 +95,28 @@ class AlgorithmTrainable(tune.Trainable):
         self.algo.stop()
         self.algo = config.build_algo()
         self._next_config = None
+
+
+def trainable(algo: str | type, *, config_class: type | None = None) -> type:
+    """A `ray.tune.Trainable` subclass that trains `algo` (a registered name such as "PPO", or an
+    `Algorithm` subclass), one algorithm per trial.
+
+    Tune gives each trial a dict of settings (the param space with its search spaces resolved);
+    the trial's config is `config_class` (default: the registered config of `algo`, e.g. PPOConfig)
+    with those settings. Results are the algorithm's result dicts, checkpoints are flywheel
+    checkpoints, and `default_resource_request` asks for the trial's main process, runners and
+    learners as one placement group. Envs given to `flywheel.register_env` before this call are
+    registered again in the trials' processes.
+    """
+    if isinstance(algo, str):
+        config_class = config_class or registered_config_class(algo)
+        return make_trainable(algo, config_class().algo_class, config_class)
+    if not (isinstance(algo, type) and issubclass(algo, Algorithm)):
+        raise ConfigError(
+            f"trainable() expects an algorithm name such as 'PPO' or an Algorithm subclass, got {algo!r}. "
+            f"Fix: pass one of {available_algorithms()} or your Algorithm class."
+        )
+    return make_trainable(algo.__name__, algo, config_class or config_class_of(algo))
 
 
 def make_trainable(name: str, algo_class: type, config_class: type) -> type[AlgorithmTrainable]:

@@ -26,7 +26,7 @@ from flywheel.algorithms.algorithm_config import AlgorithmConfig
 from flywheel.algorithms.registry import ALGORITHMS
 from flywheel.compat import is_tune_registered_trainable
 from flywheel.errors import ConfigError
-from flywheel.tune import trainable as flywheel_trainable
+from flywheel.tune.algorithm_trainable import trainable as flywheel_trainable
 
 
 class Tuner(tune.Tuner):
