@@ -10,6 +10,13 @@
   ~1 us (Python 3.11 builds and drops an AttributeError before `Module.__getattr__` finds it); a
   default PPO module acting on CartPole makes six calls and three reads a step, where the hand-written
   loop's network makes the six calls only.
+- Ray Tune's `_Config` ABC: `Tuner(param_space=...)` turns configs into dicts only when they are its
+  instances (RLlib's AlgorithmConfig subclasses it). flywheel's configs cannot subclass it without
+  importing ray, so they are registered as virtual subclasses: Tune then calls `config.to_dict()`.
+- Ray Tune's `_global_registry`: `ray.tune.register_env` and `register_trainable` keep their entries
+  there (in the cluster's key-value store once Ray is up), and it has no public lookup that leaves
+  RLlib alone: `tune_registered_env` and `is_tune_registered_trainable` read it. These three import
+  ray when called; nothing else here does.
 
 `tests/test_compat.py` pins each function against the public formula it stands for, so a release
 of torch or gymnasium that changes or drops one fails there first, and only this file changes.
@@ -101,3 +108,27 @@ def _torch_module_globals() -> Any:
     import torch.nn.modules.module
 
     return torch.nn.modules.module
+
+
+def accept_configs_as_param_space(config_class: type) -> None:
+    """Makes `Tuner(param_space=config)` take `config_class` instances (through their `to_dict()`)."""
+    from ray.tune.tune import _Config
+
+    _Config.register(config_class)
+
+
+def tune_registered_env(name: str) -> Callable[..., Any] | None:
+    """The creator given to `ray.tune.register_env(name, creator)`, or None when Tune has no such env."""
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    if not _global_registry.contains(ENV_CREATOR, name):
+        return None
+    return _global_registry.get(ENV_CREATOR, name)
+
+
+def is_tune_registered_trainable(name: str) -> bool:
+    """Whether `name` was registered with Tune (`register_trainable`); unlike Tune's `get_trainable_cls`,
+    never imports RLlib to register its algorithms."""
+    from ray.tune.registry import TRAINABLE_CLASS, _global_registry
+
+    return _global_registry.contains(TRAINABLE_CLASS, name)

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.ray
 ENSURE = """
 import ray
 from flywheel import PPOConfig
-from flywheel.env_runners.group import ensure_ray
+from flywheel.ray_start import ensure_ray
 
 ensure_ray(PPOConfig().env_runners(num_env_runners=1))
 print(ray.get_runtime_context().gcs_address)

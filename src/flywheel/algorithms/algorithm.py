@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from flywheel.algorithms import evaluation
-from flywheel.algorithms.config_builders import single_agent_learner_spec
+from flywheel.algorithms.config_builders import runner_class, single_agent_learner_spec
 from flywheel.algorithms.saved_config import saved_config
 from flywheel.algorithms.trainable_api import TrainableAPI
 from flywheel.checkpoints.checkpointable import Checkpointable, select
@@ -504,20 +504,6 @@ class Algorithm(TrainableAPI, Checkpointable):
                 "learners. Fix: call stop() only once you are done with the algorithm; to go on later, "
                 "save_to_path() before stop() and load it again with Algorithm.from_checkpoint(path)."
             )
-
-
-def runner_class(config: Any) -> type:
-    """`config.env_runner_cls` when set, else `MultiAgentEnvRunner` for multi-agent configs
-    (`config.is_multi_agent`) and `SingleAgentEnvRunner` for the others."""
-    if config.env_runner_cls is not None:
-        return config.env_runner_cls
-    if config.is_multi_agent:
-        from flywheel.env_runners.multi_agent import MultiAgentEnvRunner
-
-        return MultiAgentEnvRunner
-    from flywheel.env_runners.single_agent import SingleAgentEnvRunner
-
-    return SingleAgentEnvRunner
 
 
 def _differs(a: Any, b: Any) -> bool:

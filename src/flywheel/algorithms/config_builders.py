@@ -1,4 +1,5 @@
-"""Helpers behind the config's builders: module-spec merging and connector-pipeline assembly.
+"""Helpers behind the config's builders: module-spec merging, connector-pipeline assembly and the
+env runner class.
 
 Everything connector- and module-related is imported on first use, so building or validating a
 config never imports torch.
@@ -196,3 +197,17 @@ def _env_from_config(config: Any) -> Any:
         )
     creator = wrapped_creator(make_env_creator(config.env, config.env_config), config.env_wrappers)
     return creator(EnvContext(config.env_config))
+
+
+def runner_class(config: Any) -> type:
+    """`config.env_runner_cls` when set, else `MultiAgentEnvRunner` for multi-agent configs
+    (`config.is_multi_agent`) and `SingleAgentEnvRunner` for the others."""
+    if config.env_runner_cls is not None:
+        return config.env_runner_cls
+    if config.is_multi_agent:
+        from flywheel.env_runners.multi_agent import MultiAgentEnvRunner
+
+        return MultiAgentEnvRunner
+    from flywheel.env_runners.single_agent import SingleAgentEnvRunner
+
+    return SingleAgentEnvRunner

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from flywheel.algorithms.config_builders import runner_class
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger
@@ -37,8 +38,6 @@ def evaluation_group(algo: Any) -> EnvRunnerGroup:
 
 def build_evaluation_group(config: Any) -> EnvRunnerGroup:
     """The evaluation runners of `config`: `config.get_evaluation_config_object()`'s runners."""
-    from flywheel.algorithms.algorithm import runner_class
-
     eval_config = config.get_evaluation_config_object()
     return EnvRunnerGroup(config=eval_config, runner_class=runner_class(eval_config))
 

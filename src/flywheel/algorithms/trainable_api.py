@@ -16,9 +16,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ray.tune import PlacementGroupFactory
+
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 
 @dataclass(frozen=True)
@@ -65,8 +70,6 @@ class TrainableAPI:
     def default_resource_request(cls, config: Any) -> Any:
         """Ray Tune's `PlacementGroupFactory` for one trial of `config` (an AlgorithmConfig or its dict):
         the main process, then each remote env runner, evaluation runner and learner (imports ray)."""
-        from flywheel.tune.algorithm_trainable import placement_group_factory
-
         if isinstance(config, Mapping):
             config = cls.get_default_config().update_from_dict(config)
         return placement_group_factory(config)
@@ -87,3 +90,27 @@ class TrainableAPI:
                 f"{type(checkpoint_path).__name__}. Fix: algo.restore(algo.save()) or algo.restore('/path')."
             )
         self.restore_from_path(path)  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def placement_group_factory(config: AlgorithmConfig) -> PlacementGroupFactory:
+    """Tune's placement group of one trial: `resource_bundles(config)` placed by its placement strategy
+    (imports ray)."""
+    from ray import tune
+
+    return tune.PlacementGroupFactory(resource_bundles(config), strategy=config.placement_strategy)
+
+
+def resource_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
+    """The resources of one trial, a bundle per process: first the main process (with the learner's GPU
+    when it learns itself), then each remote env runner, evaluation runner and learner. Resources of 0
+    are left out, and so are bundles that would be empty (an actor asking for nothing needs none)."""
+    local_gpus = config.num_gpus_per_learner if config.num_learners == 0 else 0
+    eval_config = config.get_evaluation_config_object()
+    bundles = [
+        {"CPU": config.num_cpus_for_main_process, "GPU": local_gpus},
+        *[{"CPU": config.num_cpus_per_env_runner}] * config.num_env_runners,
+        *[{"CPU": eval_config.num_cpus_per_env_runner}] * config.evaluation_num_env_runners,
+        *[{"CPU": config.num_cpus_per_learner, "GPU": config.num_gpus_per_learner}] * config.num_learners,
+    ]
+    bundles = [{key: value for key, value in bundle.items() if value} for bundle in bundles]
+    return [bundle for bundle in bundles if bundle]  # the main process's is never empty (validated)

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import gymnasium as gym
 
+from flywheel.compat import tune_registered_env
 from flywheel.env.atari import is_atari_spec, make_atari
 from flywheel.env.gym_ids import gym_spec
 from flywheel.env.recording import record_sub_env
@@ -163,8 +164,6 @@ def _tune_registered(name: str) -> EnvCreator | None:
     """A creator registered with `ray.tune.register_env` (RLlib's registry) when this process uses Ray Tune."""
     if "ray.tune.registry" not in sys.modules:
         return None  # nothing can have registered there (and ray stays unimported)
-    from flywheel.tune.compat import tune_registered_env
-
     return tune_registered_env(name)
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flywheel.errors import EnvError
+from flywheel.ray_start import ensure_ray
 from flywheel.seeding import derive_seed, seed_process
 
 logger = logging.getLogger(__name__)
@@ -45,8 +46,6 @@ class RemoteRunners:
     """
 
     def __init__(self, config: Any, runner_class: type) -> None:
-        from flywheel.env_runners.group import ensure_ray
-
         self.config = config
         self._runner_class = runner_class
         # Runners by worker index; None marks a failed runner (waiting for restart, or gone).

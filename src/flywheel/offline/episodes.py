@@ -8,7 +8,7 @@ picklable: it travels to the learners with their shard.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -41,29 +41,6 @@ EPISODE_COLUMNS = (
 
 Spaces = tuple[gym.Space, gym.Space]
 """(observation_space, action_space)."""
-
-
-def episode_builder(config: Any, paths: list[str], env_spaces: Spaces) -> EpisodeBuilder:
-    """Checks every file of `paths` against `config` and the env's spaces (one env's; per-agent Dict
-    spaces for a multi-agent config) and returns the builder of its episodes: `MultiAgentEpisode`s
-    when `config.is_multi_agent`, else `SingleAgentEpisode`s."""
-    if not config.is_multi_agent:
-        files_say = check_files(paths, config.input_read_episodes, env_spaces)
-        return EpisodeBuilder(
-            config.input_read_episodes, env_spaces, needs_action_normalizing(config, files_say)
-        )
-    from flywheel.env_runners.multi_agent_modules import mapping_fn
-    from flywheel.offline.multi_agent import MultiAgentEpisodeBuilder
-
-    observation_spaces, action_spaces = cast(tuple[gym.spaces.Dict, gym.spaces.Dict], env_spaces)
-    agent_spaces = {str(a): (observation_spaces[a], action_spaces[a]) for a in observation_spaces}
-    files_say = check_files(paths, config.input_read_episodes, agent_spaces)
-    return MultiAgentEpisodeBuilder(
-        config.input_read_episodes,
-        env_spaces,
-        needs_action_normalizing(config, files_say),
-        mapping_fn(config),
-    )
 
 
 def check_files(paths: list[str], read_episodes: bool, spaces: Spaces | dict[str, Spaces]) -> bool | None:

@@ -7,9 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 from flywheel.errors import OfflineDataError
-
-MINARI_PREFIX = "minari:"
-"""`input_="minari:DATASET_ID"` reads a Minari dataset from the local Minari data folder."""
+from flywheel.offline.paths import MINARI_PREFIX
 
 
 def open_input(config: Any, spaces: tuple[gym.Space, gym.Space], num_learners: int) -> Any:

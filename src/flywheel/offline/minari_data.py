@@ -21,7 +21,7 @@ import numpy as np
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder, check_spaces, needs_action_normalizing
-from flywheel.offline.inputs import MINARI_PREFIX
+from flywheel.offline.paths import MINARI_PREFIX
 from flywheel.offline.prefetch import PREFETCH_KEY, Prefetcher
 from flywheel.offline.reader import LocalReadOptions
 from flywheel.offline.shuffle import shuffled_steps

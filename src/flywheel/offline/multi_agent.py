@@ -26,14 +26,15 @@ from flywheel.offline.episodes import EpisodeBuilder, Spaces
 class MultiAgentEpisodeBuilder(EpisodeBuilder):
     """`EpisodeBuilder` for multi-agent rows: `spaces` are the env's per-agent Dict spaces, each agent's
     chunk gets its agent's spaces, and `episodes()` yields `MultiAgentEpisode`s whose agents map to
-    modules with `mapping_fn` (picklable: it travels to remote learners with their shard)."""
+    modules with `mapping_fn` (picklable: it travels to remote learners with their shard; None: every
+    agent's module is "default_policy")."""
 
     def __init__(
         self,
         read_episodes: bool,
         spaces: Spaces,
         normalize_actions: bool,
-        mapping_fn: Callable[..., Any],
+        mapping_fn: Callable[..., Any] | None,
     ) -> None:
         super().__init__(read_episodes, spaces, normalize_actions)
         observation_spaces, action_spaces = cast(tuple[gym.spaces.Dict, gym.spaces.Dict], spaces)

@@ -20,9 +20,9 @@ from typing import Any
 import gymnasium as gym
 
 from flywheel.errors import OfflineDataError
-from flywheel.offline.episodes import EpisodeBuilder, episode_builder
+from flywheel.offline.episodes import EpisodeBuilder
 from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
-from flywheel.offline.reader import parquet_files
+from flywheel.offline.reader import episode_builder, parquet_files
 
 
 class RayOfflineData:

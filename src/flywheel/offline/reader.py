@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
+import gymnasium as gym
 import numpy as np
 import pyarrow.parquet as pq
 
 from flywheel.errors import OfflineDataError
-from flywheel.offline.episodes import episode_builder
+from flywheel.offline.episodes import EpisodeBuilder, Spaces, check_files, needs_action_normalizing
+from flywheel.offline.multi_agent import MultiAgentEpisodeBuilder
 from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
 from flywheel.offline.paths import local_path
 from flywheel.offline.prefetch import PREFETCH_KEY, Episode, Prefetcher, prefetch_depth
@@ -160,3 +162,23 @@ def parquet_files(input_: Any) -> list[str]:
             "config.offline_data(output=...) (or `flywheel record`), or point input_ at the folder that has them."
         )
     return sorted(files)
+
+
+def episode_builder(config: Any, paths: list[str], env_spaces: Spaces) -> EpisodeBuilder:
+    """Checks every file of `paths` against `config` and the env's spaces (one env's; per-agent Dict
+    spaces for a multi-agent config) and returns the builder of its episodes: `MultiAgentEpisode`s
+    when `config.is_multi_agent`, else `SingleAgentEpisode`s."""
+    if not config.is_multi_agent:
+        files_say = check_files(paths, config.input_read_episodes, env_spaces)
+        return EpisodeBuilder(
+            config.input_read_episodes, env_spaces, needs_action_normalizing(config, files_say)
+        )
+    observation_spaces, action_spaces = cast(tuple[gym.spaces.Dict, gym.spaces.Dict], env_spaces)
+    agent_spaces = {str(a): (observation_spaces[a], action_spaces[a]) for a in observation_spaces}
+    files_say = check_files(paths, config.input_read_episodes, agent_spaces)
+    return MultiAgentEpisodeBuilder(
+        config.input_read_episodes,
+        env_spaces,
+        needs_action_normalizing(config, files_say),
+        config.policy_mapping_fn,  # (None: every agent's module is "default_policy")
+    )

@@ -10,7 +10,7 @@ Importing this package does not import torch (only creating a `TensorBoardWriter
 (only writing a video does) or matplotlib (only plotting does).
 """
 
-from flywheel.reporting.loop import stop_reason, train_with_progress
+from flywheel.reporting.loop import default_writers, stop_reason, train_with_progress
 from flywheel.reporting.plots import plot_runs
 from flywheel.reporting.progress import ProgressBar, describe_result
 from flywheel.reporting.videos import VideoWriter, save_video
@@ -21,7 +21,6 @@ from flywheel.reporting.writers import (
     JSONLWriter,
     ResultWriter,
     TensorBoardWriter,
-    default_writers,
     flatten_result,
 )
 

@@ -1,4 +1,5 @@
-"""`train_with_progress`: the `algo.train()` loop with stop conditions, a progress bar and result writers.
+"""`train_with_progress`: the `algo.train()` loop with stop conditions, a progress bar and result writers;
+`default_writers`: the writers of one run dir.
 
 The CLI's `flywheel train` runs this loop; user scripts opt into the same bar and files with::
 
@@ -8,12 +9,24 @@ The CLI's `flywheel train` runs this loop; user scripts opt into the same bar an
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN, NUM_ENV_STEPS_SAMPLED_LIFETIME
 from flywheel.reporting.progress import ProgressBar
-from flywheel.reporting.writers import ResultWriter
+from flywheel.reporting.videos import VideoWriter
+from flywheel.reporting.writers import (
+    RESULTS_CSV,
+    RESULTS_JSONL,
+    TENSORBOARD_EVENTS,
+    VIDEO_DIR,
+    CSVWriter,
+    JSONLWriter,
+    ResultWriter,
+    TensorBoardWriter,
+)
 
 
 def stop_reason(
@@ -72,3 +85,20 @@ def train_with_progress(
             bar.update(result)
             if stop_reason(result, **stops) is not None:
                 return result
+
+
+def default_writers(run_dir: str | os.PathLike) -> list[ResultWriter]:
+    """TensorBoard event files in `run_dir`, plus `run_dir/results.csv`, `run_dir/results.jsonl`, and the
+    videos results hold (e.g. with `render_env`) as mp4 files in `run_dir/videos/` (`VideoWriter`).
+
+    A run dir holds one run: as the two results files are started afresh, the TensorBoard event files
+    an earlier run left in `run_dir` are deleted (TensorBoard would draw both runs as one)."""
+    run_dir = Path(run_dir)
+    for stale in run_dir.glob(TENSORBOARD_EVENTS):
+        stale.unlink()
+    return [
+        TensorBoardWriter(run_dir),
+        CSVWriter(run_dir / RESULTS_CSV),
+        JSONLWriter(run_dir / RESULTS_JSONL),
+        VideoWriter(run_dir / VIDEO_DIR),
+    ]

@@ -2,7 +2,7 @@
 
 The driving loop::
 
-    writers = default_writers(run_dir)          # TensorBoard events, results.csv, results.jsonl, videos/
+    writers = default_writers(run_dir)          # flywheel.reporting: TensorBoard events, results.csv, results.jsonl, videos/
     for _ in range(10):
         result = algo.train()
         for writer in writers:
@@ -241,25 +241,6 @@ class JSONLWriter(ResultWriter):
 
     def close(self) -> None:
         self._file.close()
-
-
-def default_writers(run_dir: str | os.PathLike) -> list[ResultWriter]:
-    """TensorBoard event files in `run_dir`, plus `run_dir/results.csv`, `run_dir/results.jsonl`, and the
-    videos results hold (e.g. with `render_env`) as mp4 files in `run_dir/videos/` (`VideoWriter`).
-
-    A run dir holds one run: as the two results files are started afresh, the TensorBoard event files
-    an earlier run left in `run_dir` are deleted (TensorBoard would draw both runs as one)."""
-    from flywheel.reporting.videos import VideoWriter  # videos.py builds on this module's ResultWriter
-
-    run_dir = Path(run_dir)
-    for stale in run_dir.glob(TENSORBOARD_EVENTS):
-        stale.unlink()
-    return [
-        TensorBoardWriter(run_dir),
-        CSVWriter(run_dir / RESULTS_CSV),
-        JSONLWriter(run_dir / RESULTS_JSONL),
-        VideoWriter(run_dir / VIDEO_DIR),
-    ]
 
 
 _NOT_PLAIN = "this file holds numbers, strings and None only (TensorBoard draws images, videos and lists)."

@@ -17,43 +17,21 @@ best-checkpoint selection, on one machine or a cluster.
 `flywheel.tune.register()` registers the built-in algorithms with Tune by name, so RLlib's form
 `tune.Tuner("PPO", param_space=config)` runs flywheel's PPO. `flywheel.tune.Tuner` (what `flywheel port`
 makes of `tune.Tuner`) needs no registering: it takes `config.algo_class` or "PPO" as RLlib's programs
-pass them. Importing this module does not import `ray`; `trainable()`, `register()` and `Tuner` do.
+pass them. Importing this module does not import `ray`; `trainable` and `Tuner` (resolved on first use)
+and `register()` do.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flywheel.algorithms.registry import available_algorithms, config_class_of
-from flywheel.algorithms.registry import config_class as registered_config_class
-from flywheel.errors import ConfigError
+from flywheel.algorithms.registry import available_algorithms
+
+if TYPE_CHECKING:
+    from flywheel.tune.algorithm_trainable import trainable
+    from flywheel.tune.tuner import Tuner
 
 __all__ = ["Tuner", "register", "trainable"]
-
-
-def trainable(algo: str | type, *, config_class: type | None = None) -> type:
-    """A `ray.tune.Trainable` subclass that trains `algo` (a registered name such as "PPO", or an
-    `Algorithm` subclass), one algorithm per trial.
-
-    Tune gives each trial a dict of settings (the param space with its search spaces resolved);
-    the trial's config is `config_class` (default: the registered config of `algo`, e.g. PPOConfig)
-    with those settings. Results are the algorithm's result dicts, checkpoints are flywheel
-    checkpoints, and `default_resource_request` asks for the trial's main process, runners and
-    learners as one placement group. Envs given to `flywheel.register_env` before this call are
-    registered again in the trials' processes.
-    """
-    from flywheel.algorithms.algorithm import Algorithm
-    from flywheel.tune.algorithm_trainable import make_trainable
-
-    if isinstance(algo, str):
-        config_class = config_class or registered_config_class(algo)
-        return make_trainable(algo, config_class().algo_class, config_class)
-    if not (isinstance(algo, type) and issubclass(algo, Algorithm)):
-        raise ConfigError(
-            f"trainable() expects an algorithm name such as 'PPO' or an Algorithm subclass, got {algo!r}. "
-            f"Fix: pass one of {available_algorithms()} or your Algorithm class."
-        )
-    return make_trainable(algo.__name__, algo, config_class or config_class_of(algo))
 
 
 def register(*names: str, **kwargs: Any) -> None:
@@ -66,6 +44,8 @@ def register(*names: str, **kwargs: Any) -> None:
     """
     from ray import tune
 
+    from flywheel.tune.algorithm_trainable import trainable
+
     for name in names or available_algorithms():
         tune.register_trainable(name, trainable(name, **kwargs))
 
@@ -75,4 +55,8 @@ def __getattr__(name: str) -> Any:
         from flywheel.tune.tuner import Tuner
 
         return Tuner
+    if name == "trainable":  # imports ray: only when asked for
+        from flywheel.tune.algorithm_trainable import trainable
+
+        return trainable
     raise AttributeError(f"module 'flywheel.tune' has no attribute {name!r}")

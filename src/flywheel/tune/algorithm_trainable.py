@@ -25,11 +25,15 @@ from ray.tune.search.repeater import TRIAL_INDEX
 
 from flywheel.algorithms.algorithm import Algorithm
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
+from flywheel.algorithms.registry import available_algorithms, config_class_of
+from flywheel.algorithms.registry import config_class as registered_config_class
+from flywheel.algorithms.trainable_api import placement_group_factory
+from flywheel.compat import accept_configs_as_param_space
 from flywheel.env.make import register_env, registered_envs
-from flywheel.tune import compat
+from flywheel.errors import ConfigError
 from flywheel.tune.search_spaces import check_resolved
 
-compat.accept_configs_as_param_space(AlgorithmConfig)
+accept_configs_as_param_space(AlgorithmConfig)
 
 
 class AlgorithmTrainable(tune.Trainable):
@@ -93,6 +97,28 @@ class AlgorithmTrainable(tune.Trainable):
         self._next_config = None
 
 
+def trainable(algo: str | type, *, config_class: type | None = None) -> type:
+    """A `ray.tune.Trainable` subclass that trains `algo` (a registered name such as "PPO", or an
+    `Algorithm` subclass), one algorithm per trial.
+
+    Tune gives each trial a dict of settings (the param space with its search spaces resolved);
+    the trial's config is `config_class` (default: the registered config of `algo`, e.g. PPOConfig)
+    with those settings. Results are the algorithm's result dicts, checkpoints are flywheel
+    checkpoints, and `default_resource_request` asks for the trial's main process, runners and
+    learners as one placement group. Envs given to `flywheel.register_env` before this call are
+    registered again in the trials' processes.
+    """
+    if isinstance(algo, str):
+        config_class = config_class or registered_config_class(algo)
+        return make_trainable(algo, config_class().algo_class, config_class)
+    if not (isinstance(algo, type) and issubclass(algo, Algorithm)):
+        raise ConfigError(
+            f"trainable() expects an algorithm name such as 'PPO' or an Algorithm subclass, got {algo!r}. "
+            f"Fix: pass one of {available_algorithms()} or your Algorithm class."
+        )
+    return make_trainable(algo.__name__, algo, config_class or config_class_of(algo))
+
+
 def make_trainable(name: str, algo_class: type, config_class: type) -> type[AlgorithmTrainable]:
     """An `AlgorithmTrainable` subclass called `name` (Tune names experiments and trials after it)."""
     attributes = {
@@ -116,24 +142,3 @@ def _pickled_envs() -> dict[str, bytes]:
         except Exception:  # any pickling failure: a closure over a lock, a socket, ...
             continue
     return pickled
-
-
-def placement_group_factory(config: AlgorithmConfig) -> tune.PlacementGroupFactory:
-    """Tune's placement group of one trial: `resource_bundles(config)` placed by its placement strategy."""
-    return tune.PlacementGroupFactory(resource_bundles(config), strategy=config.placement_strategy)
-
-
-def resource_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
-    """The resources of one trial, a bundle per process: first the main process (with the learner's GPU
-    when it learns itself), then each remote env runner, evaluation runner and learner. Resources of 0
-    are left out, and so are bundles that would be empty (an actor asking for nothing needs none)."""
-    local_gpus = config.num_gpus_per_learner if config.num_learners == 0 else 0
-    eval_config = config.get_evaluation_config_object()
-    bundles = [
-        {"CPU": config.num_cpus_for_main_process, "GPU": local_gpus},
-        *[{"CPU": config.num_cpus_per_env_runner}] * config.num_env_runners,
-        *[{"CPU": eval_config.num_cpus_per_env_runner}] * config.evaluation_num_env_runners,
-        *[{"CPU": config.num_cpus_per_learner, "GPU": config.num_gpus_per_learner}] * config.num_learners,
-    ]
-    bundles = [{key: value for key, value in bundle.items() if value} for bundle in bundles]
-    return [bundle for bundle in bundles if bundle]  # the main process's is never empty (validated)

@@ -24,9 +24,9 @@ from ray import tune
 from flywheel.algorithms.algorithm import Algorithm
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
 from flywheel.algorithms.registry import ALGORITHMS
+from flywheel.compat import is_tune_registered_trainable
 from flywheel.errors import ConfigError
-from flywheel.tune import trainable as flywheel_trainable
-from flywheel.tune.compat import is_tune_registered_trainable
+from flywheel.tune.algorithm_trainable import trainable as flywheel_trainable
 
 
 class Tuner(tune.Tuner):

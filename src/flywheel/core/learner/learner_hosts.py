@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flywheel.errors import LearnerDiedError
+from flywheel.ray_start import ensure_ray
 from flywheel.seeding import seed_process
 
 logger = logging.getLogger(__name__)
@@ -127,8 +128,6 @@ class RemoteLearners:
     def _start(self) -> None:
         """Starts the actors (rank r seeded with seed + r) and joins them into one process group."""
         import ray
-
-        from flywheel.env_runners.group import ensure_ray
 
         ensure_ray(self.config)
         # Ray's typed overloads of `ray.remote(**options)` omit the actor option `concurrency_groups`.
