@@ -124,3 +124,24 @@ def test_hook_typo_in_config_names_the_closest():
         match=r"^AlgorithmConfig.callbacks\(\) got an unexpected keyword 'on_episode_ends'. Did you mean 'on_episode_end'\?$",
     ):
         AlgorithmConfig().callbacks(on_episode_ends=print)
+
+
+class Threshold(RLlibCallback):
+    def __init__(self, threshold=0.5):
+        self.threshold = threshold
+
+
+def test_a_partial_of_a_subclass_is_a_callbacks_class_as_in_rllib():
+    from functools import partial
+
+    config = AlgorithmConfig().environment("CartPole-v1").callbacks(partial(Threshold, threshold=0.95))
+    config.validate()
+    callback = config.build_callbacks()
+    assert isinstance(callback, Threshold) and callback.threshold == 0.95
+
+
+def test_a_callable_that_makes_no_callback_is_refused_naming_what_it_made():
+    from flywheel.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"made 3, not an RLlibCallback"):
+        make_callbacks(lambda: 3, {})

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from flywheel.errors import ConfigError
+
 HOOK_NAMES: tuple[str, ...] = (
     "on_algorithm_init",
     "on_train_result",
@@ -157,15 +159,21 @@ def _is_active(callback: RLlibCallback, name: str) -> bool:
 
 
 def make_callbacks(
-    callbacks_class: type[RLlibCallback] | None,
+    callbacks_class: Callable[[], RLlibCallback] | None,
     hooks: dict[str, Callable | Sequence[Callable] | None],
 ) -> RLlibCallback:
     """One `RLlibCallback` that runs the class's hook, then each function hook, with the same keywords.
 
-    The result is an instance of `callbacks_class` (so its own state and ``isinstance`` checks work);
+    The result is what `callbacks_class` makes (a subclass, or RLlib's callable making one, such as a
+    ``functools.partial`` of a subclass with its arguments), so its own state and ``isinstance`` checks work;
     hooks that have function hooks are replaced on the instance by a callable running all of them.
     """
     callback = (callbacks_class or RLlibCallback)()
+    if not isinstance(callback, RLlibCallback):
+        raise ConfigError(
+            f"callbacks_class={callbacks_class!r} made {callback!r}, not an RLlibCallback. Fix: pass an "
+            "RLlibCallback subclass, or a callable returning an instance of one, to config.callbacks()."
+        )
     for name in HOOK_NAMES:
         functions = as_hook_list(hooks.get(name))
         if not functions:

@@ -214,8 +214,9 @@ def test_module_evaluation_callback_and_reporting_problems():
         "metrics_num_episodes_for_smoothing=0 must be an int >= 1. "
         "Fix: pass an int >= 1 to config.reporting(metrics_num_episodes_for_smoothing=...).",
         "seed=-1 must be an int >= 0 or None. Fix: pass an int >= 0 or None to config.debugging(seed=...).",
-        "callbacks_class=<class 'int'> is not an RLlibCallback subclass. "
-        "Fix: subclass flywheel.RLlibCallback and pass the class to config.callbacks().",
+        "callbacks_class=<class 'int'> is not an RLlibCallback subclass (nor a callable that makes one, e.g. "
+        "functools.partial(MyCallback, arg=...)). Fix: subclass flywheel.RLlibCallback and pass the class "
+        "to config.callbacks().",
         f"on_train_result=[{print!r}, 4] is not a function or a list of functions. "
         "Fix: pass a function to config.callbacks(on_train_result=...).",
         "on_episode_end=3 is not a function or a list of functions. "

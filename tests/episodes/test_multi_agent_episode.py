@@ -621,7 +621,16 @@ def test_validate_finds_a_broken_env_step_map():
 
 
 def test_docs_page_code_blocks_run(run_doc_blocks):
-    namespace = run_doc_blocks("docs/concepts/multi_agent.md", blocks=7)
+    namespace = run_doc_blocks("docs/concepts/multi_agent.md", blocks=10)
     assert namespace["first"].get_return() == 7.0
+    assert set(namespace["config"].policies) == {"main", "small"}
     if importlib.util.find_spec("pettingzoo") is not None:  # the optional extra
         assert namespace["make_rps"]({}).possible_agents == ["player_0", "player_1"]
+        turns = namespace["make_rps_in_turns"]({})
+        assert list(turns.reset(seed=0)[0]) == ["player_0"] and list(turns.step({"player_0": 1})[0]) == [
+            "player_1"
+        ]
+    if importlib.util.find_spec("pyspiel") is not None:  # OpenSpiel, not a flywheel dependency
+        game = namespace["make_game"]({"game": "tic_tac_toe"})
+        obs, _ = game.reset(seed=0)
+        assert list(obs) == [0] and obs[0].shape == (27,) and game.action_spaces[0].n == 9

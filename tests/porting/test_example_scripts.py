@@ -44,6 +44,9 @@ RUN = ("--stop-iters=2", "--num-env-runners=0")
 TWO_AGENTS = (*RUN, "--num-agents=2")
 OWN_ARGS = ()
 """Scripts with their own command line (not the harness's) run with none."""
+NO_HUMAN_PLAY = (*RUN, "--num-episodes-human-play=0")
+"""The OpenSpiel self-play scripts: after training they ask for moves on the command line, unless
+told to play no games against a human."""
 
 SCRIPTS: dict[str, tuple[str, ...]] = {
     "algorithms/appo_custom_algorithm_w_shared_data_actor.py": RUN,
@@ -75,8 +78,8 @@ SCRIPTS: dict[str, tuple[str, ...]] = {
     "multi_agent/rock_paper_scissors_heuristic_vs_learned.py": TWO_AGENTS,
     "multi_agent/rock_paper_scissors_learned_vs_learned.py": TWO_AGENTS,
     "multi_agent/self_play_footsies.py": RUN,
-    "multi_agent/self_play_league_based_with_open_spiel.py": RUN,
-    "multi_agent/self_play_with_open_spiel.py": RUN,
+    "multi_agent/self_play_league_based_with_open_spiel.py": NO_HUMAN_PLAY,
+    "multi_agent/self_play_with_open_spiel.py": NO_HUMAN_PLAY,
     "multi_agent/shared_encoder_cartpole.py": TWO_AGENTS,
     "multi_agent/two_step_game_with_grouped_agents.py": TWO_AGENTS,
     "offline_rl/cartpole_recording.py": RUN,
@@ -115,6 +118,10 @@ SKIPS: dict[str, str] = {
 }
 """Script -> why it cannot run here (a dependency not on the registry, a file the wheel does not ship)."""
 
+WATERWORLD_GONE = (
+    "pettingzoo.sisl.waterworld_v4 is gone from PettingZoo 1.27 (installed; ImportError); RLlib's "
+    "PettingZooEnv, the AEC wrapper it uses, ports to flywheel.env.pettingzoo_aec.AECPettingZooEnv"
+)
 NOT_IN_FLYWHEEL = "imports RLlib names flywheel does not have (flywheel port reports each line): "
 XFAILS: dict[str, str] = {
     "algorithms/appo_custom_algorithm_w_shared_data_actor.py": (
@@ -131,22 +138,8 @@ XFAILS: dict[str, str] = {
         "4000 steps an iteration) take longer than the 600 s timeout on 2 shared cores: run alone it "
         "finishes both, videos logged, in 803 s (676 s of training)"
     ),
-    "multi_agent/custom_heuristic_policy.py": (
-        "imports rl_modules/classes/random_rlm.py, which uses RLlib's old API stack SampleBatch"
-    ),
-    "multi_agent/pettingzoo_independent_learning.py": (
-        "pettingzoo.sisl.waterworld_v4 is gone from PettingZoo 1.27 (installed), and RLlib's PettingZooEnv "
-        "(an AEC wrapper) is not flywheel's (a ParallelEnv wrapper)"
-    ),
-    "multi_agent/pettingzoo_parameter_sharing.py": (
-        "pettingzoo.sisl.waterworld_v4 is gone from PettingZoo 1.27 (installed), and RLlib's PettingZooEnv "
-        "(an AEC wrapper) is not flywheel's (a ParallelEnv wrapper)"
-    ),
-    "multi_agent/self_play_league_based_with_open_spiel.py": (
-        NOT_IN_FLYWHEEL + "OpenSpielEnv, try_import_open_spiel, PolicySpec"
-    ),
-    "multi_agent/self_play_with_open_spiel.py": NOT_IN_FLYWHEEL
-    + "OpenSpielEnv, try_import_open_spiel, PolicySpec",
+    "multi_agent/pettingzoo_independent_learning.py": WATERWORLD_GONE,
+    "multi_agent/pettingzoo_parameter_sharing.py": WATERWORLD_GONE,
     "offline_rl/offline_rl_with_image_data.py": (
         NOT_IN_FLYWHEEL + "BCCatalog, DefaultBCTorchRLModule, DefaultModelConfig (and it reads s3://)"
     ),
@@ -164,7 +157,8 @@ XFAILS: dict[str, str] = {
         "imports rl_modules/classes/modelv2_to_rlm.py, a bridge from RLlib's old API stack ModelV2"
     ),
     "rl_modules/migrate_modelv2_to_new_api_stack_by_policy_checkpoint.py": (
-        NOT_IN_FLYWHEEL + "ray.rllib.utils.spaces.space_utils.batch (and an old API stack Policy checkpoint)"
+        "it first trains on RLlib's old API stack (api_stack(enable_rl_module_and_learner=False)) for an old "
+        "stack Policy checkpoint, and imports rl_modules/classes/modelv2_to_rlm.py, a bridge from ModelV2"
     ),
 }
 """Script -> the cause outside the harness it fails on today (not strict: fixed causes show as XPASS)."""

@@ -176,7 +176,7 @@ def test_the_docs_cli_md_port_example(tmp_path, monkeypatch, capsys):
     command, *expected = block.strip().splitlines()
     lines = ["from ray.rllib.core.columns import Columns\n"] + ["\n"] * 5
     (tmp_path / "my_model.py").write_text(
-        "".join([*lines, "from ray.rllib.policy.sample_batch import SampleBatch\n"])
+        "".join([*lines, "from ray.rllib.policy.sample_batch import MultiAgentBatch\n"])
     )
     monkeypatch.chdir(tmp_path)
     code, out, err = run(command.split()[2:], capsys)

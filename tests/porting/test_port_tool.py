@@ -296,7 +296,7 @@ def test_a_file_without_rllib_imports_is_returned_as_is():
 
 def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
     source = """\
-        from ray.rllib.policy.sample_batch import SampleBatch
+        from ray.rllib.policy.sample_batch import MultiAgentBatch
         from ray.rllib.core import Columns, COMPONENT_EVAL_ENV_RUNNER
         from ray.rllib.models.torch.torch_modelv2 import TorchModelV2
         from ray.rllib.core.rl_module.apis import (
@@ -308,7 +308,7 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
     text, report = port(source)
     assert text == dedent(
         """\
-        from ray.rllib.policy.sample_batch import SampleBatch
+        from ray.rllib.policy.sample_batch import MultiAgentBatch
         from flywheel.columns import Columns
         from ray.rllib.core import COMPONENT_EVAL_ENV_RUNNER
         from ray.rllib.models.torch.torch_modelv2 import TorchModelV2
@@ -323,9 +323,8 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         """
     )
     assert report == [
-        "mod.py:1: ray.rllib.policy.sample_batch.SampleBatch: RLlib's old API stack batch; flywheel passes "
-        "episodes (flywheel.SingleAgentEpisode) and dict batches keyed by flywheel.Columns (Columns.OBS for "
-        "SampleBatch.OBS)",
+        "mod.py:1: ray.rllib.policy.sample_batch.MultiAgentBatch: RLlib's old API stack batch; flywheel's train "
+        "batches are plain dicts {module_id: {column: tensor}}",
         f"mod.py:3: ray.rllib.core.COMPONENT_EVAL_ENV_RUNNER: {NOT_YET}",
         "mod.py:4: ray.rllib.models.torch.torch_modelv2.TorchModelV2: RLlib's old API stack model; write a "
         "flywheel.TorchRLModule (setup() builds the layers, _forward() returns Columns.ACTION_DIST_INPUTS)",
@@ -339,7 +338,6 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         ("from ray.rllib.evaluation.postprocessing import Postprocessing\n", "ray.rllib.evaluation"),
         ("from ray.rllib.execution.train_ops import train_one_step\n", "ray.rllib.execution"),
         ("from ray.rllib.models import ModelCatalog\n", "ModelCatalog"),
-        ("from ray.rllib.policy.policy import PolicySpec\n", "PolicySpec"),
         ("from ray.rllib.policy.torch_policy_v2 import TorchPolicyV2\n", "TorchPolicyV2"),
         ("from ray.rllib.utils.framework import try_import_tf\n", "ray.rllib.utils.framework:try_import_tf"),
         ("from ray.rllib.algorithms.dreamerv3 import DreamerV3Config\n", "ray.rllib.algorithms.dreamerv3"),
@@ -351,6 +349,17 @@ def test_old_api_stack_and_missing_names_say_what_to_use(source, expected):
     text, report = port(source)
     assert text == source
     assert len(report) == 1 and report[0].endswith(": " + TABLE.problems[expected])
+
+
+def test_old_stack_names_new_stack_programs_use_port_to_flywheel_old_stack():
+    source = (
+        "from ray.rllib.policy.policy import Policy, PolicySpec\n"
+        "from ray.rllib.policy.sample_batch import SampleBatch\n"
+    )
+    assert port(source) == (
+        "from flywheel.old_stack import Policy, PolicySpec\nfrom flywheel.old_stack import SampleBatch\n",
+        [],
+    )
 
 
 def test_impala_and_appo_names_port():
@@ -426,7 +435,7 @@ def test_invalid_python_is_reported_and_left_alone():
 # ------------------------------------------------------------------------------------------ idempotence
 
 SOURCES = [source for source, _ in REWRITES.values()] + [
-    "from ray.rllib.policy.sample_batch import SampleBatch\nfrom ray.rllib.core import Columns, COMPONENT_EVAL_ENV_RUNNER\n",
+    "from ray.rllib.policy.sample_batch import MultiAgentBatch\nfrom ray.rllib.core import Columns, COMPONENT_EVAL_ENV_RUNNER\n",
     "import ray.rllib.utils.typing as rt\nx = rt.TensorType\nfrom ray.rllib.utils.annotations import override\n"
     "f = override(object)\n",
 ]

@@ -41,6 +41,10 @@ RUNS = {
     "rl_modules/classes/tiny_atari_cnn_rlm.py": {
         "TinyAtariCNN": "PPO on FastImageEnv (no Atari yet) (custom_cnn_rl_module.py)",
     },
+    "rl_modules/classes/random_rlm.py": {
+        "RandomRLModule": "random untrained opponent (custom_heuristic_policy.py, the OpenSpiel self-play scripts)",
+        "StatefulRandomRLModule": "its initial state (its _random_forward calls a method RandomRLModule lacks, in RLlib too)",
+    },
     "rl_modules/classes/rock_paper_scissors_heuristic_rlm.py": {
         "AlwaysSameHeuristicRLM": "untrained policy in multi-agent PPO (rock_paper_scissors_heuristic_vs_learned.py)",
         "BeatLastHeuristicRLM": "untrained policy in multi-agent PPO (rock_paper_scissors_heuristic_vs_learned.py)",
@@ -49,10 +53,6 @@ RUNS = {
 
 SKIPPED = {
     # file: (the missing capability, a part of the line `flywheel port` reports for it)
-    "rl_modules/classes/random_rlm.py": (
-        "RLlib's old API stack SampleBatch (its _forward reads batch[SampleBatch.OBS])",
-        "ray.rllib.policy.sample_batch.SampleBatch: RLlib's old API stack batch",
-    ),
     "rl_modules/classes/mobilenet_rlm.py": (
         "RLlib's model catalog (ModelConfig, Encoder, ActorCriticEncoderConfig, MLPHeadConfig) and "
         "torchvision's pretrained MobileNet weights, downloaded at import",
@@ -441,3 +441,27 @@ def test_heuristic_modules_play_rock_paper_scissors_untrained(ported_example):
         else:
             assert mine[1:].tolist() == [(move + 1) % 3 for move in theirs]
     assert played == {"always_same", "beat_last"}
+
+
+# RandomRLModule: SampleBatch's column names and space_utils.batch, ported to flywheel's.
+
+
+def test_random_module_acts_in_its_action_space_and_refuses_to_train(ported_example):
+    random_rlm = ported_example("rl_modules.classes.random_rlm")
+    space = gym.spaces.Box(0, 4, (2,), np.int64)
+    module = RLModuleSpec(
+        module_class=random_rlm.RandomRLModule,
+        observation_space=gym.spaces.Box(-1, 1, (3,)),
+        action_space=space,
+    ).build()
+    out = module.forward_inference({"obs": np.zeros((5, 3), np.float32)})
+    assert set(out) == {"actions"} and out["actions"].shape == (5, 2)
+    assert all(space.contains(action) for action in out["actions"])
+    with pytest.raises(NotImplementedError, match="Should not be trained"):
+        module.forward_train({"obs": np.zeros((5, 3), np.float32)})
+    stateful = RLModuleSpec(
+        module_class=random_rlm.StatefulRandomRLModule,
+        observation_space=gym.spaces.Box(-1, 1, (3,)),
+        action_space=space,
+    ).build()
+    assert stateful.get_initial_state()["state"].shape == (1, 1)

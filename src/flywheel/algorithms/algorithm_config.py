@@ -20,7 +20,7 @@ import copy
 import dataclasses
 import math
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -238,9 +238,10 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         return self._section("fault_tolerance", kwargs)
 
     def callbacks(
-        self, callbacks_class: type[RLlibCallback] | None | _NotProvided = NOT_PROVIDED, **kwargs: Any
+        self, callbacks_class: Callable[[], RLlibCallback] | None | _NotProvided = NOT_PROVIDED, **kwargs: Any
     ) -> Self:
-        """An RLlibCallback subclass and/or function hooks (on_episode_end=fn or [fn, ...], ...).
+        """An RLlibCallback subclass (or a callable making one, e.g. a `functools.partial` of it with its
+        arguments) and/or function hooks (on_episode_end=fn or [fn, ...], ...).
 
         Function hooks run after the class's method, with the same keyword arguments.
         """

@@ -250,8 +250,9 @@ class AlgorithmSettings:
     """Recreate a sub-env that raised instead of failing the whole runner."""
 
     # callbacks()
-    callbacks_class: type[RLlibCallback] | None = setting("callbacks")
-    """RLlibCallback subclass (None: only the function hooks below run)."""
+    callbacks_class: Callable[[], RLlibCallback] | None = setting("callbacks")
+    """RLlibCallback subclass, or a callable making one (`functools.partial(MyCallback, arg=1)`, as RLlib
+    takes); None: only the function hooks below run."""
     on_algorithm_init: Callable | list | None = setting("callbacks")
     """Function hook(s), called after the class's method with the same keywords."""
     on_train_result: Callable | list | None = setting("callbacks")

@@ -506,9 +506,11 @@ def _check_rest(config: AlgorithmConfig) -> list[str | None]:
         check_choice(config, "log_level", LOG_LEVELS),
     ]
     cls = config.callbacks_class
-    if cls is not None and not (isinstance(cls, type) and issubclass(cls, RLlibCallback)):
+    if cls is not None and not (issubclass(cls, RLlibCallback) if isinstance(cls, type) else callable(cls)):
         problems.append(
-            f"callbacks_class={cls!r} is not an RLlibCallback subclass. Fix: subclass flywheel.RLlibCallback and pass the class to config.callbacks()."
+            f"callbacks_class={cls!r} is not an RLlibCallback subclass (nor a callable that makes one, e.g. "
+            "functools.partial(MyCallback, arg=...)). Fix: subclass flywheel.RLlibCallback and pass the class "
+            "to config.callbacks()."
         )
     for name in HOOK_NAMES:
         hook = getattr(config, name)

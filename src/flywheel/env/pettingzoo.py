@@ -1,4 +1,5 @@
-"""`PettingZooEnv`: a PettingZoo ``ParallelEnv`` as a flywheel `MultiAgentEnv`.
+"""`PettingZooEnv`: a PettingZoo ``ParallelEnv`` as a flywheel `MultiAgentEnv` (RLlib's ``ParallelPettingZooEnv``;
+its AEC ``PettingZooEnv`` is `flywheel.env.pettingzoo_aec.AECPettingZooEnv`).
 
 PettingZoo is an optional extra (``pip install flywheel[pettingzoo]``); this adapter only
 talks to the env it is given, so importing it needs no PettingZoo. Use it in a creator::
@@ -34,7 +35,8 @@ class PettingZooEnv(MultiAgentEnv):
         if hasattr(env, "agent_iter"):  # AEC envs step one agent at a time
             raise EnvError(
                 f"PettingZooEnv expects a PettingZoo ParallelEnv, got the AEC env {type(env).__name__}. "
-                "Fix: pass its parallel version (e.g. module.parallel_env()) or pettingzoo.utils.aec_to_parallel(env)."
+                "Fix: pass its parallel version (e.g. module.parallel_env()), or wrap the AEC env in "
+                "flywheel.env.pettingzoo_aec.AECPettingZooEnv (RLlib's PettingZooEnv: one agent acts per step)."
             )
         if not (hasattr(env, "possible_agents") and callable(getattr(env, "observation_space", None))):
             raise EnvError(

@@ -5,6 +5,8 @@ asked once per possible agent (with a blank episode), and a module gets the spac
 agent. A module no possible agent maps to (yet: RLlib's self-play examples add policies that the
 mapping function picks later) gets the spaces its own `RLModuleSpec` names, else, as in RLlib, the
 spaces every agent shares; agents with different spaces leave it without, which is an error.
+A `PolicySpec` in `policies` that names spaces gives them to its module (RLlib's old-stack way to set
+them), unless the module's `RLModuleSpec` names its own.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from flywheel.core.rl_module.multi_rl_module import MultiRLModule
 from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 from flywheel.episodes import MultiAgentEpisode
 from flywheel.errors import ConfigError
+from flywheel.old_stack import policy_spec_from
 from flywheel.typing import DEFAULT_MODULE_ID, AgentID, ModuleID
 
 
@@ -72,7 +75,26 @@ def module_spaces(
     for module_id in module_ids(config):
         if module_id not in spaces and shared is not None and not _own_spaces(config, module_id):
             spaces[module_id] = shared
+        given = _policy_spec_spaces(config, module_id)
+        if given is not None:
+            taken = spaces.get(module_id, (None, None))
+            spaces[module_id] = (given[0] or taken[0], given[1] or taken[1])
     return spaces
+
+
+def _policy_spec_spaces(config: Any, module_id: ModuleID) -> tuple[Any, Any] | None:
+    """The spaces a `PolicySpec` (or RLlib's 4-tuple) in `policies` names for `module_id`, when it names
+    any and the module's `RLModuleSpec` in the config's `MultiRLModuleSpec` names none."""
+    policies = config.policies
+    if not isinstance(policies, Mapping):
+        return None
+    policy = policy_spec_from(policies.get(module_id), module_id)
+    if policy is None or (policy.observation_space is None and policy.action_space is None):
+        return None
+    own = getattr(config.rl_module_spec, "rl_module_specs", {}).get(module_id)
+    if getattr(own, "observation_space", None) is not None:
+        return None
+    return policy.observation_space, policy.action_space
 
 
 def _shared_spaces(
