@@ -34,7 +34,9 @@ IQL_DEFAULTS = {
 def record(tmp_path_factory, name, config, num_episodes):
     folder = tmp_path_factory.mktemp(name)
     runner = SingleAgentEnvRunner(
-        config=config.offline_data(output=str(folder), output_write_episodes=False, output_max_rows_per_file=500)
+        config=config.offline_data(
+            output=str(folder), output_write_episodes=False, output_max_rows_per_file=500
+        )
     )
     runner.sample(num_episodes=num_episodes)
     runner.stop()
@@ -71,14 +73,23 @@ def test_rllib_names_and_defaults():
     assert (flywheel.IQLConfig, flywheel.IQL, config_class("IQL")) == (IQLConfig, IQL, IQLConfig)
     assert config.get_default_rl_module_spec().module_class is DefaultIQLTorchRLModule
     config = config.training(beta=3.0, expectile=0.7, value_lr=1e-3, tau=0.005, twin_q=False)
-    assert (config.beta, config.expectile, config.value_lr, config.tau, config.twin_q) == (3.0, 0.7, 1e-3, 0.005, False)
+    assert (config.beta, config.expectile, config.value_lr, config.tau, config.twin_q) == (
+        3.0,
+        0.7,
+        1e-3,
+        0.005,
+        False,
+    )
     assert config.get_rl_module_spec(module_id="default_policy").model_config["twin_q"] is False
 
 
 @pytest.mark.parametrize(
     "training, message",
     [
-        ({"beta": 0.0}, r"beta=0\.0 must be a number > 0\. Fix: pass a number > 0 to config\.training\(beta=\.\.\.\)"),
+        (
+            {"beta": 0.0},
+            r"beta=0\.0 must be a number > 0\. Fix: pass a number > 0 to config\.training\(beta=\.\.\.\)",
+        ),
         ({"expectile": 1.0}, r"expectile=1\.0 must be a number in \(0, 1\) .* Fix: pass e\.g\. 0\.7 or 0\.9"),
         ({"expectile": 0}, r"expectile=0 must be a number in \(0, 1\)"),
         ({"value_lr": 0.0}, r"value_lr=0\.0 must be"),
@@ -109,7 +120,9 @@ def test_iql_needs_offline_input():
 
 @pytest.mark.parametrize("data, env", [("pendulum_data", "Pendulum-v1"), ("cartpole_data", "CartPole-v1")])
 def test_iql_trains_from_recorded_transitions_and_evaluates_on_env_runners(data, env, request):
-    config = iql_config(request.getfixturevalue(data), env).evaluation(evaluation_interval=1, evaluation_duration=1)
+    config = iql_config(request.getfixturevalue(data), env).evaluation(
+        evaluation_interval=1, evaluation_duration=1
+    )
     algo = config.build_algo()
     try:
         result = algo.train()
@@ -133,7 +146,9 @@ def test_checkpoint_round_trip(pendulum_data, tmp_path):
         [again] = restored.learner_group.foreach_learner(lambda learner: learner.get_state())
         assert again["weights_seq_no"] == state["weights_seq_no"] == 2
         weights = state["rl_module"]["default_policy"]
-        assert {"vf.weight", "vf_encoder.0.weight", "target_qf.weight", "target_qf_twin.weight"} <= set(weights)
+        assert {"vf.weight", "vf_encoder.0.weight", "target_qf.weight", "target_qf_twin.weight"} <= set(
+            weights
+        )
         for name, value in weights.items():
             np.testing.assert_array_equal(again["rl_module"]["default_policy"][name], value, err_msg=name)
         assert restored.config.to_dict() == algo.config.to_dict()
@@ -150,7 +165,9 @@ def test_sac_fine_tunes_the_iql_module_online(pendulum_data, tmp_path):
     sac = (
         SACConfig()
         .environment("Pendulum-v1")
-        .rl_module(rl_module_spec=RLModuleSpec(DefaultIQLTorchRLModule), model_config={"fcnet_hiddens": [32, 32]})
+        .rl_module(
+            rl_module_spec=RLModuleSpec(DefaultIQLTorchRLModule), model_config={"fcnet_hiddens": [32, 32]}
+        )
         .training(num_steps_sampled_before_learning_starts=0, train_batch_size=32)
         .reporting(min_sample_timesteps_per_iteration=50)
         .debugging(seed=0)
@@ -160,7 +177,9 @@ def test_sac_fine_tunes_the_iql_module_online(pendulum_data, tmp_path):
         sac.restore_from_path(tmp_path / "iql" / MODULE, component=MODULE)
         obs = torch.tensor(np.random.default_rng(0).normal(size=(5, 3)), dtype=torch.float32)
         expected = iql.get_module().forward_inference({"obs": obs})["action_dist_inputs"]
-        torch.testing.assert_close(sac.get_module().forward_inference({"obs": obs})["action_dist_inputs"], expected)
+        torch.testing.assert_close(
+            sac.get_module().forward_inference({"obs": obs})["action_dist_inputs"], expected
+        )
         before = sac.learner_group.get_weights()["default_policy"]
         sac.train()  # SAC trains the policy and critics online and leaves V as IQL left it
         after = sac.learner_group.get_weights()["default_policy"]

@@ -122,7 +122,9 @@ def expected_terms(discrete=False, beta=2.0, expectile=0.7):
         q1, q2 = s + 2 * a, s + a + 1
         target_q = np.minimum(2 * s, 3 * s + a)
         u = np.arctanh(a)
-        logp = -0.5 * ((u - 0.5 * s) / 0.5) ** 2 - math.log(0.5) - 0.5 * math.log(2 * math.pi) - np.log(1 - a**2)
+        logp = (
+            -0.5 * ((u - 0.5 * s) / 0.5) ** 2 - math.log(0.5) - 0.5 * math.log(2 * math.pi) - np.log(1 - a**2)
+        )
     diff = target_q - values
     weights = np.minimum(np.exp(beta * diff), EXP_ADV_MAX)
     return {
@@ -199,7 +201,11 @@ def test_an_update_steps_every_optimizer_and_moves_the_targets_by_tau():
     module = learner.module["default_policy"]
     before = {name: p.detach().clone() for name, p in module.named_parameters()}
     results = learner.update(batch={"default_policy": dict(BATCH)})["default_policy"]
-    assert (results["value_learning_rate"], results["critic_learning_rate"], results["actor_learning_rate"]) == (
+    assert (
+        results["value_learning_rate"],
+        results["critic_learning_rate"],
+        results["actor_learning_rate"],
+    ) == (
         1e-2,
         2e-2,
         3e-2,
@@ -212,6 +218,9 @@ def test_an_update_steps_every_optimizer_and_moves_the_targets_by_tau():
 
 
 def test_a_module_without_a_value_network_is_refused():
-    with pytest.raises(LearnerError, match=r"IQL needs a value network, but module 'default_policy' \(LinearSAC\) "
-                       r"lacks \['compute_values', 'value_parameters'\]\. Fix: subclass"):
+    with pytest.raises(
+        LearnerError,
+        match=r"IQL needs a value network, but module 'default_policy' \(LinearSAC\) "
+        r"lacks \['compute_values', 'value_parameters'\]\. Fix: subclass",
+    ):
         build(LinearSAC)

@@ -125,7 +125,10 @@ class IQLConfig(AlgorithmConfig):
             self._lr_problem(),
             checks.check_number(self, "beta", 0, strict=True),
             self._expectile_problem(),
-            *(checks.check_schedule(self, name, 0, strict=True) for name in ("actor_lr", "critic_lr", "value_lr")),
+            *(
+                checks.check_schedule(self, name, 0, strict=True)
+                for name in ("actor_lr", "critic_lr", "value_lr")
+            ),
             checks.check_bool(self, "twin_q"),
             checks.check_int(self, "target_network_update_freq", 0),
             self._tau_problem(),
