@@ -24,6 +24,8 @@ _EXPORTS = {
     "MARWILConfig": "flywheel.algorithms.marwil",
     "CQL": "flywheel.algorithms.cql",
     "CQLConfig": "flywheel.algorithms.cql",
+    "IQL": "flywheel.algorithms.iql",
+    "IQLConfig": "flywheel.algorithms.iql",
     "SACConfig": "flywheel.algorithms.sac",
     "IMPALA": "flywheel.algorithms.impala",
     "IMPALAConfig": "flywheel.algorithms.impala",
@@ -61,6 +63,7 @@ if TYPE_CHECKING:  # what editors and type checkers see; at run time each name l
     from flywheel.algorithms.cql import CQL, CQLConfig
     from flywheel.algorithms.dqn import DQN, DQNConfig
     from flywheel.algorithms.impala import IMPALA, IMPALAConfig
+    from flywheel.algorithms.iql import IQL, IQLConfig
     from flywheel.algorithms.marwil import MARWIL, MARWILConfig
     from flywheel.algorithms.ppo import PPO, PPOConfig
     from flywheel.algorithms.sac import SAC, SACConfig
@@ -104,6 +107,8 @@ __all__ = [
     "EnvRunnerGroup",
     "IMPALA",
     "IMPALAConfig",
+    "IQL",
+    "IQLConfig",
     "Learner",
     "LearnerGroup",
     "MARWIL",

@@ -26,6 +26,7 @@ from flywheel.algorithms.bc.config import BCConfig
 from flywheel.algorithms.cql.config import CQLConfig
 from flywheel.algorithms.dqn.config import DQNConfig
 from flywheel.algorithms.impala.config import IMPALAConfig
+from flywheel.algorithms.iql.config import IQLConfig
 from flywheel.algorithms.marwil.config import MARWILConfig
 from flywheel.algorithms.ppo.config import PPOConfig
 from flywheel.algorithms.sac.config import SACConfig
@@ -40,6 +41,7 @@ CONFIGS = {
     "BC": (BCConfig, "ray.rllib.algorithms.bc"),
     "MARWIL": (MARWILConfig, "ray.rllib.algorithms.marwil"),
     "CQL": (CQLConfig, "ray.rllib.algorithms.cql"),
+    "IQL": (IQLConfig, "ray.rllib.algorithms.iql"),
 }
 ALL = tuple(CONFIGS)
 

@@ -21,6 +21,7 @@ ALGORITHMS: dict[str, str] = {
     "BC": "flywheel.algorithms.bc:BCConfig",
     "MARWIL": "flywheel.algorithms.marwil:MARWILConfig",
     "CQL": "flywheel.algorithms.cql:CQLConfig",
+    "IQL": "flywheel.algorithms.iql:IQLConfig",
 }
 """Algorithm name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 
