@@ -98,3 +98,22 @@ def test_a_balanced_pole_is_truncated_at_500_and_its_sub_env_resets_in_the_next_
     assert np.abs(obs).max() <= 0.05  # a reset state: every component in [-0.05, 0.05]
     assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
     env.close()
+
+
+def test_atari_through_envpools_preprocessing_gives_stacked_uint8_frames(make_runner):
+    """EnvPool's Atari ids skip 4 frames, resize to 84x84 grayscale and stack the last 4 frames
+    itself: the runner adds no frame-stacking piece and the CNN reads (84, 84, 4) uint8 frames."""
+    config = (
+        PPOConfig()
+        .environment("Pong-v5")
+        .env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode="envpool")
+        .debugging(seed=0)
+    )
+    runner = make_runner(config)
+    assert "FrameStacking" not in [type(piece).__name__ for piece in runner.env_to_module]
+    (chunk, *_) = runner.sample(num_timesteps=40)
+    obs = chunk.get_observations()
+    assert (obs.shape, obs.dtype) == ((21, 84, 84, 4), np.uint8)
+    # Channels are the last 4 frames, oldest first: each step shifts them by one.
+    np.testing.assert_array_equal(obs[1:, ..., :3], obs[:-1, ..., 1:])
+    assert obs[-1, ..., -1].std() > 0  # a real frame, not a blank one

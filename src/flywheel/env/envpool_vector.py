@@ -39,9 +39,9 @@ order, so they say nothing the position does not."""
 
 class EnvPoolVectorEnv(gym.vector.VectorEnv):
     """`num_envs` copies of EnvPool's `env_id`, stepped as one batch (synchronous: every call steps
-    all sub-envs, rows in sub-env order). Observations and flags are EnvPool's arrays; rewards are
-    float64 like gymnasium's vector envs'; infos keep EnvPool's per-env fields (``elapsed_step``,
-    Atari's ``lives``, ...)."""
+    all sub-envs, rows in sub-env order). Observations and flags are EnvPool's arrays, images (Atari's
+    stacked frames) moved to channels-last; rewards are float64 like gymnasium's vector envs'; infos
+    keep EnvPool's per-env fields (``elapsed_step``, Atari's ``lives``, ...)."""
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
@@ -63,7 +63,14 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
                 "envpool.make_gymnasium. Fix: keep only EnvPool's keywords (envpool.make_spec(id).config "
                 "lists them)."
             ) from e
-        self.single_observation_space = spec.gymnasium_observation_space
+        space = spec.gymnasium_observation_space
+        # EnvPool's images (Atari) are channels-first; flywheel's CNN encoders read (height, width, channels).
+        self._channels_first = isinstance(space, gym.spaces.Box) and len(space.shape) == 3
+        if self._channels_first:
+            space = gym.spaces.Box(
+                np.moveaxis(space.low, 0, -1), np.moveaxis(space.high, 0, -1), dtype=space.dtype.type
+            )
+        self.single_observation_space = space
         self.single_action_space = spec.gymnasium_action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -79,13 +86,16 @@ class EnvPoolVectorEnv(gym.vector.VectorEnv):
         if seed is not None or pool is None:
             pool = self._pool = self._new_pool(seed)
         obs, info = pool.reset()
-        return obs, _infos(info)
+        return self._obs(obs), _infos(info)
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if self._pool is None:
             raise EnvError("EnvPoolVectorEnv.step() before reset(). Fix: call reset() first.")
         obs, rewards, terminateds, truncateds, info = self._pool.step(np.asarray(actions))
-        return obs, rewards.astype(np.float64), terminateds, truncateds, _infos(info)
+        return self._obs(obs), rewards.astype(np.float64), terminateds, truncateds, _infos(info)
+
+    def _obs(self, obs: Any) -> Any:
+        return np.ascontiguousarray(np.moveaxis(obs, 1, -1)) if self._channels_first else obs
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._pool is not None:
