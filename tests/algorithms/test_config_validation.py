@@ -131,7 +131,7 @@ def test_choices_suggest_the_closest_value():
         .debugging(log_level="info")
     )
     assert _problems(config) == [
-        "gym_env_vectorize_mode='asinc' is not one of ['sync', 'async', 'vector_entry_point']. "
+        "gym_env_vectorize_mode='asinc' is not one of ['sync', 'async', 'vector_entry_point', 'envpool']. "
         "Fix: use one of them, e.g. config.env_runners(gym_env_vectorize_mode='async').",
         "grad_clip_by='norms' is not one of ['value', 'norm', 'global_norm']. "
         "Fix: use one of them, e.g. config.training(grad_clip_by='norm').",

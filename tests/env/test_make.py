@@ -288,7 +288,7 @@ def test_unknown_vectorize_mode_lists_the_valid_ones():
     with pytest.raises(
         EnvError,
         match=re.escape(
-            "Unknown gym_env_vectorize_mode 'parallel'. Valid modes: ['sync', 'async', 'vector_entry_point']"
+            "Unknown gym_env_vectorize_mode 'parallel'. Valid modes: ['sync', 'async', 'vector_entry_point', 'envpool']"
         ),
     ):
         make_vector_env(CountingEnv, vectorize_mode="parallel")

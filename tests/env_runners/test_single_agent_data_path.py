@@ -105,7 +105,7 @@ def _runner(make_runner, config):
     return make_runner(config), sub_env_of
 
 
-@pytest.mark.parametrize("vectorize_mode", ["sync", "vector_entry_point"])
+@pytest.mark.parametrize("vectorize_mode", ["sync", "vector_entry_point", "envpool"])
 def test_default_pieces_pass_the_envs_observations_through(make_runner, vectorize_mode):
     runner, sub_env_of = _runner(make_runner, _config(vectorize_mode=vectorize_mode))
     _sample_and_check(runner, sub_env_of)

@@ -195,6 +195,10 @@ def _env_from_config(config: Any) -> Any:
             "no env or observation/action spaces. Fix: pass env=... or spaces=(observation_space, "
             "action_space), or set config.environment(env=...)."
         )
+    if config.gym_env_vectorize_mode == "envpool":  # an EnvPool id: its spaces, without building a pool
+        from flywheel.env.envpool_vector import EnvPoolVectorEnv
+
+        return EnvPoolVectorEnv(config.env, config.env_config)
     creator = wrapped_creator(make_env_creator(config.env, config.env_config), config.env_wrappers)
     return creator(EnvContext(config.env_config))
 

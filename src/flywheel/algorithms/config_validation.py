@@ -209,10 +209,35 @@ def _check_env_wrappers(config: AlgorithmConfig) -> str | None:
         return f"env_wrappers holds {', '.join(map(repr, bad))}, which is not callable. {fix}."
     if wrappers and config.is_multi_agent:
         return "env_wrappers wrap single-agent gymnasium envs, but this config is multi-agent. Fix: wrap the envs inside your MultiAgentEnv, or drop env_wrappers."
-    if wrappers and config.gym_env_vectorize_mode in ("vector_entry_point",):
+    mode = config.gym_env_vectorize_mode
+    if wrappers and mode in ("vector_entry_point", "envpool"):
         return (
-            "env_wrappers wrap each sub-env, but gym_env_vectorize_mode='vector_entry_point' builds none. "
+            f"env_wrappers wrap each sub-env, but gym_env_vectorize_mode={mode!r} builds none. "
             "Fix: use gym_env_vectorize_mode='sync' or 'async', or drop env_wrappers."
+        )
+    return None
+
+
+def _check_vectorize_mode(config: AlgorithmConfig) -> str | None:
+    """RLlib's modes (strings or ``gymnasium.VectorizeMode`` members) or "envpool", which steps EnvPool's
+    own single-agent envs only."""
+    from flywheel.env.make import VECTORIZE_MODES, registered_envs
+
+    mode = getattr(config.gym_env_vectorize_mode, "value", config.gym_env_vectorize_mode)
+    if mode not in VECTORIZE_MODES:
+        return check_choice(config, "gym_env_vectorize_mode", VECTORIZE_MODES)
+    if mode != "envpool":
+        return None
+    fix = (
+        "Fix: use gym_env_vectorize_mode='sync' (or 'async') for it, or an EnvPool id such as 'CartPole-v1'."
+    )
+    if config.is_multi_agent:
+        return f"gym_env_vectorize_mode='envpool' steps single-agent EnvPool envs, but this config is multi-agent. {fix}"
+    env = config.env
+    if callable(env) or (isinstance(env, str) and env in registered_envs()):
+        return (
+            f"gym_env_vectorize_mode='envpool' steps EnvPool's own C++ envs (ids of envpool.list_all_envs()), "
+            f"but env={env!r} is a custom Python env. {fix}"
         )
     return None
 
@@ -222,7 +247,7 @@ def _check_env_runners(config: AlgorithmConfig) -> list[str | None]:
     return [
         check_int(config, "num_env_runners", 0),
         check_int(config, "num_envs_per_env_runner", 1),
-        check_choice(config, "gym_env_vectorize_mode", ("sync", "async", "vector_entry_point")),
+        _check_vectorize_mode(config),
         None
         if fragment == "auto" or (_is_int(fragment) and fragment >= 1)
         else (

@@ -38,13 +38,15 @@ __all__ = [
     "module_to_import",
     "register_env",
     "seed_for",
+    "vectorize_mode_name",
     "wrapped_creator",
 ]
 
 EnvCreator = Callable[["EnvContext"], gym.Env]
 
-VECTORIZE_MODES: tuple[str, ...] = ("sync", "async", "vector_entry_point")
-"""The valid ``gym_env_vectorize_mode`` values (strings or ``gymnasium.VectorizeMode`` members)."""
+VECTORIZE_MODES: tuple[str, ...] = ("sync", "async", "vector_entry_point", "envpool")
+"""The valid ``gym_env_vectorize_mode`` values: gymnasium's (strings or ``gymnasium.VectorizeMode``
+members) and ``"envpool"`` (`flywheel.env.envpool_vector`)."""
 
 INPUT_ENV_SPACES = "__env__"
 """Key of the vector env's `(observation_space, action_space)` in a spaces dict (RLlib's name): what
@@ -196,7 +198,8 @@ def make_vector_env(
     one process each), with ``autoreset_mode=SAME_STEP``: a finished sub-env is reset within the
     same ``step()`` and its final observation is in ``infos["final_obs"]``. ``"vector_entry_point"``
     uses a gymnasium id's own vectorized implementation, which may autoreset ``NEXT_STEP``
-    instead; runners read ``vector_env.metadata["autoreset_mode"]``.
+    instead; runners read ``vector_env.metadata["autoreset_mode"]``. ``"envpool"`` steps one EnvPool
+    batch of EnvPool's id ``env`` (:class:`~flywheel.env.envpool_vector.EnvPoolVectorEnv`, ``NEXT_STEP``).
 
     With ``restart_failed_sub_environments`` (``"sync"``/``"async"`` only), a sub-env whose
     ``reset``/``step`` raises is rebuilt from the creator and reset in place; that call returns the
@@ -211,11 +214,13 @@ def make_vector_env(
 
     ``check`` (e.g. :func:`flywheel.env.check_env`) runs on sub-env 0 right after it is built, in the
     process that builds it, and the sub-env is then used as it is: no env is made for checking only.
-    ``"vector_entry_point"`` has no sub-env to check.
+    ``"vector_entry_point"`` and ``"envpool"`` have no sub-env to check.
     """
-    mode = _mode_name(vectorize_mode)
+    mode = vectorize_mode_name(vectorize_mode)
     if not isinstance(num_envs, int) or num_envs < 1:
         raise EnvError(f"num_envs must be an int >= 1, got {num_envs!r}. Fix: pass num_envs=1 or more.")
+    if mode == "envpool":
+        return _make_envpool(env, env_config, num_envs, wrappers, restart_failed_sub_environments, render_env)
     if wrappers and mode == "vector_entry_point":
         raise EnvError(
             "env_wrappers wrap each sub-env, but gym_env_vectorize_mode='vector_entry_point' builds no "
@@ -428,7 +433,9 @@ class _RestartingEnv(RestartOnFailure, gym.Wrapper):
         return 0.0, False, False
 
 
-def _mode_name(vectorize_mode: str | gym.VectorizeMode) -> str:
+def vectorize_mode_name(vectorize_mode: str | gym.VectorizeMode) -> str:
+    """The ``gym_env_vectorize_mode`` as one of `VECTORIZE_MODES` (a ``gymnasium.VectorizeMode`` member
+    gives its value); raises `EnvError` for any other value."""
     mode = vectorize_mode.value if isinstance(vectorize_mode, gym.VectorizeMode) else vectorize_mode
     if mode not in VECTORIZE_MODES:
         raise EnvError(
@@ -436,6 +443,40 @@ def _mode_name(vectorize_mode: str | gym.VectorizeMode) -> str:
             "(or the gymnasium.VectorizeMode members)."
         )
     return mode
+
+
+def _make_envpool(
+    env: Any,
+    env_config: Mapping[str, Any] | None,
+    num_envs: int,
+    wrappers: Sequence[Callable],
+    restart_failed_sub_environments: bool,
+    render_env: bool,
+) -> gym.vector.VectorEnv:
+    from flywheel.env.envpool_vector import EnvPoolVectorEnv
+
+    if not isinstance(env, str) or env in _REGISTRY:
+        raise EnvError(
+            f"gym_env_vectorize_mode='envpool' steps EnvPool's own C++ envs, named by an EnvPool id, but "
+            f"env={env!r} is a custom Python env ({'a registered name' if isinstance(env, str) else type(env).__name__}). "
+            "Fix: pass an id of envpool.list_all_envs() (e.g. 'CartPole-v1'), or use "
+            "gym_env_vectorize_mode='sync' for this env."
+        )
+    unsupported = [
+        name
+        for name, value in (
+            ("env_wrappers", wrappers),
+            ("restart_failed_sub_environments", restart_failed_sub_environments),
+            ("render_env", render_env),
+        )
+        if value
+    ]
+    if unsupported:
+        raise EnvError(
+            f"gym_env_vectorize_mode='envpool' has no Python sub-envs, so {', '.join(unsupported)} cannot "
+            "apply. Fix: drop them, or use gym_env_vectorize_mode='sync'."
+        )
+    return EnvPoolVectorEnv(env, env_config, num_envs=num_envs)
 
 
 def _make_vector_entry_point(

@@ -368,8 +368,9 @@ class RunnerActor:
 
 def config_for_actors(config: Any) -> Any:
     """The config the remote runners get: an env name is resolved into its creator here, because
-    `register_env`'s registry lives in this process only."""
-    if not isinstance(config.env, str):
+    `register_env`'s registry lives in this process only. An EnvPool id stays a name: each runner
+    builds its own pool from it."""
+    if not isinstance(config.env, str) or config.gym_env_vectorize_mode == "envpool":
         return config
     from flywheel.env.make import make_env_creator
 
