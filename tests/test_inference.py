@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from flywheel import PPOConfig
+from flywheel.connectors import learner
 from flywheel.connectors.env_to_module import FrameStacking, MeanStdFilter
 from flywheel.errors import CheckpointError, InferenceError, ModuleError
 from flywheel.inference import load_policy
@@ -298,8 +299,7 @@ class SpyStacking(FrameStacking):
 
     def __call__(self, *, batch, episodes, **kwargs):
         batch = super().__call__(batch=batch, episodes=episodes, **kwargs)
-        if not self.as_learner_connector:
-            self.seen.append(batch["obs"][0].tolist())
+        self.seen.append(batch["obs"][0].tolist())
         return batch
 
 
@@ -314,7 +314,7 @@ def test_record_video_plays_one_episode_with_its_history_and_saves_it(tmp_path_f
         PPOConfig()
         .environment("painted", env_config={"episode_len": 4})
         .env_runners(env_to_module_connector=lambda env, spaces, device: SpyStacking(num_frames=2))
-        .training(learner_connector=lambda obs, act: FrameStacking(num_frames=2, as_learner_connector=True))
+        .training(learner_connector=lambda obs, act: learner.FrameStacking(num_frames=2))
     )
     algo, path = _save(config, tmp_path_factory)
     algo.stop()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from flywheel import Columns, PPOConfig
+from flywheel.connectors import common, learner
 from flywheel.connectors.env_to_module import FrameStacking
 from flywheel.env import EnvContext, is_atari_env, make_env_creator, register_env
 
@@ -52,13 +53,13 @@ def test_ppo_on_atari_stacks_4_uint8_frames_in_both_pipelines(pong_algo):
     assert module.observation_space == gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
     assert type(module.encoder.actor_encoder).__name__ == "CNNEncoder" and module.encoder.output_dim == 256
     stacking = [p for p in pong_algo.env_runner.env_to_module.connectors if isinstance(p, FrameStacking)]
-    assert [(p.num_frames, p.as_learner_connector) for p in stacking] == [(4, False)]
+    assert [(type(p), p.num_frames) for p in stacking] == [(FrameStacking, 4)]
     learner_pieces = pong_algo.learner_group.foreach_learner(
         lambda learner: learner.learner_connector.connectors
     )[0]
-    assert [
-        (p.num_frames, p.as_learner_connector) for p in learner_pieces if isinstance(p, FrameStacking)
-    ] == [(4, True)]
+    assert [(type(p), p.num_frames) for p in learner_pieces if isinstance(p, common.FrameStacking)] == [
+        (learner.FrameStacking, 4)
+    ]
     result = pong_algo.train()
     assert np.isfinite(result["learners"]["default_policy"]["total_loss"])
     assert result["num_env_steps_sampled_lifetime"] == 64

@@ -8,7 +8,7 @@ import pytest
 from flywheel import PPOConfig
 from flywheel.connectors.env_to_module import FlattenObservations
 from flywheel.env import MultiAgentEnv
-from flywheel.env.group_agents import GROUP_INFO, GROUP_REWARDS
+from flywheel.env.multi_agent_env import GROUP_INFO, GROUP_REWARDS
 from flywheel.errors import EnvError
 from flywheel.testing.multi_agent_envs import TurnBasedEnv
 

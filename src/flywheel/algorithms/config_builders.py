@@ -76,13 +76,14 @@ def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
 def atari_frame_stacking(config_env: Any, pieces: list, *, as_learner_connector: bool) -> list:
     """`[FrameStacking(num_frames=4)]` when `config_env` is an Atari id (whose frames flywheel stacks in
     the pipelines, see `flywheel.env.atari`) and none of `pieces` stacks frames already; else `[]`."""
-    from flywheel.connectors.env_to_module import FrameStacking
+    from flywheel.connectors import common, env_to_module, learner
     from flywheel.env.atari import ATARI_FRAME_STACK
     from flywheel.env.make import is_atari_env
 
-    if not is_atari_env(config_env) or any(isinstance(piece, FrameStacking) for piece in pieces):
+    if not is_atari_env(config_env) or any(isinstance(piece, common.FrameStacking) for piece in pieces):
         return []
-    return [FrameStacking(num_frames=ATARI_FRAME_STACK, as_learner_connector=as_learner_connector)]
+    stacking = learner.FrameStacking if as_learner_connector else env_to_module.FrameStacking
+    return [stacking(num_frames=ATARI_FRAME_STACK)]
 
 
 def _positional_capacity(hook: Callable, available: int) -> int:

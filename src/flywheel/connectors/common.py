@@ -1,11 +1,13 @@
 """RLlib's shared connector pieces (`ray.rllib.connectors.common`), for code written against them.
 
-RLlib has one class for each of these pieces and tells the pipelines apart with
-`as_learner_connector`; flywheel has one class per pipeline (`flywheel.connectors.env_to_module.X`
-and `flywheel.connectors.learner.X`). The names here stand for both:
+flywheel's convention for a piece that serves both the env-to-module and the learner pipeline: one
+class per pipeline, each in its pipeline's folder and doing only that pipeline's job
+(`flywheel.connectors.env_to_module.X`, `flywheel.connectors.learner.X`). RLlib has one class
+for both and tells the pipelines apart with `as_learner_connector`; the names here are RLlib's
+one name for each such pair:
 
 - constructing one gives the env-to-module piece, or the learner piece with
-  `as_learner_connector=True`;
+  `as_learner_connector=True` (the class it gives is that pipeline's own, not this one);
 - `isinstance(piece, X)` holds for both, so `pipeline.insert_after(X, new_piece)` finds the piece in
   either pipeline (RLlib's learners insert their own pieces next to `NumpyToTensor` this way).
 """
@@ -17,7 +19,7 @@ from typing import Any
 from flywheel.connectors import env_to_module, learner
 from flywheel.connectors.connector import ConnectorV2
 
-__all__ = ["AddObservationsFromEpisodesToBatch", "BatchIndividualItems", "NumpyToTensor"]
+__all__ = ["AddObservationsFromEpisodesToBatch", "BatchIndividualItems", "FrameStacking", "NumpyToTensor"]
 
 
 class _SharedPiece(ConnectorV2):
@@ -47,6 +49,12 @@ class BatchIndividualItems(_SharedPiece):
     `flywheel.connectors.learner.BatchIndividualItems`."""
 
 
+class FrameStacking(_SharedPiece):
+    """`flywheel.connectors.env_to_module.FrameStacking` (RLlib's `FrameStackingEnvToModule`) or, with
+    `as_learner_connector=True`, `flywheel.connectors.learner.FrameStacking` (RLlib's
+    `FrameStackingLearner`); both take `num_frames=`."""
+
+
 class NumpyToTensor(_SharedPiece):
     """`flywheel.connectors.env_to_module.NumpyToTensor` or, with `as_learner_connector=True`,
     `flywheel.connectors.learner.NumpyToTensor` (both take `device=`)."""
@@ -56,4 +64,5 @@ AddObservationsFromEpisodesToBatch._stand_for(
     env_to_module.AddObservationsFromEpisodesToBatch, learner.AddObservationsFromEpisodesToBatch
 )
 BatchIndividualItems._stand_for(env_to_module.BatchIndividualItems, learner.BatchIndividualItems)
+FrameStacking._stand_for(env_to_module.FrameStacking, learner.FrameStacking)
 NumpyToTensor._stand_for(env_to_module.NumpyToTensor, learner.NumpyToTensor)

@@ -24,9 +24,9 @@ def _successor_shell(episode: MultiAgentEpisode, env_t_started: int) -> MultiAge
     """An empty episode with ``episode``'s id, spaces and module choices."""
     return type(episode)(
         episode.id_,
-        agent_module_ids=episode._agent_to_module,
+        agent_module_ids=episode.bookkeeping.agent_to_module,
         agent_to_module_mapping_fn=episode.agent_to_module_mapping_fn,
-        agent_episode_ids=episode._agent_episode_ids,
+        agent_episode_ids=episode.bookkeeping.agent_episode_ids,
         observation_space=episode.observation_space,
         action_space=episode.action_space,
         env_t_started=env_t_started,
@@ -38,24 +38,26 @@ def cut(episode: MultiAgentEpisode, len_lookback_buffer: int) -> MultiAgentEpiso
     if len_lookback_buffer < 0:
         raise EpisodeError(f"Expected len_lookback_buffer >= 0 for cut(), got {len_lookback_buffer}.")
     n = len_lookback_buffer
+    book = episode.bookkeeping
     successor = _successor_shell(episode, episode.env_t)
+    new = successor.bookkeeping
     # Agents with a step in flight keep their last observation inside the env-step lookback.
-    waits = (_steps_since_observed(episode.env_t_to_agent_t[agent_id]) for agent_id in episode._in_flight)
-    successor._env_lookback = env_lookback = min(max(n, *waits, 0), episode._env_lookback + len(episode))
+    waits = (_steps_since_observed(episode.env_t_to_agent_t[agent_id]) for agent_id in book.in_flight)
+    new.env_lookback = env_lookback = min(max(n, *waits, 0), book.env_lookback + len(episode))
     for agent_id, sa_episode in episode.agent_episodes.items():
         if sa_episode.is_done:
-            successor._finished_agents.add(agent_id)
+            new.finished_agents.add(agent_id)
             continue
         tail = episode.env_t_to_agent_t[agent_id].tail(env_lookback + 1)
         # A lookback stretched for a waiting agent also keeps the other agents' steps inside it.
         steps_in_window = n if env_lookback == n else sum(t != NOT_OBSERVED for t in tail) - 1
         successor.agent_episodes[agent_id] = sa_episode.cut(max(n, steps_in_window))
         successor.env_t_to_agent_t[agent_id] = LookbackBuffer(tail, env_lookback)
-    successor._finished_agents |= episode._finished_agents
-    successor._in_flight = {agent_id: list(step) for agent_id, step in episode._in_flight.items()}
-    successor._waiting_rewards = dict(episode._waiting_rewards)
-    successor._agents_that_stepped = episode._agents_that_stepped & successor.agent_episodes.keys()
-    successor._agents_to_act = set(episode._agents_to_act)
+    new.finished_agents |= book.finished_agents
+    new.in_flight = {agent_id: list(step) for agent_id, step in book.in_flight.items()}
+    new.waiting_rewards = dict(book.waiting_rewards)
+    new.agents_that_stepped = book.agents_that_stepped & successor.agent_episodes.keys()
+    new.agents_to_act = set(book.agents_to_act)
     successor.custom_data = copy.deepcopy(episode.custom_data)
     return successor
 
@@ -74,17 +76,19 @@ def slice_episode(
 ) -> MultiAgentEpisode:
     """See `MultiAgentEpisode.slice`."""
     start, stop = slice_bounds(slc, len(episode))
-    env_lookback = episode._env_lookback if len_lookback_buffer is None else len_lookback_buffer
+    book = episode.bookkeeping
+    env_lookback = book.env_lookback if len_lookback_buffer is None else len_lookback_buffer
     sliced = _successor_shell(episode, episode.env_t_started + start)
+    new = sliced.bookkeeping
     sliced.env_t = episode.env_t_started + stop
-    sliced._env_lookback = min(env_lookback, episode._env_lookback + start)
-    sliced._finished_agents = set(episode._finished_agents)
+    new.env_lookback = min(env_lookback, book.env_lookback + start)
+    new.finished_agents = set(book.finished_agents)
     for agent_id, sa_episode in episode.agent_episodes.items():
         mapping = episode.env_t_to_agent_t[agent_id]
         bounds = _agent_bounds(sa_episode, mapping, start, stop)
         if bounds is None:
             if sa_episode.is_done:
-                sliced._finished_agents.add(agent_id)
+                new.finished_agents.add(agent_id)
             continue
         first, last = bounds[0] - sa_episode.t_started, bounds[1] - sa_episode.t_started
         sliced.agent_episodes[agent_id] = sa_episode.slice(
@@ -93,13 +97,11 @@ def slice_episode(
         sliced.env_t_to_agent_t[agent_id] = mapping.sliced(start, stop + 1, env_lookback)
         step = None if mapping.get(stop) != NOT_OBSERVED else _step_from(episode, agent_id, last)
         if step is not None:
-            sliced._in_flight[agent_id] = step
+            new.in_flight[agent_id] = step
     if stop == len(episode):
         sliced.is_terminated, sliced.is_truncated = episode.is_terminated, episode.is_truncated
-    sliced._agents_that_stepped = {
-        a for a, m in sliced.env_t_to_agent_t.items() if m.data[-1] != NOT_OBSERVED
-    }
-    sliced._agents_to_act = {a for a in sliced._agents_that_stepped if not sliced.agent_episodes[a].is_done}
+    new.agents_that_stepped = {a for a, m in sliced.env_t_to_agent_t.items() if m.data[-1] != NOT_OBSERVED}
+    new.agents_to_act = {a for a in new.agents_that_stepped if not sliced.agent_episodes[a].is_done}
     return sliced
 
 
@@ -109,7 +111,7 @@ def _step_from(episode: MultiAgentEpisode, agent_id: object, index: int) -> list
     if index < len(sa_episode):
         extras = {key: buffer.get(index) for key, buffer in sa_episode.extra_model_outputs.items()}
         return [sa_episode.get_actions(index), extras or None, sa_episode.get_rewards(index)]
-    step = episode._in_flight.get(agent_id)
+    step = episode.bookkeeping.in_flight.get(agent_id)
     return None if step is None else copy.deepcopy(step)
 
 
@@ -136,7 +138,8 @@ def _agent_bounds(
 def concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
     """See `MultiAgentEpisode.concat_episode`."""
     _check_concat(episode, other)
-    n_timesteps = episode._env_lookback + len(episode) + 1
+    book, later = episode.bookkeeping, other.bookkeeping
+    n_timesteps = book.env_lookback + len(episode) + 1
     for agent_id, mapping in episode.env_t_to_agent_t.items():
         if agent_id in other.agent_episodes:
             _add_missing_extra_outputs(episode.agent_episodes[agent_id], other.agent_episodes[agent_id])
@@ -151,16 +154,16 @@ def concat(episode: MultiAgentEpisode, other: MultiAgentEpisode) -> None:
         other_mapping = other.env_t_to_agent_t[agent_id]
         joined = [NOT_OBSERVED] * n_timesteps + other_mapping.data[other_mapping.lookback + 1 :]
         episode.agent_episodes[agent_id] = sa_episode
-        episode.env_t_to_agent_t[agent_id] = LookbackBuffer(joined, episode._env_lookback)
+        episode.env_t_to_agent_t[agent_id] = LookbackBuffer(joined, book.env_lookback)
     episode.env_t = other.env_t
     episode.is_terminated, episode.is_truncated = other.is_terminated, other.is_truncated
     episode.custom_data.update(other.custom_data)  # The later chunk knows more.
-    episode._in_flight = {agent_id: list(step) for agent_id, step in other._in_flight.items()}
-    episode._waiting_rewards = dict(other._waiting_rewards)
-    episode._finished_agents |= other._finished_agents
-    episode._agent_to_module.update(other._agent_to_module)
-    episode._agents_that_stepped = set(other._agents_that_stepped)
-    episode._agents_to_act = set(other._agents_to_act)
+    book.in_flight = {agent_id: list(step) for agent_id, step in later.in_flight.items()}
+    book.waiting_rewards = dict(later.waiting_rewards)
+    book.finished_agents |= later.finished_agents
+    book.agent_to_module.update(later.agent_to_module)
+    book.agents_that_stepped = set(later.agents_that_stepped)
+    book.agents_to_act = set(later.agents_to_act)
 
 
 def _add_missing_extra_outputs(sa_episode: SingleAgentEpisode, successor: SingleAgentEpisode) -> None:
@@ -209,16 +212,16 @@ def validate(episode: MultiAgentEpisode) -> None:
             f"env_t_to_agent_t has agents {list(episode.env_t_to_agent_t)}, expected those of agent_episodes "
             f"{list(episode.agent_episodes)}"
         )
-    n_timesteps = len(episode) + 1
+    n_timesteps, env_lookback = len(episode) + 1, episode.bookkeeping.env_lookback
     for agent_id, mapping in episode.env_t_to_agent_t.items():
-        if len(mapping) != n_timesteps or mapping.lookback != episode._env_lookback:
+        if len(mapping) != n_timesteps or mapping.lookback != env_lookback:
             problems.append(
                 f"env_t_to_agent_t[{agent_id!r}] has {len(mapping)} chunk entries and {mapping.lookback} of "
-                f"lookback, expected {n_timesteps} (one per env timestep) and {episode._env_lookback}"
+                f"lookback, expected {n_timesteps} (one per env timestep) and {env_lookback}"
             )
         if agent_id in episode.agent_episodes:
             problems += _timeline_problems(agent_id, episode.agent_episodes[agent_id], mapping)
-    for agent_id in episode._in_flight:
+    for agent_id in episode.bookkeeping.in_flight:
         sa_episode = episode.agent_episodes.get(agent_id)
         if sa_episode is None or sa_episode.is_done:
             problems.append(
@@ -253,6 +256,7 @@ def _timeline_problems(
 
 def get_state(episode: MultiAgentEpisode) -> dict[str, Any]:
     """See `MultiAgentEpisode.get_state`."""
+    book = episode.bookkeeping
     return {
         "id_": episode.id_,
         "observation_space": episode.observation_space,
@@ -261,20 +265,20 @@ def get_state(episode: MultiAgentEpisode) -> dict[str, Any]:
         "env_t_to_agent_t": {a: m.get_state() for a, m in episode.env_t_to_agent_t.items()},
         "env_t_started": episode.env_t_started,
         "env_t": episode.env_t,
-        "env_lookback": episode._env_lookback,
+        "env_lookback": book.env_lookback,
         "is_terminated": episode.is_terminated,
         "is_truncated": episode.is_truncated,
-        "agent_to_module": dict(episode._agent_to_module),
-        "in_flight": copy.deepcopy(episode._in_flight),
-        "waiting_rewards": dict(episode._waiting_rewards),
-        "finished_agents": list(episode._finished_agents),
-        "agents_that_stepped": list(episode._agents_that_stepped),
-        "agents_to_act": list(episode._agents_to_act),
+        "agent_to_module": dict(book.agent_to_module),
+        "in_flight": copy.deepcopy(book.in_flight),
+        "waiting_rewards": dict(book.waiting_rewards),
+        "finished_agents": list(book.finished_agents),
+        "agents_that_stepped": list(book.agents_that_stepped),
+        "agents_to_act": list(book.agents_to_act),
         "custom_data": copy.deepcopy(episode.custom_data),
         "agent_to_module_mapping_fn": episode.agent_to_module_mapping_fn,
-        "agent_episode_ids": dict(episode._agent_episode_ids),
-        "start_time": episode._start_time,
-        "end_time": episode._end_time,
+        "agent_episode_ids": dict(book.agent_episode_ids),
+        "start_time": book.start_time,
+        "end_time": book.end_time,
     }
 
 
@@ -292,15 +296,16 @@ def from_state(cls: type[MultiAgentEpisode], state: dict[str, Any], mapping_fn: 
     episode.agent_episodes = {a: SingleAgentEpisode.from_state(s) for a, s in state["agent_episodes"].items()}
     episode.env_t_to_agent_t = {a: LookbackBuffer.from_state(s) for a, s in state["env_t_to_agent_t"].items()}
     episode.env_t = state["env_t"]
-    episode._env_lookback = state["env_lookback"]
     episode.is_terminated, episode.is_truncated = state["is_terminated"], state["is_truncated"]
-    episode._in_flight = copy.deepcopy(state["in_flight"])
-    episode._waiting_rewards = dict(state.get("waiting_rewards", {}))  # (states saved before it: none)
-    episode._finished_agents = set(state["finished_agents"])
-    episode._agents_that_stepped = set(state["agents_that_stepped"])
-    episode._agents_to_act = set(state["agents_to_act"])
     episode.custom_data = copy.deepcopy(state["custom_data"])
-    episode._start_time, episode._end_time = state["start_time"], state["end_time"]
+    book = episode.bookkeeping
+    book.env_lookback = state["env_lookback"]
+    book.in_flight = copy.deepcopy(state["in_flight"])
+    book.waiting_rewards = dict(state.get("waiting_rewards", {}))  # (states saved before it: none)
+    book.finished_agents = set(state["finished_agents"])
+    book.agents_that_stepped = set(state["agents_that_stepped"])
+    book.agents_to_act = set(state["agents_to_act"])
+    book.start_time, book.end_time = state["start_time"], state["end_time"]
     return episode
 
 
@@ -332,7 +337,7 @@ def from_agent_episodes(
         episode.env_t_to_agent_t[agent_id] = LookbackBuffer(
             observed + [NOT_OBSERVED] * (n_steps - len(sa_episode))
         )
-        episode._agent_episode_ids[agent_id] = sa_episode.id_
+        episode.bookkeeping.agent_episode_ids[agent_id] = sa_episode.id_
     episode.agent_episodes = dict(agent_episodes)
     if agent_episodes and all(e.is_done for e in agent_episodes.values()):
         episode.is_truncated = all(e.is_truncated for e in agent_episodes.values())
@@ -342,7 +347,7 @@ def from_agent_episodes(
 
 def timeline(episode: MultiAgentEpisode) -> str:
     """A table of the env timesteps (lookback negative) at which each agent observed (``x``)."""
-    lookback = episode._env_lookback
+    lookback = episode.bookkeeping.env_lookback
     width = max([len("t"), *(len(str(agent_id)) for agent_id in episode.env_t_to_agent_t)])
     steps = range(-lookback, len(episode) + 1)
     lines = ["t".ljust(width) + "".join(f"{t:>4}" for t in steps)]

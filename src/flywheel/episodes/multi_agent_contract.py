@@ -43,7 +43,7 @@ def check_reward_may_wait(episode: MultiAgentEpisode, agent_id: Any, reward: flo
     """A reward for an agent with no step in flight waits for its next step; one for an agent that is
     done raises: it has no next step."""
     sa_episode = episode.agent_episodes.get(agent_id)
-    if agent_id in episode._finished_agents or (sa_episode is not None and sa_episode.is_done):
+    if agent_id in episode.bookkeeping.finished_agents or (sa_episode is not None and sa_episode.is_done):
         raise EpisodeError(
             f"Agent {agent_id!r} got reward {reward!r} at env step {episode.env_t + 1} of episode "
             f"{episode.id_}, but it is done. Expected no data for agents once they are terminated or "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from flywheel.episodes.multi_agent_bookkeeping import end_in_flight_step
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED
 from flywheel.errors import EpisodeError
 
@@ -38,7 +39,7 @@ def record_from_data(
     for k in range(n_steps):
         episode.add_env_step(
             observations[k + 1],
-            {a: v for a, v in data["actions"][k].items() if a in episode._agents_to_act},
+            {a: v for a, v in data["actions"][k].items() if a in episode.bookkeeping.agents_to_act},
             data["rewards"][k],
             infos[k + 1] if infos else None,
             terminateds=per_step["terminateds"][k] if "terminateds" in per_step else None,
@@ -49,7 +50,9 @@ def record_from_data(
         _apply_final_flags(episode, _final(data["terminateds"]), _final(data["truncateds"]))
     _make_history(episode, lookback)
     _shift_agent_timesteps(episode, data["agent_t_started"] or {})
-    episode._start_time = None  # Built, not played: no duration (as for a SingleAgentEpisode from data).
+    episode.bookkeeping.start_time = (
+        None  # Built, not played: no duration (as for a SingleAgentEpisode from data).
+    )
     for sa_episode in episode.agent_episodes.values():
         sa_episode._start_time = None
 
@@ -98,14 +101,15 @@ def _apply_final_flags(episode: MultiAgentEpisode, terminateds: dict, truncateds
             continue
         terminated = all_terminated or bool(terminateds.get(agent_id))
         truncated = all_truncated or bool(truncateds.get(agent_id))
-        if agent_id in episode._in_flight:
+        if agent_id in episode.bookkeeping.in_flight:
             if terminated or truncated:
-                episode._end_in_flight_step(agent_id, terminated, truncated)
+                end_in_flight_step(episode, agent_id, terminated)
         elif truncated:
             sa_episode.is_truncated = True
         elif terminated or episode.env_t_to_agent_t[agent_id].data[-1] == NOT_OBSERVED:
             sa_episode.is_terminated = True
-    episode._agents_to_act = {a for a in episode._agents_to_act if not episode.agent_episodes[a].is_done}
+    book = episode.bookkeeping
+    book.agents_to_act = {a for a in book.agents_to_act if not episode.agent_episodes[a].is_done}
     if all_terminated or all_truncated:
         episode.is_terminated, episode.is_truncated = all_terminated, all_truncated
     elif episode.agent_episodes and all(e.is_done for e in episode.agent_episodes.values()):
@@ -116,7 +120,7 @@ def _apply_final_flags(episode: MultiAgentEpisode, terminateds: dict, truncateds
 def _make_history(episode: MultiAgentEpisode, n: int) -> None:
     """Turns the first ``n`` recorded env steps into lookback, as if a `cut` had happened after them."""
     episode.env_t_started += n
-    episode._env_lookback = n
+    episode.bookkeeping.env_lookback = n
     for agent_id, sa_episode in episode.agent_episodes.items():
         mapping = episode.env_t_to_agent_t[agent_id]
         mapping.lookback = n

@@ -32,6 +32,7 @@ from flywheel.episodes import chunks, multi_agent_chunks, multi_agent_data
 from flywheel.episodes import multi_agent_contract as contract
 from flywheel.episodes.episode_id import new_episode_id
 from flywheel.episodes.lookback_buffer import LookbackBuffer
+from flywheel.episodes.multi_agent_bookkeeping import Bookkeeping, end_in_flight_step
 from flywheel.episodes.multi_agent_indexing import NOT_OBSERVED, MultiAgentGetters
 from flywheel.episodes.multi_agent_setters import MultiAgentSetters
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
@@ -91,18 +92,10 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         self.is_terminated = False
         self.is_truncated = False
         self.custom_data: dict[str, Any] = {}
-        self._agent_to_module: dict[AgentID, ModuleID] = dict(agent_module_ids or {})
-        self._agent_episode_ids: dict[AgentID, str] = dict(agent_episode_ids or {})
-        self._in_flight: dict[AgentID, list] = {}  # agent -> [action, extra model outputs, summed reward]
-        # Rewards of alive agents with no step in flight (not observed yet, or not acted on their
-        # observation): they start the agent's next step's reward, as RLlib keeps them.
-        self._waiting_rewards: dict[AgentID, float] = {}
-        self._finished_agents: set[AgentID] = set()  # Done in an earlier chunk (not in agent_episodes).
-        self._env_lookback = 0
-        self._agents_that_stepped: set[AgentID] = set()
-        self._agents_to_act: set[AgentID] = set()
-        self._start_time: float | None = None
-        self._end_time: float | None = None
+        self.bookkeeping = Bookkeeping(dict(agent_module_ids or {}), dict(agent_episode_ids or {}))
+        """In-flight steps, waiting rewards, who acts next, ...: read and written by this class and its
+        helper modules in `flywheel.episodes` (see `multi_agent_bookkeeping`); users read them through
+        the methods below."""
         if observations is not None:
             data = {
                 "observations": observations,
@@ -130,9 +123,10 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         infos = infos or {}
         for agent_id, observation in observations.items():
             self._join(agent_id, observation, infos.get(agent_id))
-        self._agents_that_stepped = set(observations)
-        self._agents_to_act = set(observations)
-        self._start_time = time.perf_counter()
+        book = self.bookkeeping
+        book.agents_that_stepped = set(observations)
+        book.agents_to_act = set(observations)
+        book.start_time = time.perf_counter()
 
     def add_env_step(
         self,
@@ -158,7 +152,8 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
                 f"Episode {self.id_} is already done (terminated={self.is_terminated}, "
                 f"truncated={self.is_truncated}) at env_t={self.env_t}; start a new episode after a reset."
             )
-        in_flight, waiting = self._in_flight, self._waiting_rewards
+        book = self.bookkeeping
+        in_flight, waiting = book.in_flight, book.waiting_rewards
         extras = extra_model_outputs or {}
         for agent_id, action in actions.items():
             in_flight[agent_id] = [
@@ -201,8 +196,8 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
             for agent_id, mapping in env_t_to_agent_t.items():
                 if agent_id not in observations:
                     mapping.data.append(NOT_OBSERVED)
-        self._agents_that_stepped = stepped
-        self._agents_to_act = to_act
+        book.agents_that_stepped = stepped
+        book.agents_to_act = to_act
         if any_done:
             self._finish_agents(
                 terminateds, truncateds, bool(terminateds.get("__all__")), bool(truncateds.get("__all__"))
@@ -217,10 +212,11 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
 
     def _join(self, agent_id: AgentID, observation: Any, info: dict | None) -> SingleAgentEpisode:
         """Starts the agent episode of an agent's first observation (its timestep 0)."""
-        if agent_id in self.agent_episodes or agent_id in self._finished_agents:
+        book = self.bookkeeping
+        if agent_id in self.agent_episodes or agent_id in book.finished_agents:
             contract.raise_observation_without_action(self, agent_id)
         sa_episode = SingleAgentEpisode(
-            self._agent_episode_ids.get(agent_id),
+            book.agent_episode_ids.get(agent_id),
             observation_space=contract.space_of(self, agent_id, self.observation_space, "observation_space"),
             action_space=contract.space_of(self, agent_id, self.action_space, "action_space"),
             agent_id=agent_id,
@@ -229,39 +225,28 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         )
         sa_episode.add_env_reset(observation, info)
         self.agent_episodes[agent_id] = sa_episode
-        not_observed = [NOT_OBSERVED] * (self._env_lookback + self.env_t - self.env_t_started)
-        self.env_t_to_agent_t[agent_id] = LookbackBuffer([*not_observed, 0], self._env_lookback)
+        not_observed = [NOT_OBSERVED] * (book.env_lookback + self.env_t - self.env_t_started)
+        self.env_t_to_agent_t[agent_id] = LookbackBuffer([*not_observed, 0], book.env_lookback)
         return sa_episode
 
     def _finish_agents(
         self, terminateds: dict, truncateds: dict, all_terminated: bool, all_truncated: bool
     ) -> None:
         """Ends the in-flight steps of agents that are done without a final observation; maybe the episode."""
-        for agent_id in list(self._waiting_rewards):
+        book = self.bookkeeping
+        for agent_id in list(book.waiting_rewards):
             if all_terminated or all_truncated or terminateds.get(agent_id) or truncateds.get(agent_id):
-                del self._waiting_rewards[agent_id]  # done without another step: nothing to add them to
-        for agent_id in list(self._in_flight):
+                del book.waiting_rewards[agent_id]  # done without another step: nothing to add them to
+        for agent_id in list(book.in_flight):
             terminated = all_terminated or terminateds.get(agent_id, False)
             truncated = all_truncated or truncateds.get(agent_id, False)
             if terminated or truncated:
-                self._end_in_flight_step(agent_id, terminated, truncated)
+                end_in_flight_step(self, agent_id, terminated)
         if all_terminated or all_truncated:
             self.is_terminated, self.is_truncated = all_terminated, all_truncated
         elif self.agent_episodes and all(e.is_done for e in self.agent_episodes.values()):
             self.is_truncated = all(sa_episode.is_truncated for sa_episode in self.agent_episodes.values())
             self.is_terminated = not self.is_truncated
-
-    def _end_in_flight_step(self, agent_id: AgentID, terminated: bool, truncated: bool) -> None:
-        """A terminated agent's last step ends on a copy of its last observation (nothing bootstraps from it)."""
-        if not terminated:
-            contract.raise_truncated_in_flight(self, agent_id)
-        action, extras, reward = self._in_flight.pop(agent_id)
-        sa_episode = self.agent_episodes[agent_id]
-        sa_episode.add_env_step(
-            sa_episode.get_observations(-1), action, reward, {}, terminated=True, extra_model_outputs=extras
-        )
-        self.env_t_to_agent_t[agent_id].data[-1] = sa_episode.t
-        self._agents_that_stepped.add(agent_id)
 
     # ------------------------------------------------------------------------ properties
 
@@ -307,20 +292,21 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
 
     def module_for(self, agent_id: AgentID) -> ModuleID:
         """The module that acts for ``agent_id``; fixed for the episode once asked."""
-        module_id = self._agent_to_module.get(agent_id)
+        chosen = self.bookkeeping.agent_to_module
+        module_id = chosen.get(agent_id)
         if module_id is None:
             fn = self.agent_to_module_mapping_fn
             module_id = DEFAULT_MODULE_ID if fn is None else fn(agent_id, self)
-            self._agent_to_module[agent_id] = module_id
+            chosen[agent_id] = module_id
         return module_id
 
     def get_agents_to_act(self) -> set[AgentID]:
         """Agents that observed in the newest env step and are not done: they act in the next one."""
-        return set(self._agents_to_act)
+        return set(self.bookkeeping.agents_to_act)
 
     def get_agents_that_stepped(self) -> set[AgentID]:
         """Agents that observed in the newest env step (done ones included)."""
-        return set(self._agents_that_stepped)
+        return set(self.bookkeeping.agents_that_stepped)
 
     def get_terminateds(self) -> dict:
         """``{agent_id: terminated}`` for this chunk's agents, plus ``"__all__"`` for the episode."""
@@ -335,14 +321,16 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         of in-flight steps so far and those kept for agents' next steps)."""
         total = sum(sa_episode.get_return() for sa_episode in self.agent_episodes.values())
         if include_hanging_rewards:
-            total += sum(step[2] for step in self._in_flight.values()) + sum(self._waiting_rewards.values())
+            book = self.bookkeeping
+            total += sum(step[2] for step in book.in_flight.values()) + sum(book.waiting_rewards.values())
         return float(total)
 
     def get_duration_s(self) -> float:
         """Seconds from this chunk's start (reset or cut) to its end (`cut` or `to_numpy`), or to now while it runs."""
-        if self._start_time is None:
+        start, end = self.bookkeeping.start_time, self.bookkeeping.end_time
+        if start is None:
             return 0.0
-        return (time.perf_counter() if self._end_time is None else self._end_time) - self._start_time
+        return (time.perf_counter() if end is None else end) - start
 
     def __repr__(self) -> str:
         return (
@@ -366,9 +354,9 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         to the successor (they complete there); agents that are done stay behind.
         ``custom_data`` is deep-copied.
         """
-        self._end_time = time.perf_counter()
+        self.bookkeeping.end_time = successor_start = time.perf_counter()
         successor = multi_agent_chunks.cut(self, len_lookback_buffer)
-        successor._start_time = self._end_time
+        successor.bookkeeping.start_time = successor_start
         return successor
 
     def slice(self, slc: slice, *, len_lookback_buffer: int | None = None) -> MultiAgentEpisode:
@@ -395,8 +383,9 @@ class MultiAgentEpisode(MultiAgentGetters, MultiAgentSetters):
         """Turns every agent episode's data into arrays (see `SingleAgentEpisode.to_numpy`); returns self."""
         for sa_episode in self.agent_episodes.values():
             sa_episode.to_numpy()
-        if self._end_time is None and self._start_time is not None:
-            self._end_time = time.perf_counter()
+        book = self.bookkeeping
+        if book.end_time is None and book.start_time is not None:
+            book.end_time = time.perf_counter()
         return self
 
     def validate(self) -> None:

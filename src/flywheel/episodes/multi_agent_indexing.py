@@ -201,7 +201,7 @@ def _check_extra_key(episode: MultiAgentEpisode, agent_ids: list, key: str) -> N
     """A key that none of the agents has (stored or in flight) is a `KeyError`, as in RLlib."""
     known: set[str] = set()
     for agent_id in agent_ids:
-        step = episode._in_flight.get(agent_id)
+        step = episode.bookkeeping.in_flight.get(agent_id)
         known.update(episode.agent_episodes[agent_id].extra_model_outputs, (step and step[1]) or ())
     if agent_ids and key not in known:
         raise EpisodeKeyError(
@@ -217,7 +217,7 @@ def _select_agents(episode: MultiAgentEpisode, agent_ids: Any) -> list:
     many = isinstance(agent_ids, Iterable) and not isinstance(agent_ids, str)
     wanted = list(agent_ids) if many else [agent_ids]
     possible = list(episode.observation_space or ())
-    known = episode.agent_episodes.keys() | episode._finished_agents | set(possible)
+    known = episode.agent_episodes.keys() | episode.bookkeeping.finished_agents | set(possible)
     unknown = [agent_id for agent_id in wanted if agent_id not in known]
     if unknown:
         raise EpisodeKeyError(
@@ -256,7 +256,7 @@ def _buffers(episode: MultiAgentEpisode, agent_id: Any, query: _Query, *, in_fli
     """The agent's buffer for ``query`` (a dict of buffers for all extra outputs), with its in-flight
     step appended if ``in_flight``; None if the agent has no such outputs."""
     sa_episode = episode.agent_episodes[agent_id]
-    step = episode._in_flight.get(agent_id)
+    step = episode.bookkeeping.in_flight.get(agent_id)
     if query.what != "extra_model_outputs":
         buffer = getattr(sa_episode, query.what)
         if step is None or not in_flight or query.what in _PER_OBSERVATION:
@@ -289,7 +289,7 @@ def _extra_columns(sa_episode: SingleAgentEpisode, in_flight: dict | None, *, ap
 
 def _in_flight_value(episode: MultiAgentEpisode, agent_id: Any, query: _Query) -> Any:
     """The in-flight step's item for ``query`` (a dict for all extra outputs), or _MISSING."""
-    step = episode._in_flight.get(agent_id)
+    step = episode.bookkeeping.in_flight.get(agent_id)
     if step is None or query.what in _PER_OBSERVATION:
         return _MISSING
     if query.what == "actions":

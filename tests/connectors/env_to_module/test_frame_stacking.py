@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from flywheel.columns import Columns
-from flywheel.connectors import ConnectorPipelineV2
+from flywheel.connectors import ConnectorPipelineV2, common
 from flywheel.connectors.env_to_module import FrameStacking, default_env_to_module_connectors
 from flywheel.errors import ConnectorError
 from flywheel.typing import DEFAULT_MODULE_ID
@@ -81,7 +81,7 @@ def test_learner_mode_gives_one_row_per_step():
     chunk.add_env_step(obs(7), 0, 1.0)
     other = counting_episode(1, first=20, module_id="p1")
     batch = call(
-        FrameStacking(SPACE, num_frames=2, as_learner_connector=True), [first, chunk.to_numpy(), other]
+        common.FrameStacking(SPACE, num_frames=2, as_learner_connector=True), [first, chunk.to_numpy(), other]
     )
     assert list(batch) == [DEFAULT_MODULE_ID, "p1"]
     rows = batch[DEFAULT_MODULE_ID][Columns.OBS]
@@ -102,6 +102,10 @@ def test_learner_mode_gives_one_row_per_step():
 def test_invalid_arguments():
     with pytest.raises(ConnectorError, match=r"FrameStacking needs num_frames >= 1, got 0\."):
         FrameStacking(num_frames=0)
+    with pytest.raises(
+        ConnectorError, match=r"use flywheel.connectors.learner.FrameStacking\(num_frames=...\)"
+    ):
+        FrameStacking(num_frames=4, as_learner_connector=True)
     with pytest.raises(
         ConnectorError,
         match=r"FrameStacking stacks Box observations with at least one dimension, got Discrete\(2\)",
@@ -145,7 +149,10 @@ def test_learner_mode_after_add_one_ts_adds_each_chunks_bootstrap_row():
     chunk = counting_episode(2).to_numpy()
     pipeline = ConnectorPipelineV2(
         SPACE,
-        connectors=[AddOneTsToEpisodesAndTruncate(), FrameStacking(num_frames=2, as_learner_connector=True)],
+        connectors=[
+            AddOneTsToEpisodesAndTruncate(),
+            common.FrameStacking(num_frames=2, as_learner_connector=True),
+        ],
     )
     batch = pipeline(rl_module=None, batch={}, episodes=[chunk], shared_data={})
     np.testing.assert_array_equal(
@@ -163,7 +170,7 @@ def test_ppo_trains_with_the_piece_on_both_sides():
         .environment("CartPole-v1")
         .env_runners(env_to_module_connector=lambda env, spaces, device: FrameStacking(num_frames=3))
         .training(
-            learner_connector=lambda obs, act: FrameStacking(as_learner_connector=True, num_frames=3),
+            learner_connector=lambda obs, act: common.FrameStacking(as_learner_connector=True, num_frames=3),
             train_batch_size=64,
             minibatch_size=32,
         )

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 
 from flywheel.columns import Columns
-from flywheel.connectors import env_to_module, learner
+from flywheel.connectors import common, env_to_module, learner
 from flywheel.typing import DEFAULT_MODULE_ID
 
 from ..conftest import episode_from
@@ -17,11 +17,16 @@ def frame(t):
     return (np.arange(6, dtype=np.uint8) + t).reshape(2, 3, 1)
 
 
-def test_it_is_the_env_to_module_piece_in_learner_mode():
+def test_it_is_the_learner_pipelines_own_class_and_rllibs_learner_frame_stacking():
     piece = learner.FrameStacking(IMAGE, num_frames=4)
-    assert isinstance(piece, env_to_module.FrameStacking) and piece.as_learner_connector
+    assert not isinstance(piece, env_to_module.FrameStacking) and isinstance(piece, common.FrameStacking)
     assert piece.num_frames == 4 and piece.required_episode_lookback == 3
     assert piece.observation_space == gym.spaces.Box(0, 255, (2, 3, 4), np.uint8)
+    rllib = common.FrameStacking(IMAGE, num_frames=4, as_learner_connector=True)
+    assert type(rllib) is learner.FrameStacking and rllib.get_ctor_args_and_kwargs() == (
+        (IMAGE,),
+        {"num_frames": 4},
+    )
 
 
 def test_rows_match_what_the_env_to_module_piece_gave_the_module_at_each_step():

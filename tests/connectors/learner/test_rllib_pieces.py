@@ -131,3 +131,85 @@ def test_gae_reads_the_rewards_from_the_tensor_batch(rewards_change):
     expected = [2.0 + 2 * rewards_change, 1.0 + rewards_change]
     assert isinstance(targets, torch.Tensor)
     np.testing.assert_allclose(targets.numpy(), expected)
+
+
+RLLIB_SPELLINGS = [
+    # (RLlib's import, the keywords RLlib code passes, the flywheel class it gives)
+    (
+        "ray.rllib.connectors.common:AddObservationsFromEpisodesToBatch",
+        {},
+        env_to_module.AddObservationsFromEpisodesToBatch,
+    ),
+    (
+        "ray.rllib.connectors.common:AddObservationsFromEpisodesToBatch",
+        {"as_learner_connector": True},
+        learner.AddObservationsFromEpisodesToBatch,
+    ),
+    ("ray.rllib.connectors.common:BatchIndividualItems", {}, env_to_module.BatchIndividualItems),
+    (
+        "ray.rllib.connectors.common:BatchIndividualItems",
+        {"as_learner_connector": True},
+        learner.BatchIndividualItems,
+    ),
+    ("ray.rllib.connectors.common:NumpyToTensor", {"device": "cpu"}, env_to_module.NumpyToTensor),
+    (
+        "ray.rllib.connectors.common:NumpyToTensor",
+        {"device": "cpu", "as_learner_connector": True},
+        learner.NumpyToTensor,
+    ),
+    (
+        "ray.rllib.connectors.common.frame_stacking:FrameStacking",
+        {"num_frames": 3},
+        env_to_module.FrameStacking,
+    ),
+    (
+        "ray.rllib.connectors.common.frame_stacking:FrameStacking",
+        {"num_frames": 3, "as_learner_connector": True},
+        learner.FrameStacking,
+    ),
+    (
+        "ray.rllib.connectors.env_to_module.frame_stacking:FrameStackingEnvToModule",
+        {"num_frames": 3},
+        env_to_module.FrameStacking,
+    ),
+    (
+        "ray.rllib.connectors.learner.frame_stacking:FrameStackingLearner",
+        {"num_frames": 3},
+        learner.FrameStacking,
+    ),
+    ("ray.rllib.connectors.learner:NumpyToTensor", {"device": "cpu"}, learner.NumpyToTensor),
+]
+
+
+@pytest.mark.parametrize(("rllib_name", "kwargs", "expected"), RLLIB_SPELLINGS)
+def test_rllib_spellings_of_a_piece_for_both_pipelines_build_that_pipelines_class(
+    rllib_name, kwargs, expected
+):
+    """The port table's target for each RLlib name, called as RLlib code calls it, builds the pipeline's
+    own class (the one the env-to-module or learner default pipeline holds), and RLlib's shared name
+    matches it with isinstance."""
+    from importlib import import_module
+
+    from flywheel.porting import load_table
+
+    target = load_table().name(*rllib_name.split(":"))
+    piece = getattr(import_module(target.module), target.name)(**kwargs)
+    assert type(piece) is expected
+    shared = getattr(common, expected.__name__)
+    assert isinstance(piece, shared)
+    assert piece.get_ctor_args_and_kwargs() == (
+        (),
+        {k: v for k, v in kwargs.items() if k != "as_learner_connector"},
+    )
+
+
+def test_frame_stacking_of_either_spelling_stacks_as_before():
+    """RLlib's FrameStacking(as_learner_connector=True) gives the learner rows the env-to-module piece's
+    stacks were at each step: 3 frames of [t, 10 t] per step, the first frame repeated before the start."""
+    episode = chunk([1, 2, 3, 4], [0.0, 0.0, 0.0])
+    rows = common.FrameStacking(num_frames=3, as_learner_connector=True)(
+        rl_module=None, batch={}, episodes=[episode], shared_data={}
+    )[DEFAULT_MODULE_ID][Columns.OBS]
+    assert rows.tolist() == [[1, 1, 1], [1, 1, 2], [1, 2, 3]]
+    acting = common.FrameStacking(num_frames=3)(rl_module=None, batch={}, episodes=[episode])[Columns.OBS]
+    assert acting.tolist() == [[2, 3, 4]]

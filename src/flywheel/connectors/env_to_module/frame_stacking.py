@@ -6,11 +6,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.learner_rows import set_learner_observations
 from flywheel.errors import ConnectorError
 
 
@@ -25,11 +23,9 @@ class FrameStacking(ConnectorV2):
 
     The episodes are not rewritten (they keep single frames, which is cheaper to store); the piece
     sets `batch[OBS]` itself, so the default observation piece skips. The learner therefore needs the
-    same stacking: add `FrameStacking(num_frames=..., as_learner_connector=True)` to the learner
-    pipeline. In that mode it sets `batch[module_id][OBS]` to one row per step of each chunk (of
-    every agent's chunk, multi-agent), the stacked frames ending at observation `0 .. len(chunk) - 1`
-    (the observations the actions were taken at), plus the one ending at the chunk's last
-    observation when `AddOneTsToEpisodesAndTruncate` added a bootstrap row (PPO's pipeline).
+    same stacking: add `flywheel.connectors.learner.FrameStacking(num_frames=...)` (RLlib's
+    `FrameStackingLearner`) to the learner pipeline. RLlib's `FrameStacking(as_learner_connector=...)`
+    is `flywheel.connectors.common.FrameStacking`, which builds one of the two.
     """
 
     def __init__(
@@ -38,27 +34,22 @@ class FrameStacking(ConnectorV2):
         input_action_space: gym.Space | None = None,
         *,
         num_frames: int = 4,
-        as_learner_connector: bool = False,
         **kwargs: Any,
     ):
-        if num_frames < 1:
-            raise ConnectorError(f"FrameStacking needs num_frames >= 1, got {num_frames}.")
-        self.num_frames = num_frames
-        self.as_learner_connector = as_learner_connector
+        if kwargs.pop("as_learner_connector", False):
+            raise ConnectorError(
+                "flywheel.connectors.env_to_module.FrameStacking(as_learner_connector=True): this class is the "
+                "env-to-module piece. Fix: use flywheel.connectors.learner.FrameStacking(num_frames=...) "
+                "(RLlib's FrameStackingLearner), or flywheel.connectors.common.FrameStacking(..., "
+                "as_learner_connector=True), RLlib's spelling, which builds it."
+            )
+        self.num_frames = checked_num_frames(num_frames)
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
     def recompute_output_observation_space(
         self, input_observation_space: gym.Space, input_action_space: gym.Space | None
     ) -> gym.Space:
-        space = input_observation_space
-        if not isinstance(space, gym.spaces.Box) or not space.shape:
-            raise ConnectorError(
-                f"FrameStacking stacks Box observations with at least one dimension, got {space}. Put "
-                f"FlattenObservations before it for other spaces."
-            )
-        low = np.concatenate([space.low] * self.num_frames, axis=-1)
-        high = np.concatenate([space.high] * self.num_frames, axis=-1)
-        return gym.spaces.Box(low, high, low.shape, space.dtype)
+        return stacked_space(input_observation_space, self.num_frames)
 
     @property
     def required_episode_lookback(self) -> int:
@@ -76,33 +67,40 @@ class FrameStacking(ConnectorV2):
         metrics: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if self.as_learner_connector:
-            set_learner_observations(batch, episodes, self._learner_rows, shared_data)
-        elif episodes:
+        if episodes:
             k = self.num_frames
             frames = np.asarray(
-                [_pad_front(episode.get_observations(slice(-k, None)), k) for episode in episodes]
+                [pad_front(episode.get_observations(slice(-k, None)), k) for episode in episodes]
             )
             # [B, k, ..., C] -> [B, ..., k, C] -> [B, ..., k * C]: frame-major along the last axis.
             stacked = np.moveaxis(frames, 1, -2)
             batch[Columns.OBS] = stacked.reshape(*stacked.shape[:-2], -1)
         return batch
 
-    def _learner_rows(self, episode: Any, n: int) -> np.ndarray:
-        k = self.num_frames
-        # Observations -(k-1) .. n-1 (lookback included): window j ends at observation j.
-        history = episode.get_observations(slice(1 - k, n), neg_index_as_lookback=True)
-        frames = _pad_front(history, n + k - 1)
-        windows = np.moveaxis(sliding_window_view(frames, k, axis=0), -1, -2)  # [n, ..., k, C]
-        return windows.reshape(*windows.shape[:-2], -1)
-
     def __repr__(self) -> str:
-        return (
-            f"FrameStacking(num_frames={self.num_frames}, as_learner_connector={self.as_learner_connector})"
+        return f"FrameStacking(num_frames={self.num_frames})"
+
+
+def checked_num_frames(num_frames: int) -> int:
+    """`num_frames`, if at least 1 (both pipelines' `FrameStacking` take it)."""
+    if num_frames < 1:
+        raise ConnectorError(f"FrameStacking needs num_frames >= 1, got {num_frames}.")
+    return num_frames
+
+
+def stacked_space(space: gym.Space, num_frames: int) -> gym.Space:
+    """The Box `space` with its last axis `num_frames` times as long (the stacked frames' space)."""
+    if not isinstance(space, gym.spaces.Box) or not space.shape:
+        raise ConnectorError(
+            f"FrameStacking stacks Box observations with at least one dimension, got {space}. Put "
+            f"FlattenObservations before it for other spaces."
         )
+    low = np.concatenate([space.low] * num_frames, axis=-1)
+    high = np.concatenate([space.high] * num_frames, axis=-1)
+    return gym.spaces.Box(low, high, low.shape, space.dtype)
 
 
-def _pad_front(frames: Any, length: int) -> np.ndarray:
+def pad_front(frames: Any, length: int) -> np.ndarray:
     """`frames` as an array of `length` frames, the first one repeated in front when there are fewer."""
     frames = np.asarray(frames)
     missing = length - len(frames)
