@@ -52,11 +52,11 @@ class RLlibCallback:
             self.__dict__["_active_hooks"] = active
         return active
 
-    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: object) -> None:
         """After an Algorithm is fully built (runners, learners and modules exist)."""
 
     def on_train_result(
-        self, *, algorithm: Any, metrics_logger: Any = None, result: dict | None = None, **kwargs: Any
+        self, *, algorithm: Any, metrics_logger: Any = None, result: dict | None = None, **kwargs: object
     ) -> None:
         """After each `algo.train()` iteration, with its result dict (which the hook may extend)."""
 
@@ -69,7 +69,7 @@ class RLlibCallback:
         env: Any = None,
         env_index: int | None = None,
         rl_module: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """When a runner creates a new episode object, before the env is reset for it."""
 
@@ -82,7 +82,7 @@ class RLlibCallback:
         env: Any = None,
         env_index: int | None = None,
         rl_module: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """After the reset observation has been added to a new episode."""
 
@@ -95,7 +95,7 @@ class RLlibCallback:
         env: Any = None,
         env_index: int | None = None,
         rl_module: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """After every env step of an episode (hot path: keep it cheap)."""
 
@@ -108,7 +108,7 @@ class RLlibCallback:
         env: Any = None,
         env_index: int | None = None,
         rl_module: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """When an episode terminated or was truncated (its last step is already added)."""
 
@@ -118,7 +118,7 @@ class RLlibCallback:
         env_runner: Any = None,
         metrics_logger: Any = None,
         samples: list | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """At the end of `runner.sample()`, with the episodes it returns."""
 
@@ -129,11 +129,11 @@ class RLlibCallback:
         metrics_logger: Any = None,
         env: Any = None,
         env_context: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """After a runner created its (vector) env; `env_context` is the env_config it got."""
 
-    def on_evaluate_start(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+    def on_evaluate_start(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: object) -> None:
         """Before an evaluation round starts."""
 
     def on_evaluate_end(
@@ -142,11 +142,11 @@ class RLlibCallback:
         algorithm: Any,
         metrics_logger: Any = None,
         evaluation_metrics: dict | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """After an evaluation round, with its metrics (the `evaluation` part of the result)."""
 
-    def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
+    def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: object) -> None:
         """After an Algorithm restored its state from a checkpoint."""
 
 
@@ -192,6 +192,6 @@ class _CallAll:
     def __init__(self, calls: list[Callable]):
         self.calls = calls
 
-    def __call__(self, **kwargs: Any) -> None:
+    def __call__(self, **kwargs: object) -> None:
         for call in self.calls:
             call(**kwargs)

@@ -50,12 +50,12 @@ _PYTHON_ENVIRONMENT = {
 class RLlibOnlySections:
     """Mixin of `AlgorithmConfig`: RLlib's sections without a flywheel meaning."""
 
-    def checkpointing(self, **kwargs: Any) -> Self:
+    def checkpointing(self, **kwargs: object) -> Self:
         """RLlib's `checkpointing()`: accepted at its defaults (export_native_model_files=False,
         checkpoint_trainable_policies_only=False)."""
         return self._only_defaults("checkpointing", _CHECKPOINTING, kwargs)
 
-    def experimental(self, **kwargs: Any) -> Self:
+    def experimental(self, **kwargs: object) -> Self:
         """RLlib's `experimental()`: `_torch_lr_scheduler_classes` (torch lr schedulers, a list of classes
         or partials, or `{module_id: [...]}`) is a setting; the other keywords are accepted at their
         defaults (e.g. `_validate_config=True`)."""
@@ -64,7 +64,7 @@ class RLlibOnlySections:
         cast("AlgorithmConfig", self)._section("experimental", schedulers)
         return self
 
-    def python_environment(self, **kwargs: Any) -> Self:
+    def python_environment(self, **kwargs: object) -> Self:
         """RLlib's `python_environment()`: accepted with empty dicts."""
         return self._only_defaults("python_environment", _PYTHON_ENVIRONMENT, kwargs)
 

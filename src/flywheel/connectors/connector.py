@@ -38,7 +38,7 @@ class ConnectorV2(Checkpointable, abc.ABC):
 
     _ctor_args_and_kwargs: tuple[tuple, dict[str, Any]]
 
-    def __new__(cls, *args: Any, **kwargs: Any):
+    def __new__(cls, *args: Any, **kwargs: object):
         piece = super().__new__(cls)
         piece._ctor_args_and_kwargs = (args, kwargs)
         return piece
@@ -47,7 +47,7 @@ class ConnectorV2(Checkpointable, abc.ABC):
         self,
         input_observation_space: gym.Space | None = None,
         input_action_space: gym.Space | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self._input_observation_space = input_observation_space
         self._input_action_space = input_action_space
@@ -65,7 +65,7 @@ class ConnectorV2(Checkpointable, abc.ABC):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         """Transforms `batch` (and possibly `episodes`) and returns the batch.
 

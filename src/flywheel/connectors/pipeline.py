@@ -36,7 +36,7 @@ class ConnectorPipelineV2(ConnectorV2):
         input_observation_space: gym.Space | None = None,
         input_action_space: gym.Space | None = None,
         connectors: Iterable[ConnectorV2] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.connectors: list[ConnectorV2] = list(connectors or [])
         super().__init__(input_observation_space, input_action_space, **kwargs)
@@ -50,7 +50,7 @@ class ConnectorPipelineV2(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         cached = self._calls(rl_module)
         # A call that begins with an empty batch (a runner's). A module may return something else

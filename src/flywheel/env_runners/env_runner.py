@@ -34,6 +34,7 @@ from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
     from flywheel.connectors.pipeline import ConnectorPipelineV2
 
 
@@ -53,7 +54,9 @@ class EnvRunner(Checkpointable, abc.ABC):
     _env_to_module: ConnectorPipelineV2
     _module_to_env: ConnectorPipelineV2
 
-    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
+    def __init__(
+        self, config: AlgorithmConfig, *, worker_index: int = 0, num_workers: int | None = None, **kwargs
+    ):
         self.config = config
         self.worker_index = worker_index
         self.num_workers = config.num_env_runners if num_workers is None else num_workers
@@ -200,6 +203,7 @@ class EnvRunner(Checkpointable, abc.ABC):
             from flywheel.offline.writer import OfflineWriter
 
             config = self.config
+            assert config.output is not None  # sample() records only when it is set
             self._writer = OfflineWriter(
                 config.output,
                 spaces=self._recorded_spaces(),

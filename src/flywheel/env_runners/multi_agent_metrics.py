@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.typing import AgentID, ModuleID
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 
 class FinishedEpisode(NamedTuple):
@@ -52,7 +55,11 @@ class EpisodeStats:
 
 
 def log_sample_metrics(
-    m: MetricsLogger, config: Any, episodes: list, stats: list[FinishedEpisode], weights_seq_no: int
+    m: MetricsLogger,
+    config: AlgorithmConfig,
+    episodes: list,
+    stats: list[FinishedEpisode],
+    weights_seq_no: int,
 ) -> None:
     """Episode windows (whole, per agent, per module) and step counters (env, agent, per module)."""
     window = config.metrics_num_episodes_for_smoothing

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -25,15 +25,20 @@ from flywheel.columns import Columns
 from flywheel.metrics import keys
 from flywheel.metrics.keys import ALL_MODULES, ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.impala.config import IMPALAConfig
+
 _LEARNERS = (LEARNER_RESULTS, ALL_MODULES)
 
 
 class IMPALA(Algorithm):
     """Asynchronous sampling, a queue of train batches, V-trace learners (see the module docstring)."""
 
+    config: IMPALAConfig
+
     reconfigurable_settings = Algorithm.reconfigurable_settings | {"broadcast_interval"}
 
-    def setup(self, config: Any) -> None:
+    def setup(self, config: IMPALAConfig) -> None:
         super().setup(config)
         self.learner_queue = self.config.build_learner_queue()
         self._forming: list = []  # fragments of the next train batch

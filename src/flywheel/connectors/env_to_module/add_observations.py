@@ -39,7 +39,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if batch:  # (an empty batch, a runner's without custom pieces, has nothing to place: a call fewer)
             place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran

@@ -36,7 +36,7 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if rl_module is None:
             return batch

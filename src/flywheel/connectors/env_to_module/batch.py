@@ -36,7 +36,7 @@ class BatchIndividualItems(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         place_episode_items(batch, episodes, shared_data)
         for columns in column_dicts(batch, episodes):

@@ -47,7 +47,7 @@ class FlattenObservations(ConnectorV2):
         *,
         multi_agent: bool = False,
         agent_ids: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.multi_agent = multi_agent
         self.agent_ids = None if agent_ids is None else set(agent_ids)
@@ -81,7 +81,7 @@ class FlattenObservations(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if not episodes:
             return batch

@@ -39,7 +39,7 @@ class FrameStacking(ConnectorV2):
         *,
         num_frames: int = 4,
         as_learner_connector: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         if num_frames < 1:
             raise ConnectorError(f"FrameStacking needs num_frames >= 1, got {num_frames}.")
@@ -74,7 +74,7 @@ class FrameStacking(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if self.as_learner_connector:
             set_learner_observations(batch, episodes, self._learner_rows, shared_data)

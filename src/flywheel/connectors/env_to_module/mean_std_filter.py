@@ -120,7 +120,7 @@ class MeanStdFilter(ConnectorV2):
         clip: float = 10.0,
         epsilon: float = 1e-8,
         update_stats: bool = True,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.multi_agent = multi_agent
         self.clip = clip
@@ -177,7 +177,7 @@ class MeanStdFilter(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if not episodes:
             return batch

@@ -58,7 +58,7 @@ class NormalizeRewards(ConnectorV2):
         clip: float = 10.0,
         epsilon: float = 1e-8,
         update_stats: bool = True,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         _check_args(gamma, clip, epsilon)
         self.gamma = float(gamma)
@@ -80,7 +80,7 @@ class NormalizeRewards(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         self._calls += 1
         pending = []  # (episode, index of its first new reward or -1, new rewards, their returns)

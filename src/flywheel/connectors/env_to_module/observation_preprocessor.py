@@ -30,7 +30,7 @@ class SingleAgentObservationPreprocessor(ConnectorV2, abc.ABC):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for episode in self.single_agent_episode_iterator(episodes):
             new_observation = self.preprocess(observation=episode.get_observations(-1), episode=episode)
@@ -56,7 +56,7 @@ class MultiAgentObservationPreprocessor(ConnectorV2, abc.ABC):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for episode in episodes:
             new_observations = self.preprocess(observations=episode.get_observations(-1), episode=episode)

@@ -51,7 +51,7 @@ class PrevActionsPrevRewards(ConnectorV2):
         n_prev_actions: int = 1,
         n_prev_rewards: int = 1,
         as_learner_connector: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         if as_learner_connector:
             raise ConnectorError(
@@ -126,7 +126,7 @@ class PrevActionsPrevRewards(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         per_agent: dict[Any, list[Any]] = {}
         for episode in self.single_agent_episode_iterator(episodes):

@@ -31,7 +31,7 @@ class NumpyToTensor(ConnectorV2):
         input_action_space: gym.Space | None = None,
         *,
         device: str | torch.device | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.device = None if device is None else torch.device(device)
@@ -45,7 +45,7 @@ class NumpyToTensor(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for columns in column_dicts(batch, episodes):
             self._convert(columns)

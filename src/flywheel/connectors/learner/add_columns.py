@@ -43,7 +43,7 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         blocks = transition_blocks(episodes)
         if blocks is not None:

@@ -34,7 +34,7 @@ class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         preset = modules_with_column(batch, Columns.NEXT_OBS)
         blocks = transition_blocks(episodes)

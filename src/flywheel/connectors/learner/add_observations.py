@@ -36,7 +36,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
         preset = modules_with_column(batch, Columns.OBS)

@@ -40,7 +40,7 @@ class AddOneTsToEpisodesAndTruncate(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if shared_data is None:
             raise ConnectorError(

@@ -45,7 +45,7 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         blocks = transition_blocks(episodes)
         if blocks is not None and not any(_stateful(rl_module, module_id) for module_id, _ in blocks):

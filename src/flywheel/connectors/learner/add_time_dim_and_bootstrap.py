@@ -67,7 +67,7 @@ class AddTimeDimToBatchAndBootstrap(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         chunk_lens = bootstrap_chunk_lens(shared_data, "AddTimeDimToBatchAndBootstrap")
         chunks: dict[str, list] = {}

@@ -25,7 +25,7 @@ class ComputeReturnsToGo(ConnectorV2):
         input_action_space: Any = None,
         *,
         gamma: float = 0.99,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.gamma = gamma
@@ -39,7 +39,7 @@ class ComputeReturnsToGo(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for _, episode in module_episodes(episodes):
             rewards = np.asarray(episode.get_rewards(), dtype=np.float64)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import gymnasium as gym
 
 from flywheel.connectors.env_to_module.frame_stacking import FrameStacking as EnvToModuleFrameStacking
@@ -20,7 +18,7 @@ class FrameStacking(EnvToModuleFrameStacking):
         input_action_space: gym.Space | None = None,
         *,
         num_frames: int = 4,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(
             input_observation_space,

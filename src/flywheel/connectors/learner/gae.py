@@ -39,7 +39,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
         gamma: float = 0.99,
         lambda_: float = 0.95,
         standardize: bool = True,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.gamma = gamma
@@ -55,7 +55,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         chunk_lens = bootstrap_chunk_lens(shared_data, "GeneralAdvantageEstimation")
         for module_id, columns in batch.items():

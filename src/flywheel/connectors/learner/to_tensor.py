@@ -27,7 +27,7 @@ class NumpyToTensor(ConnectorV2):
         input_action_space: Any = None,
         *,
         device: str | torch.device | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.device = torch.device("cpu") if device is None else torch.device(device)
@@ -41,7 +41,7 @@ class NumpyToTensor(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for columns in batch.values():
             for column, value in columns.items():

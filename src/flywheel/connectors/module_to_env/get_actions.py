@@ -31,7 +31,7 @@ class GetActions(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if is_multi_agent(episodes):
             for module_id, columns in batch.items():

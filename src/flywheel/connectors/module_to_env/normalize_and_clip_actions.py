@@ -33,7 +33,7 @@ class NormalizeAndClipActions(ConnectorV2):
         *,
         normalize_actions: bool = True,
         clip_actions: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.normalize_actions = normalize_actions
         self.clip_actions = clip_actions
@@ -50,7 +50,7 @@ class NormalizeAndClipActions(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if is_multi_agent(episodes):
             for module_id, columns in batch.items():

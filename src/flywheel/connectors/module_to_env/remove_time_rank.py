@@ -27,7 +27,7 @@ class RemoveSingleTsTimeRankFromBatch(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if not (shared_data or {}).get(ADDED_SINGLE_TS_TIME_RANK):
             return batch

@@ -31,7 +31,7 @@ class TensorToNumpy(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for columns in column_dicts(batch, episodes):
             _convert(columns)
