@@ -49,6 +49,7 @@ from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
     from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import EpisodeType
 
 EPISODE_KEYS = (
     keys.EPISODE_RETURN_MEAN,
@@ -239,7 +240,7 @@ class Algorithm(TrainableAPI, Checkpointable):
         }
 
     def update_learners(
-        self, episodes: Sequence[Any] | None = None, *, data_iterators: list | None = None
+        self, episodes: Sequence[EpisodeType] | None = None, *, data_iterators: list | None = None
     ) -> dict[str, Any]:
         """One learner-group update on `episodes`, or on what each learner reads next from its data
         iterator (offline data with remote learners), timed under `timers/learner_update_timer`,
@@ -512,7 +513,7 @@ class Algorithm(TrainableAPI, Checkpointable):
             )
 
 
-def _differs(a: Any, b: Any) -> bool:
+def _differs(a: object, b: object) -> bool:
     """Whether two values of a setting differ. Values that compare unequal (or not to a bool, as numpy
     arrays do) but pickle to the same bytes count as equal: a lambda and its copy unpickled in another
     process (how Ray Tune hands a trial its config) are the same setting."""

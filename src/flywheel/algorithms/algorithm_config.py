@@ -98,7 +98,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
             object.__setattr__(self, field.name, value)
         object.__setattr__(self, "_algo_class", algo_class)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if self._frozen:
             raise ConfigError(FROZEN_MESSAGE)
         object.__setattr__(self, name, value)
@@ -129,7 +129,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         return next((f.metadata["section"] for f in cls._setting_fields() if f.name == name), None)
 
     def _update(
-        self, where: str, kwargs: Mapping[str, Any], valid: Iterable[str], noun: str = "keyword"
+        self, where: str, kwargs: Mapping[str, object], valid: Iterable[str], noun: str = "keyword"
     ) -> Self:
         """Checks every key first (TypeError naming the closest valid one), then sets them all."""
         if self._frozen:
@@ -148,7 +148,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
             setattr(self, key, value)
         return self
 
-    def _section(self, section: str, kwargs: Mapping[str, Any], **positional: Any) -> Self:
+    def _section(self, section: str, kwargs: Mapping[str, object], **positional: Any) -> Self:
         kwargs = {**{k: v for k, v in positional.items() if v is not NOT_PROVIDED}, **kwargs}
         self._update(section, kwargs, _names(type(self), section))
         warn_if_no_op(kwargs)
@@ -283,12 +283,12 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         """Every setting by name; containers are copies, classes and callables the objects themselves."""
         return copy.deepcopy({name: getattr(self, name) for name in self.setting_names()})
 
-    def update_from_dict(self, settings: Mapping[str, Any]) -> Self:
+    def update_from_dict(self, settings: Mapping[str, object]) -> Self:
         """Sets the given settings (TypeError naming the closest valid name for an unknown key)."""
         return self._update("update_from_dict", copy.deepcopy(dict(settings)), self.setting_names(), "key")
 
     @classmethod
-    def from_dict(cls, settings: Mapping[str, Any]) -> Self:
+    def from_dict(cls, settings: Mapping[str, object]) -> Self:
         """A config of this class with `settings` (e.g. from to_dict()) over the defaults."""
         config = cls()
         return config._update("from_dict", copy.deepcopy(dict(settings)), cls.setting_names(), "key")

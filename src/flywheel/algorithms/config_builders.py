@@ -54,7 +54,7 @@ def merge_module_specs(
     return RLModuleSpec(**merged, model_config=merged_model_config)
 
 
-def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
+def hook_pieces(hook: Callable | None, hook_name: str, *args: object) -> list:
     """The pieces a connector hook returns (a piece, a list of pieces, or a pipeline), as a flat list."""
     if hook is None:
         return []

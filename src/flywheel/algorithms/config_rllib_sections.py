@@ -68,7 +68,7 @@ class RLlibOnlySections:
         """RLlib's `python_environment()`: accepted with empty dicts."""
         return self._only_defaults("python_environment", _PYTHON_ENVIRONMENT, kwargs)
 
-    def _only_defaults(self, section: str, known: Mapping[str, tuple], kwargs: Mapping[str, Any]) -> Self:
+    def _only_defaults(self, section: str, known: Mapping[str, tuple], kwargs: Mapping[str, object]) -> Self:
         for key, value in kwargs.items():
             if key not in known:
                 valid = [*known, *(_STORED_EXPERIMENTAL if section == "experimental" else ())]
@@ -111,7 +111,7 @@ _NO_OP_VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def warn_if_no_op(kwargs: Mapping[str, Any]) -> None:
+def warn_if_no_op(kwargs: Mapping[str, object]) -> None:
     """Logs, once per setting and process, that a setting of `_NO_OP_VALUES` was given a value whose
     RLlib machinery flywheel does not have."""
     for key, value in kwargs.items():
@@ -203,7 +203,7 @@ def _check_lr_schedulers(config: AlgorithmConfig) -> str | None:
     return None
 
 
-def old_stack_resources(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def old_stack_resources(kwargs: Mapping[str, object]) -> dict[str, Any]:
     """`kwargs` of `resources()` without RLlib's old API stack GPU keywords, which RLlib 2.60 ignores on the
     new stack: `num_gpus` (0 or None silently, more with a warning naming the new stack's setting) and
     `_fake_gpus` (False; True simulated tf GPU towers, which flywheel cannot do)."""

@@ -73,7 +73,7 @@ def _check_env_imports(config: AlgorithmConfig, file: Any, allowed: Allowed) -> 
         )
 
 
-def _pickled_config(node: Node, allowed: Allowed, config: Mapping[str, Any] | None) -> Any:
+def _pickled_config(node: Node, allowed: Allowed, config: Mapping[str, object] | None) -> Any:
     """A config saved whole as a pickle: its class could not be imported where it was saved."""
     file = node.path / io.METADATA_FILE
     if not allowed.trusted:

@@ -113,7 +113,7 @@ class Distribution:
         Runners act with `dist.to_deterministic().sample()` when not exploring."""
         return Deterministic(self.deterministic_sample())
 
-    def logp(self, value: Any) -> torch.Tensor:
+    def logp(self, value: object) -> torch.Tensor:
         """Log-likelihood of `value`, one number per leading index."""
         raise NotImplementedError
 
@@ -150,7 +150,7 @@ class Deterministic(Distribution):
     def to_deterministic(self) -> Deterministic:
         return self
 
-    def logp(self, value: Any) -> torch.Tensor:
+    def logp(self, value: object) -> torch.Tensor:
         return torch.zeros_like(self.loc, dtype=torch.float32)
 
 

@@ -36,6 +36,7 @@ from flywheel.seeding import derive_seed
 if TYPE_CHECKING:
     from flywheel.algorithms.algorithm_config import AlgorithmConfig
     from flywheel.connectors.pipeline import ConnectorPipelineV2
+    from flywheel.typing import EpisodeType
 
 
 class EnvRunner(Checkpointable, abc.ABC):
@@ -262,7 +263,7 @@ class EnvRunner(Checkpointable, abc.ABC):
     def _log_sample_metrics(self, episodes: list, stats: list) -> None:
         """Logs one `sample()` call's metrics (once per call, not per step)."""
 
-    def _episode_callback(self, hook: str, episode: Any, index: int) -> None:
+    def _episode_callback(self, hook: str, episode: EpisodeType | None, index: int) -> None:
         if hook in self._callbacks.active_hooks:
             getattr(self._callbacks, hook)(
                 episode=episode, env_runner=self, metrics_logger=self.metrics, env=self.env,

@@ -9,6 +9,7 @@ from flywheel.typing import AgentID, ModuleID
 
 if TYPE_CHECKING:
     from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import EpisodeType
 
 
 class FinishedEpisode(NamedTuple):
@@ -41,7 +42,7 @@ class EpisodeStats:
             if len(agent_episode):
                 returns[agent_id] = sum(agent_episode.get_rewards(), returns.get(agent_id, 0.0))
 
-    def finish(self, episode: Any) -> FinishedEpisode:
+    def finish(self, episode: EpisodeType) -> FinishedEpisode:
         """The whole episode's numbers, given its last chunk."""
         self.add_chunk(episode)
         module_returns: dict[ModuleID, float] = {}

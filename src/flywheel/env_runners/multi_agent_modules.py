@@ -22,6 +22,7 @@ from flywheel.typing import DEFAULT_MODULE_ID, AgentID, ModuleID
 
 if TYPE_CHECKING:
     from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import EpisodeType
 
 
 def mapping_fn(config: AlgorithmConfig) -> Callable[..., ModuleID]:
@@ -29,7 +30,7 @@ def mapping_fn(config: AlgorithmConfig) -> Callable[..., ModuleID]:
     return config.policy_mapping_fn or _to_default_policy
 
 
-def _to_default_policy(agent_id: AgentID, episode: Any, **kwargs: object) -> ModuleID:
+def _to_default_policy(agent_id: AgentID, episode: EpisodeType, **kwargs: object) -> ModuleID:
     return DEFAULT_MODULE_ID
 
 
@@ -51,7 +52,7 @@ def agent_modules(config: AlgorithmConfig, possible_agents: list[AgentID]) -> di
     return mapping
 
 
-def raise_unknown_module(agent_id: AgentID, module_id: Any, known: Any) -> None:
+def raise_unknown_module(agent_id: AgentID, module_id: ModuleID, known: Any) -> None:
     raise ConfigError(
         f"policy_mapping_fn mapped agent {agent_id!r} to module {module_id!r}, which is not one of the "
         f"policies {sorted(known)}. Fix: return one of those ids, or add {module_id!r} to "

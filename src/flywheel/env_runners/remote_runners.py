@@ -94,7 +94,7 @@ class RemoteRunners:
             self.time_out(calls[ref])
         return results
 
-    def submit(self, index: int, method: str, *args: Any) -> tuple[Any, list]:
+    def submit(self, index: int, method: str, *args: object) -> tuple[Any, list]:
         """Sends `method(*args)` to runner `index` without waiting; returns its ref and the calls sent
         to the runner before it and not yet checked (pass both to `resolve`)."""
         return getattr(self._actors[index], method).remote(*args), self._unconfirmed.pop(index, [])

@@ -179,7 +179,9 @@ class EpisodeBuilder:
         None and the env's spaces)."""
         return None, self.spaces
 
-    def _episode(self, data: dict, obs: Any, steps: slice, done: tuple[bool, bool], t_started: int) -> Any:
+    def _episode(
+        self, data: dict, obs: np.ndarray, steps: slice, done: tuple[bool, bool], t_started: int
+    ) -> Any:
         agent_id, spaces = self.agent(
             data[Columns.AGENT_ID][steps.start] if Columns.AGENT_ID in data else None
         )

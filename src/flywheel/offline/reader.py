@@ -50,7 +50,9 @@ class OfflineData:
     """Streams `config.input_` as episodes for a local learner (`MultiAgentEpisode`s for a multi-agent
     config); checks every file once."""
 
-    def __init__(self, config: AlgorithmConfig, observation_space: Any, action_space: Any) -> None:
+    def __init__(
+        self, config: AlgorithmConfig, observation_space: gym.Space, action_space: gym.Space
+    ) -> None:
         self.paths = parquet_files(config.input_)
         kwargs = dict(config.input_read_method_kwargs or {})
         unknown = sorted(set(kwargs) - set(_READ_KWARGS))

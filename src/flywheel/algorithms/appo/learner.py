@@ -37,6 +37,7 @@ from flywheel.typing import ALL_MODULES, ModuleID, StateDict
 
 if TYPE_CHECKING:
     from flywheel.algorithms.appo.config import APPOConfig
+    from flywheel.typing import RLModuleSpecType
 
 
 class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
@@ -60,7 +61,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
         for module_id in self.module:
             self._make_target_networks(module_id)
 
-    def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: object) -> Any:
+    def add_module(self, *, module_id: ModuleID, module_spec: RLModuleSpecType, **kwargs: object) -> Any:
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         self._make_target_networks(module_id)
         return spec

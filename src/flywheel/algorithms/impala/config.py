@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from flywheel.algorithms.impala.learner import IMPALATorchLearner
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.typing import DeviceType
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -92,7 +93,7 @@ class IMPALAConfig(AlgorithmConfig):
         return RLModuleSpec(module_class=DefaultPPOTorchRLModule, model_config={"vf_share_layers": True})
 
     def build_learner_connector(
-        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+        self, input_observation_space: Any, input_action_space: Any, device: DeviceType | None = None
     ) -> ConnectorPipelineV2:
         """The common learner pipeline with IMPALA's defaults around it (unless defaults are off):
         `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), and `AddTimeDimToBatchAndBootstrap`

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from flywheel.metrics.keys import ALL_MODULES, ENV_RUNNER_RESULTS, LEARNER_RESUL
 
 if TYPE_CHECKING:
     from flywheel.algorithms.impala.config import IMPALAConfig
+    from flywheel.typing import EpisodeType
 
 _LEARNERS = (LEARNER_RESULTS, ALL_MODULES)
 
@@ -128,7 +129,7 @@ class _QueuedBatch(NamedTuple):
         return cls(episodes, int(seq_nos.sum()), seq_no_min, len(seq_nos))
 
 
-def _seq_nos(episode: Any) -> np.ndarray:
+def _seq_nos(episode: EpisodeType) -> np.ndarray:
     """The `weights_seq_no` of each step of `episode` (each agent's, for multi-agent episodes)."""
     agents = getattr(episode, "agent_episodes", None)
     if agents is not None:

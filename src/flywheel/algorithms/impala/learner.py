@@ -31,6 +31,7 @@ from flywheel.typing import ModuleID, StateDict
 
 if TYPE_CHECKING:
     from flywheel.algorithms.impala.config import IMPALAConfig
+    from flywheel.typing import RLModuleSpecType
 
 
 class TimeMajor:
@@ -81,7 +82,7 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
         """Where train batches are kept for their later uses (IMPALA trains on each batch once: none)."""
         return None
 
-    def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: object) -> Any:
+    def add_module(self, *, module_id: ModuleID, module_spec: RLModuleSpecType, **kwargs: object) -> Any:
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         require_value_function(self, module_id, self.algorithm_name)
         self._forget_batches()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from flywheel.algorithms.marwil.marwil import MARWIL
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.typing import DeviceType
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -77,7 +78,7 @@ class MARWILConfig(AlgorithmConfig):
         return RLModuleSpec(module_class=DefaultPPOTorchRLModule)
 
     def build_learner_connector(
-        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+        self, input_observation_space: Any, input_action_space: Any, device: DeviceType | None = None
     ) -> ConnectorPipelineV2:
         """The common learner pipeline; with beta > 0 (unless defaults are off) also
         `AddOneTsToEpisodesAndTruncate` first and `GeneralAdvantageEstimation` (value targets) last."""

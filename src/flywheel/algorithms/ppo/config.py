@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from flywheel.algorithms.ppo.ppo import PPO
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.typing import DeviceType
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -81,7 +82,7 @@ class PPOConfig(AlgorithmConfig):
         return RLModuleSpec(module_class=DefaultPPOTorchRLModule)
 
     def build_learner_connector(
-        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+        self, input_observation_space: Any, input_action_space: Any, device: DeviceType | None = None
     ) -> ConnectorPipelineV2:
         """The common learner pipeline with PPO's defaults around it (unless defaults are off):
         `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), `GeneralAdvantageEstimation` last (which

@@ -17,6 +17,7 @@ from flywheel.typing import ModuleID
 
 if TYPE_CHECKING:
     from flywheel.algorithms.ppo.config import PPOConfig
+    from flywheel.typing import RLModuleSpecType
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
         for module_id in self.module:
             require_value_function(self, module_id, "PPO")
 
-    def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: object) -> Any:
+    def add_module(self, *, module_id: ModuleID, module_spec: RLModuleSpecType, **kwargs: object) -> Any:
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         require_value_function(self, module_id, "PPO")
         return spec

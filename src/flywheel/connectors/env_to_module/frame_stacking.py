@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -12,6 +12,11 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.learner_rows import set_learner_observations
 from flywheel.errors import ConnectorError
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class FrameStacking(ConnectorV2):
@@ -68,12 +73,12 @@ class FrameStacking(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
+        metrics: MetricsLogger | None = None,
         **kwargs: object,
     ) -> dict[str, Any]:
         if self.as_learner_connector:
@@ -88,7 +93,7 @@ class FrameStacking(ConnectorV2):
             batch[Columns.OBS] = stacked.reshape(*stacked.shape[:-2], -1)
         return batch
 
-    def _learner_rows(self, episode: Any, n: int) -> np.ndarray:
+    def _learner_rows(self, episode: EpisodeType, n: int) -> np.ndarray:
         k = self.num_frames
         # Observations -(k-1) .. n-1 (lookback included): window j ends at observation j.
         history = episode.get_observations(slice(1 - k, n), neg_index_as_lookback=True)

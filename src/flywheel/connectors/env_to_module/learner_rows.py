@@ -7,16 +7,19 @@ stacks every observation of each episode at once, grouping the episodes' rows by
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from flywheel.columns import Columns
 
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
+
 
 def set_learner_observations(
     batch: dict[str, Any],
-    episodes: list[Any],
+    episodes: list[EpisodeType],
     rows_of: Callable[[Any, int], np.ndarray],
     shared_data: dict | None = None,
 ) -> None:

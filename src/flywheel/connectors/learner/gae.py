@@ -1,6 +1,8 @@
 """`GeneralAdvantageEstimation`: advantages and value targets for on-policy losses (PPO)."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -10,6 +12,9 @@ from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import bootstrap_chunk_lens
 from flywheel.errors import ConnectorError
 from flywheel.utils.nested import take
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 
 class GeneralAdvantageEstimation(ConnectorV2):
@@ -51,7 +56,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,

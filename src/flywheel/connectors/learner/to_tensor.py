@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class NumpyToTensor(ConnectorV2):
@@ -35,12 +40,12 @@ class NumpyToTensor(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
+        metrics: MetricsLogger | None = None,
         **kwargs: object,
     ) -> dict[str, Any]:
         for columns in batch.values():
@@ -48,7 +53,7 @@ class NumpyToTensor(ConnectorV2):
                 columns[column] = tree.map_structure(self._to_tensor, value)
         return batch
 
-    def _to_tensor(self, leaf: Any) -> Any:
+    def _to_tensor(self, leaf: object) -> Any:
         if isinstance(leaf, np.ndarray):
             if leaf.dtype == object:
                 return leaf

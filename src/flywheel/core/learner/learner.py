@@ -404,7 +404,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         gradients = self.compute_gradients(loss_per_module)
         self.apply_gradients(self.postprocess_gradients(gradients))
 
-    def log_minibatch_value(self, key: tuple, value: Any) -> None:
+    def log_minibatch_value(self, key: tuple, value: object) -> None:
         """Logs a per-minibatch value: inside `update` the values are kept and their mean over the
         update's minibatches is logged once at its end (what logging each would give, for a fraction
         of the cost); outside it, right away."""

@@ -32,6 +32,7 @@ from flywheel.seeding import seed_process
 
 if TYPE_CHECKING:
     from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import RLModuleSpecType
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class LearnerHost:
         self,
         learner_class: type,
         config: AlgorithmConfig,
-        module_spec: Any,
+        module_spec: RLModuleSpecType,
         spaces: tuple | None,
         rank: int = 0,
         remote: bool = False,
@@ -121,7 +122,11 @@ class RemoteLearners:
     `_wait` (hang warnings) and turns dead actors into `LearnerDiedError`."""
 
     def __init__(
-        self, learner_class: type, config: AlgorithmConfig, module_spec: Any, spaces: tuple | None
+        self,
+        learner_class: type,
+        config: AlgorithmConfig,
+        module_spec: RLModuleSpecType,
+        spaces: tuple | None,
     ) -> None:
         self.config = config
         self._host_args = (learner_class, config, module_spec, spaces)
@@ -160,7 +165,7 @@ class RemoteLearners:
 
     # Calls.
 
-    def call(self, method: str, *args: Any, ranks: list[int] | None = None, **kwargs: object) -> list:
+    def call(self, method: str, *args: object, ranks: list[int] | None = None, **kwargs: object) -> list:
         """`method(*args, **kwargs)` on each rank in `ranks` (default: all, none of them dead)."""
         if ranks is None:
             self.check_alive()
@@ -206,7 +211,7 @@ class RemoteLearners:
         self.restart()
         self.call("apply", lambda learner: learner.set_state(state))
 
-    def set_module_spec(self, module_spec: Any) -> None:
+    def set_module_spec(self, module_spec: RLModuleSpecType) -> None:
         """The module spec learners started from now on are built with (after modules were added or
         removed at run time)."""
         learner_class, config, _, spaces = self._host_args

@@ -22,6 +22,7 @@ from flywheel.utils.nested import take
 
 if TYPE_CHECKING:
     from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import RLModuleSpecType
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class TorchLearner(Learner):
         self,
         *,
         config: AlgorithmConfig,
-        module_spec: Any = None,
+        module_spec: RLModuleSpecType | None = None,
         module: Any = None,
         spaces: tuple | None = None,
     ) -> None:
@@ -79,7 +80,7 @@ class TorchLearner(Learner):
         *,
         module_id: ModuleID = ALL_MODULES,
         optimizer_name: str = DEFAULT_OPTIMIZER,
-        optimizer: Any,
+        optimizer: torch.optim.Optimizer,
         params: Any,
         lr_or_lr_schedule: Any = None,
     ) -> None:
@@ -290,7 +291,7 @@ def _device_for(config: AlgorithmConfig) -> torch.device:
     return torch.device("cuda")
 
 
-def _to_tensor(data: Any, device: torch.device) -> Any:
+def _to_tensor(data: object, device: torch.device) -> Any:
     if isinstance(data, dict):
         return {key: _to_tensor(value, device) for key, value in data.items()}
     if isinstance(data, tuple):  # Tuple action spaces
@@ -307,7 +308,7 @@ def _to_tensor(data: Any, device: torch.device) -> Any:
     return data
 
 
-def _to_plain(data: Any) -> Any:
+def _to_plain(data: object) -> Any:
     if isinstance(data, torch.Tensor):
         return data.detach().cpu().numpy().copy()
     if isinstance(data, dict):
@@ -317,7 +318,7 @@ def _to_plain(data: Any) -> Any:
     return data
 
 
-def _from_plain(data: Any) -> Any:
+def _from_plain(data: object) -> Any:
     if isinstance(data, np.ndarray):
         return torch.from_numpy(data.copy())
     if isinstance(data, dict):
