@@ -7,14 +7,11 @@ clear error if its loss needs values the module cannot give, instead of failing 
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from flywheel.errors import LearnerError
-
-if TYPE_CHECKING:
-    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 TARGET_NETWORK_ACTION_DIST_INPUTS = "target_network_action_dist_inputs"
 """Output key of `TargetNetworkAPI.forward_target` for policy networks (APPO's old policy), as in RLlib."""
@@ -78,14 +75,7 @@ class SelfSupervisedLossAPI(abc.ABC):
 
     @abc.abstractmethod
     def compute_self_supervised_loss(
-        self,
-        *,
-        learner: Any,
-        module_id: str,
-        config: AlgorithmConfig,
-        batch: dict,
-        fwd_out: dict,
-        **kwargs: Any,
+        self, *, learner: Any, module_id: str, config: Any, batch: dict, fwd_out: dict, **kwargs: Any
     ) -> torch.Tensor:
         """The module's scalar loss on one minibatch (`learner.metrics` logs its terms)."""
 
