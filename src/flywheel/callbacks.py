@@ -17,7 +17,14 @@ matters for `on_episode_step` (called every env step).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm import Algorithm
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.env_runners.env_runner import EnvRunner
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 from flywheel.errors import ConfigError
 
@@ -54,101 +61,110 @@ class RLlibCallback:
             self.__dict__["_active_hooks"] = active
         return active
 
-    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+    def on_algorithm_init(
+        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: object
+    ) -> None:
         """After an Algorithm is fully built (runners, learners and modules exist)."""
 
     def on_train_result(
-        self, *, algorithm: Any, metrics_logger: Any = None, result: dict | None = None, **kwargs: Any
+        self,
+        *,
+        algorithm: Algorithm,
+        metrics_logger: MetricsLogger | None = None,
+        result: dict | None = None,
+        **kwargs: object,
     ) -> None:
         """After each `algo.train()` iteration, with its result dict (which the hook may extend)."""
 
     def on_episode_created(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
+        episode: EpisodeType,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
         env: Any = None,
         env_index: int | None = None,
-        rl_module: Any = None,
-        **kwargs: Any,
+        rl_module: RLModule | None = None,
+        **kwargs: object,
     ) -> None:
         """When a runner creates a new episode object, before the env is reset for it."""
 
     def on_episode_start(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
+        episode: EpisodeType,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
         env: Any = None,
         env_index: int | None = None,
-        rl_module: Any = None,
-        **kwargs: Any,
+        rl_module: RLModule | None = None,
+        **kwargs: object,
     ) -> None:
         """After the reset observation has been added to a new episode."""
 
     def on_episode_step(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
+        episode: EpisodeType,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
         env: Any = None,
         env_index: int | None = None,
-        rl_module: Any = None,
-        **kwargs: Any,
+        rl_module: RLModule | None = None,
+        **kwargs: object,
     ) -> None:
         """After every env step of an episode (hot path: keep it cheap)."""
 
     def on_episode_end(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
+        episode: EpisodeType,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
         env: Any = None,
         env_index: int | None = None,
-        rl_module: Any = None,
-        **kwargs: Any,
+        rl_module: RLModule | None = None,
+        **kwargs: object,
     ) -> None:
         """When an episode terminated or was truncated (its last step is already added)."""
 
     def on_sample_end(
         self,
         *,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
         samples: list | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """At the end of `runner.sample()`, with the episodes it returns."""
 
     def on_environment_created(
         self,
         *,
-        env_runner: Any = None,
-        metrics_logger: Any = None,
+        env_runner: EnvRunner | None = None,
+        metrics_logger: MetricsLogger | None = None,
         env: Any = None,
         env_context: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """After a runner created its (vector) env; `env_context` is the env_config it got."""
 
-    def on_evaluate_start(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+    def on_evaluate_start(
+        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: object
+    ) -> None:
         """Before an evaluation round starts."""
 
     def on_evaluate_end(
         self,
         *,
-        algorithm: Any,
-        metrics_logger: Any = None,
+        algorithm: Algorithm,
+        metrics_logger: MetricsLogger | None = None,
         evaluation_metrics: dict | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         """After an evaluation round, with its metrics (the `evaluation` part of the result)."""
 
-    def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
+    def on_checkpoint_loaded(self, *, algorithm: Algorithm, **kwargs: object) -> None:
         """After an Algorithm restored its state from a checkpoint."""
 
 
@@ -200,6 +216,6 @@ class _CallAll:
     def __init__(self, calls: list[Callable]):
         self.calls = calls
 
-    def __call__(self, **kwargs: Any) -> None:
+    def __call__(self, **kwargs: object) -> None:
         for call in self.calls:
             call(**kwargs)

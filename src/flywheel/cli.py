@@ -26,10 +26,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.algorithms.registry import algorithm_name, available_algorithms, config_class
 from flywheel.errors import CheckpointError, ConfigError, FlywheelError, UntrustedCheckpointError
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 EXIT_LEFT_TO_PORT = 1
 EXIT_USER_ERROR = 2
@@ -58,7 +61,7 @@ def parse_setting(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def apply_settings(config: Any, settings: dict[str, Any], source: str) -> None:
+def apply_settings(config: AlgorithmConfig, settings: dict[str, Any], source: str) -> None:
     """`config.update_from_dict(settings)`, its TypeError for an unknown key turned into a ConfigError."""
     try:
         config.update_from_dict(settings)

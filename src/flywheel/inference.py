@@ -115,7 +115,7 @@ class Policy:
         rows = check_observations(self._observation_space, obs_batch, single=False)
         return self._actions(rows, explore)
 
-    def compute_single_action(self, obs: Any, explore: bool = False) -> Any:
+    def compute_single_action(self, obs: np.ndarray, explore: bool = False) -> Any:
         """The env action for one observation (e.g. a numpy int for Discrete, an array for Box)."""
         check_explore(explore)
         return self._actions(check_observations(self._observation_space, obs, single=True), explore)[0]

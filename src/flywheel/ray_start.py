@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 
-def ensure_ray(config: Any) -> None:
+def ensure_ray(config: AlgorithmConfig) -> None:
     """Starts Ray in this process unless it runs (or a cluster was joined with `ray.init(address=...)`).
 
     Ray is started with enough logical CPUs for every runner and learner the config asks for, so

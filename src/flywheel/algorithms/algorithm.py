@@ -23,7 +23,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import cloudpickle
 import numpy as np
@@ -47,6 +47,10 @@ from flywheel.metrics.reduced import without_item_series
 from flywheel.seeding import seed_process
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import EpisodeType
+
 EPISODE_KEYS = (
     keys.EPISODE_RETURN_MEAN,
     keys.EPISODE_RETURN_MIN,
@@ -62,12 +66,15 @@ class Algorithm(TrainableAPI, Checkpointable):
 
     ctor_args_may_pickle = True
 
+    config: AlgorithmConfig
+    """The validated, frozen config; an algorithm declares its own class (`config: PPOConfig`)."""
+
     reconfigurable_settings: ClassVar[frozenset[str]] = frozenset(
         {"min_time_s_per_iteration", "min_sample_timesteps_per_iteration"}
     )
     """Settings `reset_config` changes in place, with those of the learner class (e.g. `lr`)."""
 
-    def __init__(self, config: Any, **kwargs: Any) -> None:
+    def __init__(self, config: AlgorithmConfig, **kwargs: Any) -> None:
         if not config.is_frozen:
             config = config.copy()
             config.validate()
@@ -81,7 +88,7 @@ class Algorithm(TrainableAPI, Checkpointable):
 
     # --------------------------------------------------------------- set up
 
-    def setup(self, config: Any) -> None:
+    def setup(self, config: AlgorithmConfig) -> None:
         """Builds what the algorithm runs on. The constructor calls it once, after setting `self.config`
         (validated and frozen; `config` is the same object), `self.metrics` and the counters, as RLlib's
         Algorithm (a Tune Trainable) calls `setup(config)` from its constructor.
@@ -233,7 +240,7 @@ class Algorithm(TrainableAPI, Checkpointable):
         }
 
     def update_learners(
-        self, episodes: Sequence[Any] | None = None, *, data_iterators: list | None = None
+        self, episodes: Sequence[EpisodeType] | None = None, *, data_iterators: list | None = None
     ) -> dict[str, Any]:
         """One learner-group update on `episodes`, or on what each learner reads next from its data
         iterator (offline data with remote learners), timed under `timers/learner_update_timer`,
@@ -361,7 +368,7 @@ class Algorithm(TrainableAPI, Checkpointable):
             self.eval_env_runner_group.update_config(config.get_evaluation_config_object())
         return config
 
-    def reset_config(self, new_config: Any) -> bool:
+    def reset_config(self, new_config: AlgorithmConfig) -> bool:
         """Takes `new_config` in place when it differs from the current config only in settings read while
         training (`reconfigurable_settings` here and on the learner class: `lr`, `gamma`, `num_epochs`,
         PPO's `clip_param`, ...): runners, learners, weights, optimizer states and metrics stay, and
@@ -393,7 +400,7 @@ class Algorithm(TrainableAPI, Checkpointable):
         *,
         classes: Iterable[Any] = (),
         trusted: bool = False,
-        config: Any = None,
+        config: AlgorithmConfig | None = None,
     ) -> Self:
         """The algorithm saved at `path`, rebuilt from its saved config and restored (training continues).
 
@@ -506,7 +513,7 @@ class Algorithm(TrainableAPI, Checkpointable):
             )
 
 
-def _differs(a: Any, b: Any) -> bool:
+def _differs(a: object, b: object) -> bool:
     """Whether two values of a setting differ. Values that compare unequal (or not to a bool, as numpy
     arrays do) but pickle to the same bytes count as equal: a lambda and its copy unpickled in another
     process (how Ray Tune hands a trial its config) are the same setting."""

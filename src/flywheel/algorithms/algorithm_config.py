@@ -52,6 +52,7 @@ from flywheel.errors import ConfigError
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm import Algorithm
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.learner.learner import Learner
     from flywheel.core.learner.learner_group import LearnerGroup
@@ -82,11 +83,11 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     """False for algorithms whose optimizers have learning rates of their own (SAC's `actor_lr`,
     `critic_lr`, `alpha_lr`): `lr` is then None and not checked as a rate."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         register_if_flywheel(cls)  # checkpoints may name flywheel's configs (PPOConfig, ...)
 
-    def __init__(self, algo_class: type | None = None):
+    def __init__(self, algo_class: type[Algorithm] | None = None):
         """`algo_class`: the Algorithm subclass `build_algo()` creates (None: the config's default)."""
         for field in self._setting_fields():
             value = field.default
@@ -97,7 +98,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
             object.__setattr__(self, field.name, value)
         object.__setattr__(self, "_algo_class", algo_class)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if self._frozen:
             raise ConfigError(FROZEN_MESSAGE)
         object.__setattr__(self, name, value)
@@ -128,7 +129,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         return next((f.metadata["section"] for f in cls._setting_fields() if f.name == name), None)
 
     def _update(
-        self, where: str, kwargs: Mapping[str, Any], valid: Iterable[str], noun: str = "keyword"
+        self, where: str, kwargs: Mapping[str, object], valid: Iterable[str], noun: str = "keyword"
     ) -> Self:
         """Checks every key first (TypeError naming the closest valid one), then sets them all."""
         if self._frozen:
@@ -147,7 +148,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
             setattr(self, key, value)
         return self
 
-    def _section(self, section: str, kwargs: Mapping[str, Any], **positional: Any) -> Self:
+    def _section(self, section: str, kwargs: Mapping[str, object], **positional: Any) -> Self:
         kwargs = {**{k: v for k, v in positional.items() if v is not NOT_PROVIDED}, **kwargs}
         self._update(section, kwargs, _names(type(self), section))
         warn_if_no_op(kwargs)
@@ -155,7 +156,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
 
     # ---- section methods (keywords: the fields of AlgorithmSettings with that section) ---
 
-    def environment(self, env: Any = NOT_PROVIDED, **kwargs: Any) -> Self:
+    def environment(self, env: Any = NOT_PROVIDED, **kwargs: object) -> Self:
         """The env and how its observations, actions and rewards are adapted.
 
         Keywords: env_config, observation_space, action_space, clip_rewards, normalize_actions,
@@ -163,7 +164,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         """
         return self._section("environment", kwargs, env=env)
 
-    def env_runners(self, **kwargs: Any) -> Self:
+    def env_runners(self, **kwargs: object) -> Self:
         """Sampling: number of runners and sub-envs, episode cutting, the env<->module pipelines.
 
         Keywords: num_env_runners, num_envs_per_env_runner, gym_env_vectorize_mode, rollout_fragment_length,
@@ -174,7 +175,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         """
         return self._section("env_runners", kwargs)
 
-    def learners(self, **kwargs: Any) -> Self:
+    def learners(self, **kwargs: object) -> Self:
         """Learner count, resources, class and learner pipeline.
 
         Keywords: num_learners, num_cpus_per_learner, num_gpus_per_learner, learner_class,
@@ -186,7 +187,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
             kwargs = {**kwargs, "learner_config_dict": {**self.learner_config_dict, **new}}
         return self._section("learners", kwargs)
 
-    def training(self, **kwargs: Any) -> Self:
+    def training(self, **kwargs: object) -> Self:
         """Optimization: gamma, lr, grad_clip, grad_clip_by, train_batch_size(_per_learner), minibatch_size,
         num_epochs, shuffle_batch_per_epoch, plus the algorithm's own settings (e.g. PPO's clip_param).
 
@@ -204,18 +205,18 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         drop_old_stack_model(kwargs)
         return self._section("training", kwargs)
 
-    def multi_agent(self, **kwargs: Any) -> Self:
+    def multi_agent(self, **kwargs: object) -> Self:
         """Modules and agents: policies, policy_mapping_fn, policies_to_train, count_steps_by."""
         return self._section("multi_agent", kwargs)
 
-    def rl_module(self, **kwargs: Any) -> Self:
+    def rl_module(self, **kwargs: object) -> Self:
         """The module: rl_module_spec (overrides the algorithm's default spec), model_config (a dict, or
         a `DefaultModelConfig`, which becomes the dict of all its fields as in RLlib)."""
         if "model_config" in kwargs:
             kwargs = {**kwargs, "model_config": as_model_config_dict(kwargs["model_config"])}
         return self._section("rl_module", kwargs)
 
-    def offline_data(self, **kwargs: Any) -> Self:
+    def offline_data(self, **kwargs: object) -> Self:
         """Recording and reading offline data (Parquet files; see docs/concepts/offline.md).
 
         Keywords: input_, input_read_episodes, input_read_method_kwargs, iter_batches_kwargs,
@@ -225,20 +226,20 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         """
         return self._section("offline_data", kwargs)
 
-    def evaluation(self, **kwargs: Any) -> Self:
+    def evaluation(self, **kwargs: object) -> Self:
         """Evaluation: evaluation_interval, evaluation_duration (int or "auto"), evaluation_duration_unit,
         evaluation_num_env_runners, evaluation_config, evaluation_parallel_to_training,
         evaluation_force_reset_envs_before_iteration, custom_evaluation_function and the "auto"
         duration's evaluation_auto_duration_{min,max}_env_steps_per_sample (docs/concepts/evaluation.md)."""
         return self._section("evaluation", kwargs)
 
-    def fault_tolerance(self, **kwargs: Any) -> Self:
+    def fault_tolerance(self, **kwargs: object) -> Self:
         """Runner failures: restart_failed_env_runners, ignore_env_runner_failures,
         max_num_env_runner_restarts, delay_between_env_runner_restarts_s, restart_failed_sub_environments."""
         return self._section("fault_tolerance", kwargs)
 
     def callbacks(
-        self, callbacks_class: Callable[[], RLlibCallback] | None | _NotProvided = NOT_PROVIDED, **kwargs: Any
+        self, callbacks_class: Callable[[], RLlibCallback] | None | _NotProvided = NOT_PROVIDED, **kwargs: object
     ) -> Self:
         """An RLlibCallback subclass (or a callable making one, e.g. a `functools.partial` of it with its
         arguments) and/or function hooks (on_episode_end=fn or [fn, ...], ...).
@@ -247,18 +248,18 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         """
         return self._section("callbacks", kwargs, callbacks_class=callbacks_class)
 
-    def reporting(self, **kwargs: Any) -> Self:
+    def reporting(self, **kwargs: object) -> Self:
         """Metrics: metrics_num_episodes_for_smoothing, min_time_s_per_iteration, min_sample_timesteps_per_iteration."""
         return self._section("reporting", kwargs)
 
-    def resources(self, **kwargs: Any) -> Self:
+    def resources(self, **kwargs: object) -> Self:
         """What a Ray Tune trial reserves beyond its actors: num_cpus_for_main_process, placement_strategy.
 
         RLlib's old API stack keywords `num_gpus` and `_fake_gpus` are taken with RLlib 2.60's meaning on
         the new stack: no effect (learners take GPUs through `learners(num_gpus_per_learner=...)`)."""
         return self._section("resources", old_stack_resources(kwargs))
 
-    def debugging(self, **kwargs: Any) -> Self:
+    def debugging(self, **kwargs: object) -> Self:
         """Reproducibility and logs: seed, log_level."""
         return self._section("debugging", kwargs)
 
@@ -283,18 +284,18 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         """Every setting by name; containers are copies, classes and callables the objects themselves."""
         return copy.deepcopy({name: getattr(self, name) for name in self.setting_names()})
 
-    def update_from_dict(self, settings: Mapping[str, Any]) -> Self:
+    def update_from_dict(self, settings: Mapping[str, object]) -> Self:
         """Sets the given settings (TypeError naming the closest valid name for an unknown key)."""
         return self._update("update_from_dict", copy.deepcopy(dict(settings)), self.setting_names(), "key")
 
     @classmethod
-    def from_dict(cls, settings: Mapping[str, Any]) -> Self:
+    def from_dict(cls, settings: Mapping[str, object]) -> Self:
         """A config of this class with `settings` (e.g. from to_dict()) over the defaults."""
         config = cls()
         return config._update("from_dict", copy.deepcopy(dict(settings)), cls.setting_names(), "key")
 
     @classmethod
-    def overrides(cls, **kwargs: Any) -> dict[str, Any]:
+    def overrides(cls, **kwargs: object) -> dict[str, Any]:
         """`kwargs` as a dict after checking each key is a setting (for evaluation_config). RLlib's
         `exploration` key, which changes nothing in RLlib 2.60, is dropped with a warning."""
         drop_exploration(kwargs)
@@ -329,34 +330,34 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
             raise ConfigError(f"Invalid {type(self).__name__} ({count}):\n{lines}")
 
     @property
-    def algo_class(self) -> type:
+    def algo_class(self) -> type[Algorithm]:
         """The Algorithm subclass build_algo() creates."""
         return self._algo_class or self.get_default_algo_class()
 
     @algo_class.setter
-    def algo_class(self, value: type | None) -> None:
+    def algo_class(self, value: type[Algorithm] | None) -> None:
         self._algo_class = value
 
-    def get_default_algo_class(self) -> type:
+    def get_default_algo_class(self) -> type[Algorithm]:
         """The Algorithm class of this config (imported on first use)."""
         from flywheel.algorithms.algorithm import Algorithm
 
         return Algorithm
 
-    def get_default_learner_class(self) -> type:
+    def get_default_learner_class(self) -> type[Learner]:
         """The Learner class used when learner_class is None; algorithm configs override this."""
         raise ConfigError(
             f"{type(self).__name__} has no default learner class. Fix: pass learner_class=... to config.learners()."
         )
 
-    def build_algo(self) -> Any:
+    def build_algo(self) -> Algorithm:
         """validate(), then the Algorithm built on a frozen copy of this config (this one stays editable)."""
         self.validate()
         config = self.copy()
         config.freeze()
         return self.algo_class(config=config)
 
-    def build(self) -> Any:
+    def build(self) -> Algorithm:
         """RLlib's older name of `build_algo()` (a DeprecationWarning says so, as RLlib 2.60's does)."""
         warnings.warn(
             "AlgorithmConfig.build() is deprecated: use AlgorithmConfig.build_algo() instead.",

@@ -17,6 +17,7 @@ from flywheel.errors import ConfigError, ConnectorError
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import MultiRLModuleSpec, RLModuleSpec
 
@@ -53,7 +54,7 @@ def merge_module_specs(
     return RLModuleSpec(**merged, model_config=merged_model_config)
 
 
-def hook_pieces(hook: Callable | None, hook_name: str, *args: Any) -> list:
+def hook_pieces(hook: Callable | None, hook_name: str, *args: object) -> list:
     """The pieces a connector hook returns (a piece, a list of pieces, or a pipeline), as a flat list."""
     if hook is None:
         return []
@@ -125,7 +126,7 @@ def make_pipeline(observation_space: Any, action_space: Any, pieces: list) -> Co
     )
 
 
-def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> MultiRLModuleSpec:
+def learner_module_spec(config: AlgorithmConfig, env: Any = None, spaces: Any = None) -> MultiRLModuleSpec:
     """The module spec `config.build_learner(env=..., spaces=...)` trains.
 
     Spaces come from `spaces` (`(observation_space, action_space)`, or RLlib's `{module_id: (obs,
@@ -156,7 +157,9 @@ def learner_module_spec(config: Any, env: Any = None, spaces: Any = None) -> Mul
     return single_agent_learner_spec(config, spaces, env=env)
 
 
-def single_agent_learner_spec(config: Any, spaces: Any = None, *, env: Any = None) -> MultiRLModuleSpec:
+def single_agent_learner_spec(
+    config: AlgorithmConfig, spaces: Any = None, *, env: Any = None
+) -> MultiRLModuleSpec:
     """What a single-agent config's learners train: `"default_policy"`, plus every other module of a
     `MultiRLModuleSpec` given as `rl_module_spec` (e.g. a `learner_only` curiosity model trained next
     to the policy, RLlib's pattern), built for the same spaces, in the spec's container class."""
@@ -187,7 +190,7 @@ def module_spaces(env: Any, spaces: tuple | dict | None, module_id: str = DEFAUL
     return spaces
 
 
-def _env_from_config(config: Any) -> Any:
+def _env_from_config(config: AlgorithmConfig) -> Any:
     from flywheel.env.make import EnvContext, make_env_creator, wrapped_creator
 
     if config.env is None:
@@ -204,7 +207,7 @@ def _env_from_config(config: Any) -> Any:
     return creator(EnvContext(config.env_config))
 
 
-def runner_class(config: Any) -> type:
+def runner_class(config: AlgorithmConfig) -> type:
     """`config.env_runner_cls` when set, else `MultiAgentEnvRunner` for multi-agent configs
     (`config.is_multi_agent`) and `SingleAgentEnvRunner` for the others."""
     if config.env_runner_cls is not None:

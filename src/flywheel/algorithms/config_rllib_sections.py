@@ -50,12 +50,12 @@ _PYTHON_ENVIRONMENT = {
 class RLlibOnlySections:
     """Mixin of `AlgorithmConfig`: RLlib's sections without a flywheel meaning."""
 
-    def checkpointing(self, **kwargs: Any) -> Self:
+    def checkpointing(self, **kwargs: object) -> Self:
         """RLlib's `checkpointing()`: accepted at its defaults (export_native_model_files=False,
         checkpoint_trainable_policies_only=False)."""
         return self._only_defaults("checkpointing", _CHECKPOINTING, kwargs)
 
-    def experimental(self, **kwargs: Any) -> Self:
+    def experimental(self, **kwargs: object) -> Self:
         """RLlib's `experimental()`: `_torch_lr_scheduler_classes` (torch lr schedulers, a list of classes
         or partials, or `{module_id: [...]}`) is a setting; the other keywords are accepted at their
         defaults (e.g. `_validate_config=True`)."""
@@ -64,11 +64,11 @@ class RLlibOnlySections:
         cast("AlgorithmConfig", self)._section("experimental", schedulers)
         return self
 
-    def python_environment(self, **kwargs: Any) -> Self:
+    def python_environment(self, **kwargs: object) -> Self:
         """RLlib's `python_environment()`: accepted with empty dicts."""
         return self._only_defaults("python_environment", _PYTHON_ENVIRONMENT, kwargs)
 
-    def _only_defaults(self, section: str, known: Mapping[str, tuple], kwargs: Mapping[str, Any]) -> Self:
+    def _only_defaults(self, section: str, known: Mapping[str, tuple], kwargs: Mapping[str, object]) -> Self:
         for key, value in kwargs.items():
             if key not in known:
                 valid = [*known, *(_STORED_EXPERIMENTAL if section == "experimental" else ())]
@@ -111,7 +111,7 @@ _NO_OP_VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def warn_if_no_op(kwargs: Mapping[str, Any]) -> None:
+def warn_if_no_op(kwargs: Mapping[str, object]) -> None:
     """Logs, once per setting and process, that a setting of `_NO_OP_VALUES` was given a value whose
     RLlib machinery flywheel does not have."""
     for key, value in kwargs.items():
@@ -203,7 +203,7 @@ def _check_lr_schedulers(config: AlgorithmConfig) -> str | None:
     return None
 
 
-def old_stack_resources(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def old_stack_resources(kwargs: Mapping[str, object]) -> dict[str, Any]:
     """`kwargs` of `resources()` without RLlib's old API stack GPU keywords, which RLlib 2.60 ignores on the
     new stack: `num_gpus` (0 or None silently, more with a warning naming the new stack's setting) and
     `_fake_gpus` (False; True simulated tf GPU towers, which flywheel cannot do)."""

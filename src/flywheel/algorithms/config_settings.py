@@ -18,7 +18,7 @@ Schedule = list[list[float]]
 """Piecewise-linear schedule over sampled env steps: ``[[0, 3e-4], [100_000, 1e-5]]`` (first step 0)."""
 
 
-def setting(section: str | None, default: Any = None, *, factory: Callable[[], Any] | None = None) -> Any:
+def setting(section: str | None, default: object = None, *, factory: Callable[[], Any] | None = None) -> Any:
     """A config field set by the section method `section` (None: set only by code, not by a section)."""
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata={"section": section})

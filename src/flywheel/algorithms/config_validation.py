@@ -28,7 +28,7 @@ SCHEDULE_KEYWORDS = {"lr_schedule": "lr", "entropy_coeff_schedule": "entropy_coe
 """RLlib's old API stack keywords for schedules -> the setting that takes the schedule itself."""
 
 
-def schedule_keyword_fix(key: str, value: Any, valid: Iterable[str]) -> str | None:
+def schedule_keyword_fix(key: str, value: object, valid: Iterable[str]) -> str | None:
     """For an old-stack schedule keyword (`lr_schedule`) whose setting (`lr`) is among `valid`: that
     the setting takes the schedule itself, with the user's value as the fix; else None."""
     setting = SCHEDULE_KEYWORDS.get(key)
@@ -61,12 +61,12 @@ def where(config: AlgorithmConfig, name: str) -> str:
     return f"config.{config.section_of(name)}({name}=...)"
 
 
-def _is_number(value: Any) -> TypeGuard[float]:
+def _is_number(value: object) -> TypeGuard[float]:
     """A real number (numpy's included), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
+def _is_int(value: object) -> TypeGuard[int]:
     """An integer (numpy's included), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 

@@ -20,13 +20,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.algorithms.config_builders import runner_class
 from flywheel.env_runners.group import EnvRunnerGroup
 from flywheel.errors import ConfigError
 from flywheel.metrics import MetricsLogger
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, EVALUATION_RESULTS, TIMERS, TRAINING_ITERATION_TIMER
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 
 def evaluation_group(algo: Any) -> EnvRunnerGroup:
@@ -36,7 +39,7 @@ def evaluation_group(algo: Any) -> EnvRunnerGroup:
     return algo.eval_env_runner_group
 
 
-def build_evaluation_group(config: Any) -> EnvRunnerGroup:
+def build_evaluation_group(config: AlgorithmConfig) -> EnvRunnerGroup:
     """The evaluation runners of `config`: `config.get_evaluation_config_object()`'s runners."""
     eval_config = config.get_evaluation_config_object()
     return EnvRunnerGroup(config=eval_config, runner_class=runner_class(eval_config))

@@ -61,7 +61,7 @@ def saved_config(node: Node, allowed: Allowed, config: AlgorithmConfig | Mapping
     return saved
 
 
-def _check_env_imports(config: Any, file: Any, allowed: Allowed) -> None:
+def _check_env_imports(config: AlgorithmConfig, file: Any, allowed: Allowed) -> None:
     """A `"module:Id"` env makes gymnasium import `module`: only modules already imported, unless trusted."""
     envs = [config.env, (config.evaluation_config or {}).get("env")]
     for module in filter(None, map(module_to_import, envs)):
@@ -73,7 +73,7 @@ def _check_env_imports(config: Any, file: Any, allowed: Allowed) -> None:
         )
 
 
-def _pickled_config(node: Node, allowed: Allowed, config: Mapping[str, Any] | None) -> Any:
+def _pickled_config(node: Node, allowed: Allowed, config: Mapping[str, object] | None) -> Any:
     """A config saved whole as a pickle: its class could not be imported where it was saved."""
     file = node.path / io.METADATA_FILE
     if not allowed.trusted:

@@ -54,11 +54,14 @@ class TrainableAPI:
         return self.iteration
 
     @classmethod
-    def get_default_config(cls) -> Any:
+    def get_default_config(cls) -> AlgorithmConfig:
         """A new config of this algorithm at its defaults (e.g. `PPO.get_default_config()` -> PPOConfig()),
         whose `algo_class` is `cls` (a subclass of a built-in algorithm builds itself)."""
+        from flywheel.algorithms.algorithm import Algorithm
         from flywheel.algorithms.algorithm_config import AlgorithmConfig
         from flywheel.algorithms.registry import config_class_of
+
+        assert issubclass(cls, Algorithm)  # the mixin's only user
 
         try:
             config_cls = config_class_of(cls)
@@ -67,7 +70,7 @@ class TrainableAPI:
         return config_cls(algo_class=cls)
 
     @classmethod
-    def default_resource_request(cls, config: Any) -> Any:
+    def default_resource_request(cls, config: AlgorithmConfig | Mapping[str, Any]) -> Any:
         """Ray Tune's `PlacementGroupFactory` for one trial of `config` (an AlgorithmConfig or its dict):
         the main process, then each remote env runner, evaluation runner and learner (imports ray)."""
         if isinstance(config, Mapping):

@@ -43,7 +43,7 @@ class Checkpointable:
     runner): config values without a plain form (lambdas, closures) go to a cloudpickle side file,
     read back only when a load is `trusted`. RLModules and connector pieces stay False."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         registry.register_if_flywheel(cls)  # flywheel's components may be named by checkpoints
 

@@ -49,7 +49,7 @@ class NotPlainError(Exception):
         self.what = what
 
 
-def encode(value: Any, where: str, pickles: list | None = None) -> Any:
+def encode(value: object, where: str, pickles: list | None = None) -> Any:
     """`value` as JSON-able data (see the module docstring); `where` names it in errors.
 
     With `pickles` (a list), values without a plain form are appended to it and referenced by index.
@@ -63,7 +63,7 @@ def encode(value: Any, where: str, pickles: list | None = None) -> Any:
         return {"__pickled__": len(pickles) - 1}
 
 
-def _encode(value: Any, where: str, pickles: list | None) -> Any:
+def _encode(value: object, where: str, pickles: list | None) -> Any:
     if value is None or isinstance(value, bool | str) or type(value) in (int, float):
         return value
     if isinstance(value, list):
@@ -98,7 +98,7 @@ def _encode(value: Any, where: str, pickles: list | None) -> Any:
     raise NotPlainError(where, f"a {type(value).__name__} ({value!r:.80})")
 
 
-def _built_from_fields(value: Any) -> TypeGuard[DataclassInstance]:
+def _built_from_fields(value: object) -> TypeGuard[DataclassInstance]:
     return (
         dataclasses.is_dataclass(value)
         # typeshed's DataclassInstance declares `__dataclass_fields__` only, not the params.
@@ -181,7 +181,7 @@ def _uniform(bound: np.ndarray) -> Any:
     return bound.tolist()
 
 
-def import_path(obj: Any, where: str, *, by_value_ok: bool) -> str:
+def import_path(obj: object, where: str, *, by_value_ok: bool) -> str:
     """`"module:qualname"` of a class or function that importing that path gives back.
 
     With `by_value_ok` (a pickle fallback exists), objects of `__main__` count as not importable,
@@ -213,7 +213,7 @@ def _resolve(module: str, qualname: str) -> Any:
 
 
 def decode(
-    data: Any, file: Any, allowed: Allowed | None = None, load_pickles: Callable[[], list] | None = None
+    data: object, file: Any, allowed: Allowed | None = None, load_pickles: Callable[[], list] | None = None
 ) -> Any:
     """The value `encode` turned into `data`, read from `file` (named in errors).
 
@@ -233,7 +233,7 @@ def decode(
         ) from e
 
 
-def pickled_paths(data: Any, where: str) -> list[str]:
+def pickled_paths(data: object, where: str) -> list[str]:
     """Where `data` refers to pickled values, e.g. `["config.policy_mapping_fn"]` (nothing is decoded)."""
     if isinstance(data, list):
         return [path for i, item in enumerate(data) for path in pickled_paths(item, f"{where}[{i}]")]
@@ -259,7 +259,7 @@ class _Decoder:
     def __init__(self, file: Any, allowed: Allowed, load_pickles: Callable[[], list] | None) -> None:
         self.file, self.allowed, self.load_pickles = file, allowed, load_pickles
 
-    def value(self, data: Any) -> Any:
+    def value(self, data: object) -> Any:
         if isinstance(data, list):
             return [self.value(item) for item in data]
         if not isinstance(data, dict):
@@ -318,16 +318,16 @@ class _Decoder:
         index = data["__pickled__"]
         return self.load_pickles()[index if type(index) is int else _bad(index)]
 
-    def _fields(self, data: Any) -> dict:
+    def _fields(self, data: object) -> dict:
         value = self.value(data)
         return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else _bad(data)
 
 
-def _bad(value: Any) -> Any:
+def _bad(value: object) -> Any:
     raise ValueError(f"unexpected {value!r:.80}")
 
 
-def _plain_dtype(name: Any) -> np.dtype:
+def _plain_dtype(name: object) -> np.dtype:
     dtype = np.dtype(name) if isinstance(name, str) else _bad(name)
     return dtype if dtype.kind in "biuf" else _bad(name)
 

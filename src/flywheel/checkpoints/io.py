@@ -138,7 +138,7 @@ def read_checked(file: Path, checksums: dict[str, int]) -> bytes:
     return data
 
 
-def _pack(value: Any, path: tuple[str, ...], arrays: dict[str, np.ndarray], owner: str) -> Any:
+def _pack(value: object, path: tuple[str, ...], arrays: dict[str, np.ndarray], owner: str) -> Any:
     """`value` as msgpack-native data; arrays move to `arrays` and are referenced by key."""
     if isinstance(value, np.ndarray | np.generic):
         key = _array_key(path, arrays)

@@ -73,7 +73,7 @@ def tree_state(node: Node) -> StateDict:
     return state
 
 
-def component_name_problem(name: Any) -> str | None:
+def component_name_problem(name: object) -> str | None:
     """Why `name` cannot be a component directory name, or None (the rule for saving and loading)."""
     if not isinstance(name, str) or not name:
         return f"{name!r} is not a non-empty string"

@@ -30,7 +30,7 @@ class BatchedItems:
 
     __slots__ = ("data", "num_items")
 
-    def __init__(self, data: Any, num_items: int) -> None:
+    def __init__(self, data: object, num_items: int) -> None:
         self.data = data
         self.num_items = num_items
 
@@ -87,7 +87,7 @@ def add_n_batch_items(
     add_batch_item(batch, column, BatchedItems(items_to_add, num_items), single_agent_episode)
 
 
-def is_keyed(value: Any) -> bool:
+def is_keyed(value: object) -> bool:
     """Whether `value` is a column of episode-keyed items (a dict with tuple keys)."""
     return isinstance(value, dict) and bool(value) and isinstance(next(iter(value)), tuple)
 

@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.connectors import batch_items
 from flywheel.typing import StateDict
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class ConnectorV2(Checkpointable, abc.ABC):
@@ -38,7 +44,7 @@ class ConnectorV2(Checkpointable, abc.ABC):
 
     _ctor_args_and_kwargs: tuple[tuple, dict[str, Any]]
 
-    def __new__(cls, *args: Any, **kwargs: Any):
+    def __new__(cls, *args: object, **kwargs: object):
         piece = super().__new__(cls)
         piece._ctor_args_and_kwargs = (args, kwargs)
         return piece
@@ -47,7 +53,7 @@ class ConnectorV2(Checkpointable, abc.ABC):
         self,
         input_observation_space: gym.Space | None = None,
         input_action_space: gym.Space | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self._input_observation_space = input_observation_space
         self._input_action_space = input_action_space
@@ -59,13 +65,13 @@ class ConnectorV2(Checkpointable, abc.ABC):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule | MultiRLModule,
         batch: dict[str, Any],
-        episodes: Sequence[Any],
+        episodes: Sequence[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         """Transforms `batch` (and possibly `episodes`) and returns the batch.
 
@@ -142,7 +148,7 @@ class ConnectorV2(Checkpointable, abc.ABC):
         `episode_lookback_horizon` says, so a continuing chunk reads what it needs; 0 by default."""
         return 0
 
-    def is_noop_for(self, rl_module: Any) -> bool:
+    def is_noop_for(self, rl_module: RLModule | MultiRLModule) -> bool:
         """Whether this piece leaves every batch, episode and `shared_data` as they are when called
         with `rl_module` (e.g. the recurrent-state pieces with a stateless module); a pipeline then
         skips it. False by default, so a piece is called unless it says otherwise."""

@@ -15,6 +15,10 @@ from flywheel.typing import StateDict
 if TYPE_CHECKING:
     from flywheel.checkpoints.registry import Allowed
     from flywheel.checkpoints.tree import Node
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 PieceRef = str | type | int
 
@@ -36,7 +40,7 @@ class ConnectorPipelineV2(ConnectorV2):
         input_observation_space: gym.Space | None = None,
         input_action_space: gym.Space | None = None,
         connectors: Iterable[ConnectorV2] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.connectors: list[ConnectorV2] = list(connectors or [])
         super().__init__(input_observation_space, input_action_space, **kwargs)
@@ -44,13 +48,13 @@ class ConnectorPipelineV2(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule | MultiRLModule,
         batch: dict[str, Any],
-        episodes: Sequence[Any],
+        episodes: Sequence[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         cached = self._calls(rl_module)
         # A call that begins with an empty batch (a runner's). A module may return something else
@@ -79,12 +83,14 @@ class ConnectorPipelineV2(ConnectorV2):
             batch = out
         return batch
 
-    def builds_only_batches(self, rl_module: Any) -> bool:
+    def builds_only_batches(self, rl_module: RLModule | MultiRLModule) -> bool:
         """Whether every piece this pipeline calls for `rl_module` only builds the batch it returns
         (`ConnectorV2.only_builds_batch`): a call whose batch is discarded then changes nothing."""
         return all(piece.only_builds_batch for piece in self._calls(rl_module)[2])
 
-    def _calls(self, rl_module: Any) -> tuple[Any, list[ConnectorV2], list[ConnectorV2], list[ConnectorV2]]:
+    def _calls(
+        self, rl_module: RLModule | MultiRLModule
+    ) -> tuple[Any, list[ConnectorV2], list[ConnectorV2], list[ConnectorV2]]:
         """`_calls_for`, worked out again when the module or the pieces changed."""
         cached = self._calls_for
         if cached is None or cached[0] is not rl_module or cached[1] != self.connectors:
@@ -92,7 +98,7 @@ class ConnectorPipelineV2(ConnectorV2):
         return cached
 
     def _work_out_calls(
-        self, rl_module: Any
+        self, rl_module: RLModule | MultiRLModule
     ) -> tuple[Any, list[ConnectorV2], list[ConnectorV2], list[ConnectorV2]]:
         """Caches and returns `_calls_for`: the pieces, without those that are no-ops for `rl_module`
         (`ConnectorV2.is_noop_for`) and, for a call that begins with an empty batch (a runner's),

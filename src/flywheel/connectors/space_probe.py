@@ -10,7 +10,7 @@ sampled from the pipeline's input space, and what each piece hands on is compare
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,8 +19,14 @@ from flywheel.columns import Columns
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.multi_rl_module import MultiRLModule
+    from flywheel.core.rl_module.rl_module import RLModule
 
-def undeclared_observation_change(pipeline: ConnectorPipelineV2, rl_module: Any) -> str | None:
+
+def undeclared_observation_change(
+    pipeline: ConnectorPipelineV2, rl_module: RLModule | MultiRLModule
+) -> str | None:
     """A message naming the first piece whose observations' shape differs from its declared
     `observation_space` (Box spaces), the shape it produced and the fix; None when every piece (up to
     the last one not defined by flywheel) keeps to its space, or when the probe itself fails."""

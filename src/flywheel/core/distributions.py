@@ -51,7 +51,7 @@ class Distribution:
     """Interface of all action distributions (see the module docstring), with RLlib's method names."""
 
     @classmethod
-    def from_logits(cls, logits: torch.Tensor, **kwargs: Any) -> Distribution:
+    def from_logits(cls, logits: torch.Tensor, **kwargs: object) -> Distribution:
         """Builds the distribution from a module's `ACTION_DIST_INPUTS`."""
         # Subclasses' constructors take the logits first; the base class declares no constructor.
         # (Runners build one every step: a call without `**{}` costs a third.)
@@ -59,7 +59,7 @@ class Distribution:
         return make(logits, **kwargs) if kwargs else make(logits)
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
+    def required_input_dim(cls, space: gym.Space, **kwargs: object) -> int:
         """Size of the last dimension of the inputs this class needs for `space`."""
         raise NotImplementedError
 
@@ -79,12 +79,12 @@ class Distribution:
                 )
             return {**partial_kwargs, **kwargs}
 
-        def from_logits(partial: type, logits: torch.Tensor, **kwargs: Any) -> Distribution:
+        def from_logits(partial: type, logits: torch.Tensor, **kwargs: object) -> Distribution:
             dist = cls.from_logits(logits, **merged(kwargs))
             dist.__class__ = partial  # type() of the result is the partial class, as in RLlib
             return dist
 
-        def required_input_dim(partial: type, space: gym.Space, **kwargs: Any) -> int:
+        def required_input_dim(partial: type, space: gym.Space, **kwargs: object) -> int:
             return cls.required_input_dim(space, **merged(kwargs))
 
         methods = {
@@ -113,7 +113,7 @@ class Distribution:
         Runners act with `dist.to_deterministic().sample()` when not exploring."""
         return Deterministic(self.deterministic_sample())
 
-    def logp(self, value: Any) -> torch.Tensor:
+    def logp(self, value: object) -> torch.Tensor:
         """Log-likelihood of `value`, one number per leading index."""
         raise NotImplementedError
 
@@ -133,7 +133,7 @@ class Deterministic(Distribution):
         self.loc = loc
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
+    def required_input_dim(cls, space: gym.Space, **kwargs: object) -> int:
         if space.shape is None:
             raise ModuleError(
                 f"Deterministic needs an action space with a shape, got {space}. "
@@ -150,7 +150,7 @@ class Deterministic(Distribution):
     def to_deterministic(self) -> Deterministic:
         return self
 
-    def logp(self, value: Any) -> torch.Tensor:
+    def logp(self, value: object) -> torch.Tensor:
         return torch.zeros_like(self.loc, dtype=torch.float32)
 
 
@@ -173,7 +173,7 @@ class Categorical(Distribution):
         self._sampled: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
+    def required_input_dim(cls, space: gym.Space, **kwargs: object) -> int:
         return int(_expect_space(space, gym.spaces.Discrete, "Categorical").n)
 
     @property
@@ -233,7 +233,7 @@ class DiagGaussian(Distribution):
         self._log_std: torch.Tensor | None = None
 
     @classmethod
-    def from_logits(cls, logits: torch.Tensor, **kwargs: Any) -> DiagGaussian:
+    def from_logits(cls, logits: torch.Tensor, **kwargs: object) -> DiagGaussian:
         mean, log_std = torch.chunk(logits, 2, dim=-1)
         dist = cls(mean, log_std.exp(), **kwargs)
         dist._log_std = log_std
@@ -246,7 +246,7 @@ class DiagGaussian(Distribution):
         return self._log_std
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
+    def required_input_dim(cls, space: gym.Space, **kwargs: object) -> int:
         return 2 * _box_action_size(space)
 
     def sample(self) -> torch.Tensor:
@@ -331,7 +331,7 @@ class MultiCategorical(Distribution):
 
     @classmethod
     def from_logits(
-        cls, logits: torch.Tensor, input_lens: Any = None, temperatures: Any = None, **kwargs: Any
+        cls, logits: torch.Tensor, input_lens: Any = None, temperatures: Any = None, **kwargs: object
     ) -> MultiCategorical:
         """`input_lens` (default: the class's) splits the logits; `temperatures` divide each part."""
         parts = torch.split(logits, list(input_lens or cls.input_lens), dim=-1)
@@ -339,7 +339,7 @@ class MultiCategorical(Distribution):
         return cls([Categorical(x if t == 1.0 else x / t) for x, t in zip(parts, temperatures)])
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space, **kwargs: Any) -> int:
+    def required_input_dim(cls, space: gym.Space, **kwargs: object) -> int:
         return int(np.sum(_expect_space(space, gym.spaces.MultiDiscrete, "MultiCategorical").nvec))
 
     def sample(self) -> torch.Tensor:
@@ -386,7 +386,7 @@ class MultiDistribution(Distribution):
         logits: torch.Tensor,
         child_distribution_cls_struct: Any = None,
         input_lens: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> MultiDistribution:
         """Splits `logits` by `input_lens` among `child_distribution_cls_struct` (both default to the
         class's, as `distribution_for_space` set them; RLlib's keywords)."""
@@ -401,7 +401,7 @@ class MultiDistribution(Distribution):
         return cls(tuple(c.from_logits(x) for c, x in zip(classes, parts)))
 
     @classmethod
-    def required_input_dim(cls, space: gym.Space, input_lens: Any = None, **kwargs: Any) -> int:
+    def required_input_dim(cls, space: gym.Space, input_lens: Any = None, **kwargs: object) -> int:
         if input_lens is not None:
             return sum(input_lens.values() if isinstance(input_lens, dict) else input_lens)
         dist_cls = distribution_for_space(space)

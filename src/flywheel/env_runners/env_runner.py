@@ -34,7 +34,9 @@ from flywheel.metrics import MetricsLogger, keys
 from flywheel.seeding import derive_seed
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
     from flywheel.connectors.pipeline import ConnectorPipelineV2
+    from flywheel.typing import EpisodeType
 
 
 class EnvRunner(Checkpointable, abc.ABC):
@@ -53,7 +55,9 @@ class EnvRunner(Checkpointable, abc.ABC):
     _env_to_module: ConnectorPipelineV2
     _module_to_env: ConnectorPipelineV2
 
-    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
+    def __init__(
+        self, config: AlgorithmConfig, *, worker_index: int = 0, num_workers: int | None = None, **kwargs
+    ):
         self.config = config
         self.worker_index = worker_index
         self.num_workers = config.num_env_runners if num_workers is None else num_workers
@@ -200,6 +204,7 @@ class EnvRunner(Checkpointable, abc.ABC):
             from flywheel.offline.writer import OfflineWriter
 
             config = self.config
+            assert config.output is not None  # sample() records only when it is set
             self._writer = OfflineWriter(
                 config.output,
                 spaces=self._recorded_spaces(),
@@ -258,7 +263,7 @@ class EnvRunner(Checkpointable, abc.ABC):
     def _log_sample_metrics(self, episodes: list, stats: list) -> None:
         """Logs one `sample()` call's metrics (once per call, not per step)."""
 
-    def _episode_callback(self, hook: str, episode: Any, index: int) -> None:
+    def _episode_callback(self, hook: str, episode: EpisodeType | None, index: int) -> None:
         if hook in self._callbacks.active_hooks:
             getattr(self._callbacks, hook)(
                 episode=episode, env_runner=self, metrics_logger=self.metrics, env=self.env,

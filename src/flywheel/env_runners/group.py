@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.env_runners.async_sampling import AsyncSampler
 from flywheel.env_runners.env_runner import EnvRunner
 from flywheel.env_runners.remote_runners import CONNECTORS, RemoteRunners
 from flywheel.typing import DEFAULT_MODULE_ID
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 
 class EnvRunnerGroup:
@@ -39,7 +42,7 @@ class EnvRunnerGroup:
         runner_class: The runner class; defaults to `SingleAgentEnvRunner`.
     """
 
-    def __init__(self, *, config: Any, runner_class: type | None = None) -> None:
+    def __init__(self, *, config: AlgorithmConfig, runner_class: type | None = None) -> None:
         if runner_class is None:
             from flywheel.env_runners.single_agent import SingleAgentEnvRunner
 
@@ -52,7 +55,7 @@ class EnvRunnerGroup:
         self._metrics_states: list[dict] = []
         self._num_dropped = 0  # samples of synchronous rounds lost to runner failures
 
-    def update_config(self, config: Any) -> None:
+    def update_config(self, config: AlgorithmConfig) -> None:
         """Makes `config` (e.g. after `algo.add_module`) the one runners restarted from now on get."""
         self.config = config
         if self._remote is not None:
@@ -61,7 +64,7 @@ class EnvRunnerGroup:
     # ------------------------------------------------------------- sampling
 
     def sample(
-        self, *, num_timesteps: int | None = None, num_episodes: int | None = None, **kwargs: Any
+        self, *, num_timesteps: int | None = None, num_episodes: int | None = None, **kwargs: object
     ) -> list:
         """Episodes from every runner (`kwargs` as in `EnvRunner.sample`).
 

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from functools import partial
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -37,6 +37,9 @@ from flywheel.env_runners.multi_agent_modules import (
 from flywheel.episodes import MultiAgentEpisode
 from flywheel.errors import ConfigError
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+
 _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
 
 
@@ -47,7 +50,9 @@ class MultiAgentEnvRunner(EnvRunner):
     steps (actions sent) with `config.multi_agent(count_steps_by="agent_steps")`.
     """
 
-    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
+    def __init__(
+        self, config: AlgorithmConfig, *, worker_index: int = 0, num_workers: int | None = None, **kwargs
+    ):
         super().__init__(config, worker_index=worker_index, num_workers=num_workers)
         self.env = self._make_env()
         self._mapping_fn = mapping_fn(config)
@@ -112,7 +117,7 @@ class MultiAgentEnvRunner(EnvRunner):
         specs = self.module_spec.rl_module_specs
         return {module_id: (spec.observation_space, spec.action_space) for module_id, spec in specs.items()}
 
-    def _module_spaces_for(self, config: Any) -> dict:
+    def _module_spaces_for(self, config: AlgorithmConfig) -> dict:
         """Per module, its first agent's spaces; observation spaces as the env-to-module pipeline outputs
         them (when it outputs a Dict keyed by agent id), else the env's."""
         out = self._env_to_module.observation_space
@@ -321,7 +326,7 @@ class MultiAgentEnvRunner(EnvRunner):
 
     # ---------------------------------------------------------------- modules
 
-    def add_module(self, module_id: str, spec: Any, config: Any) -> Any:
+    def add_module(self, module_id: str, spec: Any, config: AlgorithmConfig) -> Any:
         """Adds an (inference-only) module built from `spec` completed like the others' (spaces of its
         agents, config defaults) and returns the completed spec. `config` (with `module_id` in
         `policies`) replaces the runner's, so agents of new episodes map with its policy_mapping_fn."""
@@ -335,7 +340,7 @@ class MultiAgentEnvRunner(EnvRunner):
         )
         return spec
 
-    def remove_module(self, module_id: str, config: Any) -> None:
+    def remove_module(self, module_id: str, config: AlgorithmConfig) -> None:
         """Removes a module; ongoing episodes restart, since their agents may still map to it."""
         self._use_config(config)
         self.module_spec.rl_module_specs.pop(module_id, None)
@@ -344,7 +349,7 @@ class MultiAgentEnvRunner(EnvRunner):
         self._checked_modules.discard(module_id)
         self._episodes = None
 
-    def _use_config(self, config: Any) -> None:
+    def _use_config(self, config: AlgorithmConfig) -> None:
         self.config = config
         self._mapping_fn = mapping_fn(config)
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flywheel.metrics import MetricsLogger, keys
 from flywheel.typing import AgentID, ModuleID
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import EpisodeType
 
 
 class FinishedEpisode(NamedTuple):
@@ -38,7 +42,7 @@ class EpisodeStats:
             if len(agent_episode):
                 returns[agent_id] = sum(agent_episode.get_rewards(), returns.get(agent_id, 0.0))
 
-    def finish(self, episode: Any) -> FinishedEpisode:
+    def finish(self, episode: EpisodeType) -> FinishedEpisode:
         """The whole episode's numbers, given its last chunk."""
         self.add_chunk(episode)
         module_returns: dict[ModuleID, float] = {}
@@ -52,7 +56,11 @@ class EpisodeStats:
 
 
 def log_sample_metrics(
-    m: MetricsLogger, config: Any, episodes: list, stats: list[FinishedEpisode], weights_seq_no: int
+    m: MetricsLogger,
+    config: AlgorithmConfig,
+    episodes: list,
+    stats: list[FinishedEpisode],
+    weights_seq_no: int,
 ) -> None:
     """Episode windows (whole, per agent, per module) and step counters (env, agent, per module)."""
     window = config.metrics_num_episodes_for_smoothing

@@ -12,7 +12,7 @@ them), unless the module's `RLModuleSpec` names its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -23,22 +23,26 @@ from flywheel.errors import ConfigError
 from flywheel.old_stack import policy_spec_from
 from flywheel.typing import DEFAULT_MODULE_ID, AgentID, ModuleID
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import EpisodeType
 
-def mapping_fn(config: Any) -> Callable[..., ModuleID]:
+
+def mapping_fn(config: AlgorithmConfig) -> Callable[..., ModuleID]:
     """The config's policy-mapping function, or one mapping every agent to "default_policy"."""
     return config.policy_mapping_fn or _to_default_policy
 
 
-def _to_default_policy(agent_id: AgentID, episode: Any, **kwargs: Any) -> ModuleID:
+def _to_default_policy(agent_id: AgentID, episode: EpisodeType, **kwargs: object) -> ModuleID:
     return DEFAULT_MODULE_ID
 
 
-def module_ids(config: Any) -> list[ModuleID]:
+def module_ids(config: AlgorithmConfig) -> list[ModuleID]:
     """The config's module ids in a fixed order (sorted: `policies` may be a set)."""
     return sorted(config.policies)
 
 
-def agent_modules(config: Any, possible_agents: list[AgentID]) -> dict[AgentID, ModuleID]:
+def agent_modules(config: AlgorithmConfig, possible_agents: list[AgentID]) -> dict[AgentID, ModuleID]:
     """`{agent_id: module_id}` for every possible agent; ConfigError for a module not in `policies`."""
     fn, known = mapping_fn(config), set(config.policies)
     blank = MultiAgentEpisode()
@@ -51,7 +55,7 @@ def agent_modules(config: Any, possible_agents: list[AgentID]) -> dict[AgentID, 
     return mapping
 
 
-def raise_unknown_module(agent_id: AgentID, module_id: Any, known: Any) -> None:
+def raise_unknown_module(agent_id: AgentID, module_id: ModuleID, known: Any) -> None:
     raise ConfigError(
         f"policy_mapping_fn mapped agent {agent_id!r} to module {module_id!r}, which is not one of the "
         f"policies {sorted(known)}. Fix: return one of those ids, or add {module_id!r} to "
@@ -60,7 +64,7 @@ def raise_unknown_module(agent_id: AgentID, module_id: Any, known: Any) -> None:
 
 
 def module_spaces(
-    config: Any,
+    config: AlgorithmConfig,
     possible_agents: list[AgentID],
     observation_spaces: Mapping[AgentID, gym.Space],
     action_spaces: Mapping[AgentID, gym.Space],
@@ -110,14 +114,14 @@ def _shared_spaces(
     return first if same else None
 
 
-def _own_spaces(config: Any, module_id: ModuleID) -> bool:
+def _own_spaces(config: AlgorithmConfig, module_id: ModuleID) -> bool:
     """Whether the module's own spec (in `policies` or the config's `MultiRLModuleSpec`) names its spaces."""
     specs = [config.policies.get(module_id) if isinstance(config.policies, Mapping) else None]
     specs.append(getattr(config.rl_module_spec, "rl_module_specs", {}).get(module_id))
     return any(getattr(spec, "observation_space", None) is not None for spec in specs)
 
 
-def multi_rl_module_spec(config: Any, spaces: Mapping[ModuleID, tuple]) -> MultiRLModuleSpec:
+def multi_rl_module_spec(config: AlgorithmConfig, spaces: Mapping[ModuleID, tuple]) -> MultiRLModuleSpec:
     """One `RLModuleSpec` per module id of the config, built for `spaces[module_id]`, in the container
     class of the config's `MultiRLModuleSpec`. Modules of that spec that are not policies (RLlib's
     pattern: an encoder a custom container shares between policies, a learner-only model) are
@@ -134,7 +138,7 @@ def multi_rl_module_spec(config: Any, spaces: Mapping[ModuleID, tuple]) -> Multi
 
 
 def module_spec(
-    config: Any, module_id: ModuleID, spaces: tuple | None, own: RLModuleSpec | None = None
+    config: AlgorithmConfig, module_id: ModuleID, spaces: tuple | None, own: RLModuleSpec | None = None
 ) -> RLModuleSpec:
     """The spec of `module_id`: `own` (default: `policies[module_id]` when a spec) over the config's spec for
     it; `spaces` (those of its agents) win over both."""

@@ -25,11 +25,14 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.errors import EnvError
 from flywheel.ray_start import ensure_ray
 from flywheel.seeding import derive_seed, seed_process
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ class RemoteRunners:
         runner_class: The runner class each actor builds.
     """
 
-    def __init__(self, config: Any, runner_class: type) -> None:
+    def __init__(self, config: AlgorithmConfig, runner_class: type) -> None:
         self.config = config
         self._runner_class = runner_class
         # Runners by worker index; None marks a failed runner (waiting for restart, or gone).
@@ -63,7 +66,7 @@ class RemoteRunners:
         for index in range(1, config.num_env_runners + 1):
             self._actors[index] = self._new_actor(index)
 
-    def update_config(self, config: Any) -> None:
+    def update_config(self, config: AlgorithmConfig) -> None:
         """Makes `config` the one runners restarted from now on get."""
         self.config = config
         self._remote_config = config_for_actors(config)
@@ -91,7 +94,7 @@ class RemoteRunners:
             self.time_out(calls[ref])
         return results
 
-    def submit(self, index: int, method: str, *args: Any) -> tuple[Any, list]:
+    def submit(self, index: int, method: str, *args: object) -> tuple[Any, list]:
         """Sends `method(*args)` to runner `index` without waiting; returns its ref and the calls sent
         to the runner before it and not yet checked (pass both to `resolve`)."""
         return getattr(self._actors[index], method).remote(*args), self._unconfirmed.pop(index, [])
@@ -329,7 +332,9 @@ class RemoteRunners:
 class RunnerActor:
     """Holds one env runner in a Ray actor process (made remote by `RemoteRunners._new_actor`)."""
 
-    def __init__(self, runner_class: type, config: Any, worker_index: int, num_workers: int) -> None:
+    def __init__(
+        self, runner_class: type, config: AlgorithmConfig, worker_index: int, num_workers: int
+    ) -> None:
         if config.seed is not None:  # this process's generators, for the env and user code alike
             seed_process(config.seed + worker_index)
         self.runner = runner_class(config=config, worker_index=worker_index, num_workers=num_workers)
@@ -366,7 +371,7 @@ class RunnerActor:
         return self.runner.ping()
 
 
-def config_for_actors(config: Any) -> Any:
+def config_for_actors(config: AlgorithmConfig) -> Any:
     """The config the remote runners get: an env name is resolved into its creator here, because
     `register_env`'s registry lives in this process only. An EnvPool id stays a name: each runner
     builds its own pool from it."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -25,13 +25,18 @@ from flywheel.errors import ConfigError
 from flywheel.metrics import keys
 from flywheel.typing import DEFAULT_MODULE_ID
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+
 _NOT_EXTRA = (Columns.ACTIONS, Columns.ACTIONS_FOR_ENV)
 
 
 class SingleAgentEnvRunner(EnvRunner):
     """Samples episodes from `num_envs_per_env_runner` copies of a single-agent env (API.md §6)."""
 
-    def __init__(self, config, *, worker_index: int = 0, num_workers: int | None = None, **kwargs):
+    def __init__(
+        self, config: AlgorithmConfig, *, worker_index: int = 0, num_workers: int | None = None, **kwargs
+    ):
         super().__init__(config, worker_index=worker_index, num_workers=num_workers)
         self.env = self._make_env()
         self._next_step_autoreset = (

@@ -17,7 +17,7 @@ import math
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.errors import ConfigError
 from flywheel.examples_harness.args import add_rllib_example_script_args
@@ -28,13 +28,16 @@ from flywheel.metrics.keys import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
 )
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+
 TRAINING_ITERATION = "training_iteration"
 RETURN_KEY = f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"
 EVAL_RETURN_KEY = f"{EVALUATION_RESULTS}/{RETURN_KEY}"
 
 
 def run_rllib_example_script_experiment(
-    base_config: Any,
+    base_config: AlgorithmConfig,
     args: argparse.Namespace | None = None,
     *,
     stop: dict[str, Any] | None = None,
@@ -96,7 +99,7 @@ def default_success_metric(stop: Mapping[str, Any], args: argparse.Namespace) ->
     return {RETURN_KEY: args.stop_reward}
 
 
-def apply_args(config: Any, args: argparse.Namespace) -> Any:
+def apply_args(config: AlgorithmConfig, args: argparse.Namespace) -> Any:
     """`config` with the command line's settings, as RLlib's harness sets them (in place, returned)."""
     if args.framework != "torch":
         raise ConfigError(
@@ -169,7 +172,7 @@ def check_success(
 
 
 def _train_loop(
-    config: Any, args: argparse.Namespace, stop: Mapping[str, Any], tracked: list[str]
+    config: AlgorithmConfig, args: argparse.Namespace, stop: Mapping[str, Any], tracked: list[str]
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """The last result and the best value of each `tracked` key over the iterations."""
     algo = config.build_algo()
@@ -194,7 +197,7 @@ def _train_loop(
 
 
 def _tune(
-    config: Any,
+    config: AlgorithmConfig,
     args: argparse.Namespace,
     stop: dict[str, Any],
     trainable: type | None,
@@ -212,7 +215,7 @@ def _tune(
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"  # Tune's classic progress table, as RLlib's harness uses
     return tune.Tuner(
         run,
-        param_space=config,
+        param_space=config,  # pyright: ignore[reportArgumentType]  (Tune's annotation says dict; RLlib's harness passes the config)
         run_config=tune.RunConfig(
             failure_config=tune.FailureConfig(max_failures=0, fail_fast="raise"),
             stop=stop,
@@ -231,7 +234,7 @@ def _tune(
     ).fit()
 
 
-def _reporter(args: argparse.Namespace, config: Any) -> Any:
+def _reporter(args: argparse.Namespace, config: AlgorithmConfig) -> Any:
     from ray import tune
 
     columns = {
@@ -246,7 +249,7 @@ def _reporter(args: argparse.Namespace, config: Any) -> Any:
     return tune.CLIReporter(metric_columns=columns, max_report_frequency=args.tune_max_report_freq)
 
 
-def _wandb_callbacks(args: argparse.Namespace, config: Any) -> list:
+def _wandb_callbacks(args: argparse.Namespace, config: AlgorithmConfig) -> list:
     key = args.wandb_key or os.environ.get("WANDB_API_KEY")
     if key is None:
         return []

@@ -27,7 +27,7 @@ class ItemStats(Stats):
         self._item: Any = None
         self._new = False
 
-    def push(self, value: Any) -> None:
+    def push(self, value: object) -> None:
         self._item = convert_to_numpy(value, reduce_type=False)
         self._new = True
 
@@ -66,7 +66,7 @@ class ItemSeriesStats(Stats):
         self.window = window
         self._items: deque = deque(maxlen=window)
 
-    def push(self, value: Any) -> None:
+    def push(self, value: object) -> None:
         self._items.append(convert_to_numpy(value, reduce_type=False))
 
     def peek(self) -> Any:

@@ -1,5 +1,7 @@
 """`MetricsLogger`: collect metrics where they happen, reduce them once per iteration (RLlib 2.60's API)."""
 
+from __future__ import annotations
+
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -54,7 +56,7 @@ def _name(path: Path) -> str:
     return name
 
 
-def _set_nested(out: dict, path: Path, value: Any) -> None:
+def _set_nested(out: dict, path: Path, value: object) -> None:
     for part in path[:-1]:
         out = out.setdefault(part, {})
     out[path[-1]] = value
@@ -97,7 +99,7 @@ class MetricsLogger:
     def log_value(
         self,
         key: Key,
-        value: Any,
+        value: object,
         *,
         reduce: str | None = None,
         window: int | None = None,
@@ -136,7 +138,7 @@ class MetricsLogger:
 
     def log_dict(
         self,
-        value_dict: Mapping[str, Any],
+        value_dict: Mapping[str, object],
         *,
         key: Key | None = None,
         reduce: str | None = None,
@@ -209,7 +211,7 @@ class MetricsLogger:
     def peek(
         self,
         key: Key | None = None,
-        default: Any = _MISSING,
+        default: object = _MISSING,
         *,
         throughput: bool = False,
         compile: bool = True,

@@ -1,7 +1,6 @@
 """`ReducedMetrics`: what `MetricsLogger.reduce()` returns, and how `aggregate` reads what it is given."""
 
 from collections.abc import Mapping
-from typing import Any
 
 from flywheel.errors import MetricsError
 
@@ -21,7 +20,7 @@ class ReducedMetrics(dict):
         self.state = state
 
 
-def stat_states(item: Any) -> list[tuple[str, dict]]:
+def stat_states(item: object) -> list[tuple[str, dict]]:
     """The (name, stats state) pairs `aggregate` merges from one element of its list."""
     if isinstance(item, ReducedMetrics):
         return _still_present(item)
@@ -58,7 +57,7 @@ def _still_present(reduced: ReducedMetrics) -> list[tuple[str, dict]]:
     return [(name, states[name]) for name in present]
 
 
-def without_item_series(item: Any) -> dict:
+def without_item_series(item: object) -> dict:
     """One element of `aggregate`'s list as a state without the metrics logged with
     `reduce="item_series"` (per-row lists, e.g. a learner's TD errors, that the result of one update
     carries for its caller but that an iteration's metrics should not accumulate)."""

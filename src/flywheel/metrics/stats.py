@@ -32,7 +32,7 @@ DEFAULT_EMA_COEFF = 0.01
 DEFAULT_PERCENTILES = (0, 50, 75, 90, 95, 99, 100)
 
 
-def to_number(value: Any, key: str) -> Number:
+def to_number(value: object, key: str) -> Number:
     """Turns a logged value (Python, numpy or torch scalar) into a plain int or float.
 
     Converting at log time keeps every state plain data; `key` only names the metric in errors.
@@ -76,7 +76,7 @@ class Stats(ABC):
     """Whether logged values are turned into plain numbers (`to_number`) before `push`."""
 
     @abstractmethod
-    def push(self, value: Any) -> None:
+    def push(self, value: object) -> None:
         """Adds one logged value (the hot path: an append or an add)."""
 
     @abstractmethod

@@ -8,7 +8,7 @@ picklable: it travels to the learners with their shard.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +27,9 @@ from flywheel.offline.arrow_columns import (
     to_numpy,
 )
 from flywheel.utils.nested import concat, take
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 ROW_COLUMNS = (
     Columns.EPS_ID, Columns.T, Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS,
@@ -124,7 +127,7 @@ def check_spaces(source: str, recorded: tuple, spaces: tuple) -> None:
             )
 
 
-def needs_action_normalizing(config: Any, files_say: bool | None) -> bool:
+def needs_action_normalizing(config: AlgorithmConfig, files_say: bool | None) -> bool:
     """Whether read float Box actions are mapped from the env's bounds to [-1, 1]: when the module acts
     in normalized space (`normalize_actions`) and the data is not normalized yet (what the files say,
     else `actions_in_input_normalized`)."""
@@ -176,7 +179,9 @@ class EpisodeBuilder:
         None and the env's spaces)."""
         return None, self.spaces
 
-    def _episode(self, data: dict, obs: Any, steps: slice, done: tuple[bool, bool], t_started: int) -> Any:
+    def _episode(
+        self, data: dict, obs: np.ndarray, steps: slice, done: tuple[bool, bool], t_started: int
+    ) -> Any:
         agent_id, spaces = self.agent(
             data[Columns.AGENT_ID][steps.start] if Columns.AGENT_ID in data else None
         )

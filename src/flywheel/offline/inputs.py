@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from flywheel.errors import OfflineDataError
 from flywheel.offline.paths import MINARI_PREFIX
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
-def open_input(config: Any, spaces: tuple[gym.Space, gym.Space], num_learners: int) -> Any:
+
+def open_input(config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space], num_learners: int) -> Any:
     """A local reader (`sample(num_rows)`) for a local learner, or `RayOfflineData` (`shards`, one per
     learner) for `num_learners >= 1` remote learners."""
     if isinstance(config.input_, str) and config.input_.startswith(MINARI_PREFIX):

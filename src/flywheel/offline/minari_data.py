@@ -13,7 +13,7 @@ by one in random order, as Parquet rows do (`flywheel.offline.shuffle.shuffled_s
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import gymnasium as gym
 import numpy as np
@@ -26,13 +26,18 @@ from flywheel.offline.prefetch import PREFETCH_KEY, Prefetcher
 from flywheel.offline.reader import LocalReadOptions
 from flywheel.offline.shuffle import shuffled_steps
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+
 _READ_KWARGS = ("shuffle", PREFETCH_KEY)
 
 
 class MinariData:
     """Streams a local Minari dataset's episodes for a local learner; `sample(num_rows)` as `OfflineData`."""
 
-    def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space) -> None:
+    def __init__(
+        self, config: AlgorithmConfig, observation_space: gym.Space, action_space: gym.Space
+    ) -> None:
         import minari
         from minari.storage import get_dataset_path
 

@@ -4,7 +4,10 @@ configs use it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 SHUFFLE_KEY = "local_shuffle_buffer_size"
 """Rows in the shuffle buffer (None: rows come in the order they are stored)."""
@@ -12,7 +15,7 @@ SEED_KEY = "local_shuffle_seed"
 """Seed of the shuffle (None: the config's `seed`)."""
 
 
-def iter_batches_options(config: Any) -> dict[str, Any]:
+def iter_batches_options(config: AlgorithmConfig) -> dict[str, Any]:
     """The algorithm's defaults (`default_iter_batches_kwargs` of the config class, e.g. CQL's row
     shuffling) updated with `config.iter_batches_kwargs`, key by key, as RLlib merges them (a value
     that is not a dict is left to validation to report)."""

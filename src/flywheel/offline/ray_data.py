@@ -15,7 +15,7 @@ Ray is imported here only; the driver checks every file (columns, layout, spaces
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -23,6 +23,9 @@ from flywheel.errors import OfflineDataError
 from flywheel.offline.episodes import EpisodeBuilder
 from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
 from flywheel.offline.reader import episode_builder, parquet_files
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
 
 
 class RayOfflineData:
@@ -32,7 +35,7 @@ class RayOfflineData:
     columns the episodes need are read."""
 
     def __init__(
-        self, config: Any, observation_space: gym.Space, action_space: gym.Space, num_shards: int
+        self, config: AlgorithmConfig, observation_space: gym.Space, action_space: gym.Space, num_shards: int
     ) -> None:
         import ray
 
@@ -85,7 +88,7 @@ class DataShard:
         return list(self.builder.episodes(batch))
 
 
-def ray_iter_options(config: Any) -> dict[str, Any]:
+def ray_iter_options(config: AlgorithmConfig) -> dict[str, Any]:
     """The keywords of each shard's `iter_batches`: `iter_batches_options(config)` (the shuffle seed,
     when shuffling, the config's seed unless set); the batch size and format are the reader's."""
     options = iter_batches_options(config)

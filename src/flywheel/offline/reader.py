@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -38,6 +38,9 @@ from flywheel.offline.paths import local_path
 from flywheel.offline.prefetch import PREFETCH_KEY, Episode, Prefetcher, prefetch_depth
 from flywheel.offline.shuffle import shuffled
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+
 _DEFAULT_BATCH_SIZE = 1024
 _READ_KWARGS = ("batch_size", "shuffle", PREFETCH_KEY)
 _OPEN_FILES = 8  # files read interleaved when shuffling (each holds one record batch in memory)
@@ -47,7 +50,9 @@ class OfflineData:
     """Streams `config.input_` as episodes for a local learner (`MultiAgentEpisode`s for a multi-agent
     config); checks every file once."""
 
-    def __init__(self, config: Any, observation_space: Any, action_space: Any) -> None:
+    def __init__(
+        self, config: AlgorithmConfig, observation_space: gym.Space, action_space: gym.Space
+    ) -> None:
         self.paths = parquet_files(config.input_)
         kwargs = dict(config.input_read_method_kwargs or {})
         unknown = sorted(set(kwargs) - set(_READ_KWARGS))
@@ -109,7 +114,7 @@ class LocalReadOptions:
     """What a local reader (Parquet or Minari) takes from `iter_batches_kwargs`, with the algorithm's
     defaults: the shuffle buffer's size (None: stored order), its seeded generator, the read-ahead."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: AlgorithmConfig) -> None:
         self.options = local_iter_options(config)
         self.shuffle_buffer_size: int | None = self.options.get(SHUFFLE_KEY)
         seed = self.options.get(SEED_KEY)
@@ -122,7 +127,7 @@ class LocalReadOptions:
         return prefetch_depth({**depth, **read_kwargs})
 
 
-def local_iter_options(config: Any) -> dict[str, Any]:
+def local_iter_options(config: AlgorithmConfig) -> dict[str, Any]:
     """`iter_batches_options(config)`, checked for the keys a local reader takes: the shuffle's and
     `prefetch_batches` (read-ahead, as `input_read_method_kwargs`'s, which wins when both are set)."""
     options = iter_batches_options(config)
@@ -164,7 +169,7 @@ def parquet_files(input_: Any) -> list[str]:
     return sorted(files)
 
 
-def episode_builder(config: Any, paths: list[str], env_spaces: Spaces) -> EpisodeBuilder:
+def episode_builder(config: AlgorithmConfig, paths: list[str], env_spaces: Spaces) -> EpisodeBuilder:
     """Checks every file of `paths` against `config` and the env's spaces (one env's; per-agent Dict
     spaces for a multi-agent config) and returns the builder of its episodes: `MultiAgentEpisode`s
     when `config.is_multi_agent`, else `SingleAgentEpisode`s."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +40,9 @@ from flywheel.offline.arrow_columns import (
 )
 from flywheel.offline.paths import local_path
 from flywheel.utils.nested import concat
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 _IDS = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID)
 
@@ -142,7 +145,7 @@ def _leaves(path: str, kind: pa.DataType) -> list[str]:
     return [path]
 
 
-def _agent_chunks(episode: Any) -> list[Any]:
+def _agent_chunks(episode: EpisodeType) -> list[Any]:
     """The single-agent chunks of an episode: itself, or a multi-agent episode's agent episodes."""
     agent_episodes = getattr(episode, "agent_episodes", None)
     return [episode] if agent_episodes is None else list(agent_episodes.values())

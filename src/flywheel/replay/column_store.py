@@ -15,7 +15,7 @@ import tree
 from flywheel.errors import EpisodeError
 
 
-def take(data: Any, index: Any) -> Any:
+def take(data: object, index: Any) -> Any:
     """``data[index]`` for an array, or leaf-wise for a dict/tuple of arrays."""
     if isinstance(data, np.ndarray):
         return data[index]
@@ -42,7 +42,7 @@ class ColumnStore:
     def size(self) -> int:
         return len(self._leaves[0])
 
-    def check(self, data: Any) -> None:
+    def check(self, data: object) -> None:
         """Raises `EpisodeError` unless stacked items ``data`` have the stored items' structure and shapes."""
         leaves = tree.flatten(data)
         if len(leaves) != len(self._leaves) or any(
@@ -54,7 +54,7 @@ class ColumnStore:
                 f"one replay buffer holds one observation/action layout (use one buffer per module)."
             )
 
-    def write(self, rows: np.ndarray, data: Any) -> None:
+    def write(self, rows: np.ndarray, data: object) -> None:
         """Writes stacked items ``data`` (leading dimension ``len(rows)``, checked by `check`) into ``rows``."""
         for store, new in zip(self._leaves, tree.flatten(data)):
             store[rows] = new

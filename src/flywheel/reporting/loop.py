@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.metrics.keys import ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN, NUM_ENV_STEPS_SAMPLED_LIFETIME
 from flywheel.reporting.progress import ProgressBar
@@ -27,6 +27,9 @@ from flywheel.reporting.writers import (
     ResultWriter,
     TensorBoardWriter,
 )
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm import Algorithm
 
 
 def stop_reason(
@@ -55,7 +58,7 @@ def stop_reason(
 
 
 def train_with_progress(
-    algo: Any,
+    algo: Algorithm,
     *,
     stop_iters: int | None = None,
     stop_timesteps: int | None = None,

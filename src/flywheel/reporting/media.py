@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import numbers
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,7 +36,7 @@ class Media(NamedTuple):
     data: np.ndarray
 
 
-def to_media(tag: str, value: Any) -> list[Media] | None:
+def to_media(tag: str, value: object) -> list[Media] | None:
     """What `value` draws as under `tag` (several for lists and video batches), or None if nothing."""
     if isinstance(value, list | tuple):
         if value and all(_is_number(v) for v in value):
@@ -92,5 +92,5 @@ def _channels_last(array: np.ndarray, axis: int) -> np.ndarray | None:
     return array if array.shape[-1] in _CHANNELS else None
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, numbers.Real)

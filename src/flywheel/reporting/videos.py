@@ -15,7 +15,6 @@ import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -60,7 +59,7 @@ class VideoWriter(ResultWriter):
         self.paths: list[str] = []
         self._disabled = False
 
-    def write(self, result: Mapping[str, Any]) -> None:
+    def write(self, result: Mapping[str, object]) -> None:
         if self._disabled:
             return
         flat = flatten_result(result)

@@ -40,7 +40,7 @@ VIDEO_DIR = "videos"
 TENSORBOARD_EVENTS = "events.out.tfevents.*"
 
 
-def flatten_result(result: Mapping[str, Any], sep: str = "/") -> dict[str, Any]:
+def flatten_result(result: Mapping[str, object], sep: str = "/") -> dict[str, Any]:
     """The leaves of a nested result keyed by their joined path: ``{"env_runners/episode_return_mean": ...}``."""
     flat: dict[str, Any] = {}
     for key, value in result.items():
@@ -67,7 +67,7 @@ class ResultWriter(ABC):
             warnings.warn(f"{type(self).__name__} skips {', '.join(map(repr, new))}: {why}", stacklevel=3)
 
     @abstractmethod
-    def write(self, result: Mapping[str, Any]) -> None:
+    def write(self, result: Mapping[str, object]) -> None:
         """Records one result (the nested dict `algo.train()` returns)."""
 
     @abstractmethod
@@ -97,7 +97,7 @@ class TensorBoardWriter(ResultWriter):
         self.step_key = step_key
         self._writer = SummaryWriter(log_dir=str(log_dir))
 
-    def write(self, result: Mapping[str, Any]) -> None:
+    def write(self, result: Mapping[str, object]) -> None:
         flat = flatten_result(result)
         if self.step_key not in flat:
             raise ValueError(
@@ -175,7 +175,7 @@ class CSVWriter(ResultWriter):
         """The current header."""
         return list(self._fieldnames)
 
-    def write(self, result: Mapping[str, Any]) -> None:
+    def write(self, result: Mapping[str, object]) -> None:
         row = {key: _csv_cell(value) for key, value in self._plain_leaves(flatten_result(result)).items()}
         known = set(self._fieldnames)
         new_keys = [key for key in row if key not in known]
@@ -231,7 +231,7 @@ class JSONLWriter(ResultWriter):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("w")
 
-    def write(self, result: Mapping[str, Any]) -> None:
+    def write(self, result: Mapping[str, object]) -> None:
         skipped: list[str] = []
         line = json.dumps(_jsonable(result, "", skipped), allow_nan=False)
         if skipped:
@@ -246,21 +246,21 @@ class JSONLWriter(ResultWriter):
 _NOT_PLAIN = "this file holds numbers, strings and None only (TensorBoard draws images, videos and lists)."
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> bool:
     """Whether a result leaf is a number (a TensorBoard scalar)."""
     return isinstance(value, numbers.Real | np.bool_)
 
 
-def is_plain(value: Any) -> bool:
+def is_plain(value: object) -> bool:
     """Whether a result leaf is plain data (a number, a string or None) rather than media."""
     return value is None or isinstance(value, str) or is_number(value)
 
 
-def _csv_cell(value: Any) -> Any:
+def _csv_cell(value: object) -> Any:
     return "" if value is None else value
 
 
-def _jsonable(value: Any, key: str, skipped: list[str]) -> Any:
+def _jsonable(value: object, key: str, skipped: list[str]) -> Any:
     """`value` as JSON data; leaves that are not plain are dropped and their keys added to `skipped`."""
     if isinstance(value, Mapping):
         out = {}

@@ -14,8 +14,6 @@ logs every module's mean weight under `(module_id, "mean_weight")` while the con
 
 from __future__ import annotations
 
-from typing import Any
-
 import gymnasium as gym
 import numpy as np
 import torch
@@ -59,7 +57,7 @@ class DiscreteBCTorchModule(TorchRLModule):
         )
         self.action_dist_cls = Categorical
 
-    def _forward(self, batch: dict, **kwargs: Any) -> dict:
+    def _forward(self, batch: dict, **kwargs: object) -> dict:
         obs = batch[Columns.OBS].reshape(-1, self.input_dim).float()
         return {Columns.ACTION_DIST_INPUTS: self.policy(obs)}
 
@@ -82,7 +80,7 @@ class BCTorchLearner(TorchLearner, BaseTestingLearner):
     """Behaviour cloning: the mean negative log-likelihood of the batch's actions."""
 
     def compute_loss_for_module(
-        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+        self, *, module_id: ModuleID, config: AlgorithmConfig, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
         dist_cls = self.module[module_id].get_train_action_dist_cls()
         dist = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])

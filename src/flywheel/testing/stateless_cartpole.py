@@ -14,7 +14,6 @@ that a recurrent module really uses its state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -36,7 +35,7 @@ class StatelessCartPole(gym.ObservationWrapper):
     `Box(low, high, (2,))` with CartPole's bounds for the two kept entries.
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: Mapping[str, object] | None = None) -> None:
         config = config if config is not None else {}
         super().__init__(gym.make("CartPole-v1", render_mode=config.get("render_mode")))
         full = self.env.observation_space

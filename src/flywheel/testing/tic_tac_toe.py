@@ -34,7 +34,7 @@ class TicTacToe(MultiAgentEnv):
     end every player that has observed gets a final observation.
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: Mapping[str, object] | None = None) -> None:
         super().__init__()
         self.possible_agents = ["X", "O"]
         self.agents = list(self.possible_agents)

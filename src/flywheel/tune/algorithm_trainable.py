@@ -47,7 +47,7 @@ class AlgorithmTrainable(tune.Trainable):
     process cannot import (another script, a test module) does not break unrelated trials."""
 
     @classmethod
-    def algorithm_config(cls, settings: Mapping[str, Any]) -> AlgorithmConfig:
+    def algorithm_config(cls, settings: Mapping[str, object]) -> AlgorithmConfig:
         """The config of a trial: `settings` (Tune's resolved param space) over the defaults."""
         settings = {name: value for name, value in settings.items() if name != TRIAL_INDEX}
         check_resolved(settings)
@@ -56,7 +56,7 @@ class AlgorithmTrainable(tune.Trainable):
         return config
 
     @classmethod
-    def default_resource_request(cls, config: Mapping[str, Any]) -> tune.PlacementGroupFactory:
+    def default_resource_request(cls, config: Mapping[str, object]) -> tune.PlacementGroupFactory:
         """One placement group per trial: its main process, remote runners (training and evaluation) and
         remote learners, so a trial starts only when all of them fit (trials queue, never deadlock)."""
         return placement_group_factory(cls.algorithm_config(config))

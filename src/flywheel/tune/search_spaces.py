@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
 
 from ray.tune.search.sample import Domain
 
 from flywheel.errors import ConfigError
 
 
-def check_resolved(settings: Mapping[str, Any]) -> None:
+def check_resolved(settings: Mapping[str, object]) -> None:
     """Raises ConfigError naming every place in `settings` that still holds a search space."""
     found = [path for name, value in settings.items() for path in _unresolved(value, name)]
     if found:
@@ -29,7 +28,7 @@ def check_resolved(settings: Mapping[str, Any]) -> None:
         )
 
 
-def _unresolved(value: Any, path: str) -> list[str]:
+def _unresolved(value: object, path: str) -> list[str]:
     if isinstance(value, Domain) or (isinstance(value, Mapping) and set(value) == {"grid_search"}):
         return [path]
     if isinstance(value, Mapping):

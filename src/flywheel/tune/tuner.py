@@ -34,7 +34,9 @@ class Tuner(tune.Tuner):
     algorithm's name ("PPO"): each becomes `flywheel.tune.trainable(...)` (trials of flywheel's
     algorithm, Tune's checkpoints, results and search as usual)."""
 
-    def __init__(self, trainable: Any = None, *args: Any, param_space: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, trainable: Any = None, *args: object, param_space: Any = None, **kwargs: object
+    ) -> None:
         super().__init__(as_tune_trainable(trainable, param_space), *args, param_space=param_space, **kwargs)
         self._flywheel_param_space = param_space
 

@@ -42,7 +42,7 @@ def one_hot(x: torch.Tensor, space: gym.Space) -> torch.Tensor:
 
 
 def convert_to_torch_tensor(
-    x: Any, device: str | torch.device | None = None, pin_memory: bool = False
+    x: object, device: str | torch.device | None = None, pin_memory: bool = False
 ) -> Any:
     """`x` (any nesting of dicts, lists and tuples) with every leaf made a torch tensor on `device`.
 
@@ -53,7 +53,7 @@ def convert_to_torch_tensor(
     device = torch.device("cpu" if device is None else device)
     cuda = device.type == "cuda" and torch.cuda.is_available()
 
-    def leaf(item: Any) -> Any:
+    def leaf(item: object) -> Any:
         if item is None:
             return None
         if isinstance(item, np.ndarray) and (item.dtype == object or item.dtype.kind == "U"):

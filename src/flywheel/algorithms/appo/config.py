@@ -18,6 +18,8 @@ from flywheel.algorithms.config_settings import setting
 from flywheel.algorithms.impala.config import IMPALAConfig
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.appo.appo import APPO
+    from flywheel.algorithms.appo.learner import APPOTorchLearner
     from flywheel.algorithms.impala.batch_queue import BatchQueue
     from flywheel.core.rl_module.spec import RLModuleSpec
 
@@ -59,13 +61,17 @@ class APPOConfig(IMPALAConfig):
     learner_queue_size: int = setting("training", _RLLIB_LEARNER_QUEUE_SIZE)
     """Not used by APPO (its buffer is set by the settings above); must keep its default, as in RLlib."""
 
-    def get_default_algo_class(self) -> type:
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> APPO: ...
+
+    def get_default_algo_class(self) -> type[APPO]:
         """APPO (imported on first use)."""
         from flywheel.algorithms.appo.appo import APPO
 
         return APPO
 
-    def get_default_learner_class(self) -> type:
+    def get_default_learner_class(self) -> type[APPOTorchLearner]:
         """APPOTorchLearner (imported on first use)."""
         from flywheel.algorithms.appo.learner import APPOTorchLearner
 

@@ -20,7 +20,7 @@ target networks move.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -35,9 +35,15 @@ from flywheel.errors import LearnerError
 from flywheel.metrics import keys
 from flywheel.typing import ALL_MODULES, ModuleID, StateDict
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.appo.config import APPOConfig
+    from flywheel.typing import RLModuleSpecType
+
 
 class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
     """IMPALA's learner with APPO's loss, target networks and adaptive KL coefficient."""
+
+    config: APPOConfig
 
     algorithm_name = "APPO"
     reconfigurable_settings = IMPALATorchLearner.reconfigurable_settings | {
@@ -55,7 +61,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
         for module_id in self.module:
             self._make_target_networks(module_id)
 
-    def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: Any) -> Any:
+    def add_module(self, *, module_id: ModuleID, module_spec: RLModuleSpecType, **kwargs: object) -> Any:
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         self._make_target_networks(module_id)
         return spec
@@ -99,7 +105,7 @@ class APPOTorchLearner(AdaptiveKLCoeffs, IMPALATorchLearner):
         return batch
 
     def compute_loss_for_module(
-        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+        self, *, module_id: ModuleID, config: APPOConfig, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
         # Duck-typed (no API base class needed): target networks and values.
         module: Any = self.module[module_id]

@@ -11,9 +11,13 @@ config = (
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from flywheel.algorithms.config_settings import setting
 from flywheel.algorithms.marwil.config import MARWILConfig
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.bc.bc import BC
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -23,7 +27,11 @@ class BCConfig(MARWILConfig):
     beta: float = setting("training", 0.0)
     """0.0 for BC (a larger beta makes it MARWIL)."""
 
-    def get_default_algo_class(self) -> type:
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> BC: ...
+
+    def get_default_algo_class(self) -> type[BC]:
         """BC (imported on first use)."""
         from flywheel.algorithms.bc.bc import BC
 

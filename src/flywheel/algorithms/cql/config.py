@@ -11,12 +11,16 @@ config = (
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from flywheel.algorithms import config_validation as checks
 from flywheel.algorithms.config_settings import Schedule, setting
 from flywheel.algorithms.sac.config import SACConfig
 from flywheel.offline.options import SHUFFLE_KEY
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.cql.cql import CQL
+    from flywheel.algorithms.cql.learner import CQLTorchLearner
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -58,13 +62,17 @@ class CQLConfig(SACConfig):
     min_sample_timesteps_per_iteration: int = setting("reporting", 0)
     """Offline: a training iteration samples no env steps."""
 
-    def get_default_algo_class(self) -> type:
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> CQL: ...
+
+    def get_default_algo_class(self) -> type[CQL]:
         """CQL (imported on first use)."""
         from flywheel.algorithms.cql.cql import CQL
 
         return CQL
 
-    def get_default_learner_class(self) -> type:
+    def get_default_learner_class(self) -> type[CQLTorchLearner]:
         """CQLTorchLearner (imported on first use)."""
         from flywheel.algorithms.cql.learner import CQLTorchLearner
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flywheel.algorithms.marwil.marwil import MARWIL
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.cql.config import CQLConfig
 
 
 class CQL(MARWIL):
@@ -11,3 +16,5 @@ class CQL(MARWIL):
     `config.input_`, update the learners on each, sync the weights to the env runners, which only
     evaluate) with CQL's loss on SAC's module (`CQLTorchLearner`). No replay buffer: the data is
     the buffer."""
+
+    config: CQLConfig

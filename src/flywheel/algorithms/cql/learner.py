@@ -3,7 +3,7 @@ and behavior cloning as the actor loss for the first `bc_iters` updates."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -14,6 +14,9 @@ from flywheel.columns import Columns
 from flywheel.core.learner.torch_learner import adam
 from flywheel.errors import LearnerError
 from flywheel.typing import ModuleID, StateDict
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.cql.config import CQLConfig
 
 MAX_ALPHA_PRIME = 1e6
 """Upper bound of the Lagrangian weight alpha' (as in Kumar et al.'s code)."""
@@ -41,11 +44,13 @@ class CQLTorchLearner(SACTorchLearner):
     `mean(alpha * log pi(a~|s) - min_i Q_i(s, a~))`; the alpha loss is SAC's.
     """
 
+    config: CQLConfig
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.log_alpha_primes: dict[ModuleID, torch.nn.Parameter] = {}
 
-    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any) -> None:
+    def configure_optimizers_for_module(self, module_id: ModuleID, config: CQLConfig) -> None:
         """SAC's optimizers, and with `lagrangian` one for log(alpha') (initially alpha' = 1)."""
         super().configure_optimizers_for_module(module_id, config)
         if self.discrete[module_id]:
@@ -66,7 +71,7 @@ class CQLTorchLearner(SACTorchLearner):
             )
 
     def compute_loss_for_module(
-        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+        self, *, module_id: ModuleID, config: CQLConfig, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
         module = self._sac_module(module_id)
         inputs = fwd_out[Columns.ACTION_DIST_INPUTS]
@@ -115,7 +120,13 @@ class CQLTorchLearner(SACTorchLearner):
         return cast(Any, self.module)[module_id]
 
     def _gaps(
-        self, module: Any, config: Any, batch: dict, inputs: torch.Tensor, next_inputs: torch.Tensor, q: dict
+        self,
+        module: Any,
+        config: CQLConfig,
+        batch: dict,
+        inputs: torch.Tensor,
+        next_inputs: torch.Tensor,
+        q: dict,
     ) -> list[torch.Tensor]:
         """`gap_i` per critic, from `num_actions` uniform, pi(.|s) and pi(.|s') actions per row."""
         n = config.num_actions
@@ -146,7 +157,7 @@ class CQLTorchLearner(SACTorchLearner):
         ]
 
     def _penalties(
-        self, module_id: ModuleID, config: Any, gaps: list[torch.Tensor]
+        self, module_id: ModuleID, config: CQLConfig, gaps: list[torch.Tensor]
     ) -> tuple[list[torch.Tensor], torch.Tensor | float]:
         """(each critic's penalty, the alpha' loss (0.0 without the Lagrangian))."""
         weighted = [config.min_q_weight * gap for gap in gaps]

@@ -25,6 +25,8 @@ from flywheel.algorithms.off_policy.config import OffPolicyConfig
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.dqn.dqn import DQN
+    from flywheel.algorithms.dqn.learner import DQNTorchLearner
     from flywheel.core.rl_module.spec import RLModuleSpec
 
 
@@ -60,13 +62,17 @@ class DQNConfig(OffPolicyConfig):
     v_max: float = setting("training", 10.0)
     """The largest return on the support (C51); returns above it count as `v_max`."""
 
-    def get_default_algo_class(self) -> type:
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> DQN: ...
+
+    def get_default_algo_class(self) -> type[DQN]:
         """DQN (imported on first use)."""
         from flywheel.algorithms.dqn.dqn import DQN
 
         return DQN
 
-    def get_default_learner_class(self) -> type:
+    def get_default_learner_class(self) -> type[DQNTorchLearner]:
         """DQNTorchLearner (imported on first use)."""
         from flywheel.algorithms.dqn.learner import DQNTorchLearner
 

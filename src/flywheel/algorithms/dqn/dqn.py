@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flywheel.algorithms.off_policy.algorithm import OffPolicyAlgorithm
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.dqn.config import DQNConfig
 
 
 class DQN(OffPolicyAlgorithm):
@@ -10,3 +15,5 @@ class DQN(OffPolicyAlgorithm):
     (`OffPolicyAlgorithm.training_step`); the loss is `DQNTorchLearner`'s, the module
     `DefaultDQNTorchRLModule` (epsilon-greedy exploration, its epsilon scheduled by the learner
     and synced to the runners with the weights)."""
+
+    config: DQNConfig

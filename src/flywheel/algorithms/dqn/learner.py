@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +15,9 @@ from flywheel.core.learner.schedules import Scheduler
 from flywheel.errors import LearnerError
 from flywheel.metrics.keys import TD_ERROR_KEY
 from flywheel.typing import ModuleID
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.dqn.config import DQNConfig
 
 
 class DQNTorchLearner(OffPolicyTorchLearner):
@@ -39,6 +42,8 @@ class DQNTorchLearner(OffPolicyTorchLearner):
     `compute_q_values(batch)` and `TargetNetworkAPI` (`forward_target` → `QF_PREDS`); a module
     with an `epsilon` buffer gets the epsilon schedule's value before every update.
     """
+
+    config: DQNConfig
 
     def build(self) -> None:
         super().build()
@@ -72,7 +77,7 @@ class DQNTorchLearner(OffPolicyTorchLearner):
         return module_ids
 
     def compute_loss_for_module(
-        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+        self, *, module_id: ModuleID, config: DQNConfig, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
         # Duck-typed (no API base class needed): compute_q_values, target networks; checked when added.
         module: Any = self.module[module_id]
@@ -110,7 +115,12 @@ class DQNTorchLearner(OffPolicyTorchLearner):
 
     @staticmethod
     def _distributional_loss(
-        config: Any, batch: dict, fwd_out: dict, target_next: dict, actions: torch.Tensor, best: torch.Tensor
+        config: DQNConfig,
+        batch: dict,
+        fwd_out: dict,
+        target_next: dict,
+        actions: torch.Tensor,
+        best: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """C51: (per-row cross-entropies, detached; the weighted mean loss)."""
         if QF_LOGITS not in fwd_out or QF_LOGITS not in target_next:

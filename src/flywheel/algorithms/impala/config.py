@@ -19,8 +19,11 @@ from flywheel.algorithms.config_settings import Schedule, setting
 
 if TYPE_CHECKING:
     from flywheel.algorithms.impala.batch_queue import BatchQueue
+    from flywheel.algorithms.impala.impala import IMPALA
+    from flywheel.algorithms.impala.learner import IMPALATorchLearner
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.typing import DeviceType
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -66,13 +69,17 @@ class IMPALAConfig(AlgorithmConfig):
     """Learner updates between weight broadcasts to the runners (each runner takes the newest
     weights with its next `sample()` call)."""
 
-    def get_default_algo_class(self) -> type:
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> IMPALA: ...
+
+    def get_default_algo_class(self) -> type[IMPALA]:
         """IMPALA (imported on first use)."""
         from flywheel.algorithms.impala.impala import IMPALA
 
         return IMPALA
 
-    def get_default_learner_class(self) -> type:
+    def get_default_learner_class(self) -> type[IMPALATorchLearner]:
         """IMPALATorchLearner (imported on first use)."""
         from flywheel.algorithms.impala.learner import IMPALATorchLearner
 
@@ -86,7 +93,7 @@ class IMPALAConfig(AlgorithmConfig):
         return RLModuleSpec(module_class=DefaultPPOTorchRLModule, model_config={"vf_share_layers": True})
 
     def build_learner_connector(
-        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+        self, input_observation_space: Any, input_action_space: Any, device: DeviceType | None = None
     ) -> ConnectorPipelineV2:
         """The common learner pipeline with IMPALA's defaults around it (unless defaults are off):
         `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), and `AddTimeDimToBatchAndBootstrap`

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -25,15 +25,21 @@ from flywheel.columns import Columns
 from flywheel.metrics import keys
 from flywheel.metrics.keys import ALL_MODULES, ENV_RUNNER_RESULTS, LEARNER_RESULTS, TIMERS
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.impala.config import IMPALAConfig
+    from flywheel.typing import EpisodeType
+
 _LEARNERS = (LEARNER_RESULTS, ALL_MODULES)
 
 
 class IMPALA(Algorithm):
     """Asynchronous sampling, a queue of train batches, V-trace learners (see the module docstring)."""
 
+    config: IMPALAConfig
+
     reconfigurable_settings = Algorithm.reconfigurable_settings | {"broadcast_interval"}
 
-    def setup(self, config: Any) -> None:
+    def setup(self, config: IMPALAConfig) -> None:
         super().setup(config)
         self.learner_queue = self.config.build_learner_queue()
         self._forming: list = []  # fragments of the next train batch
@@ -123,7 +129,7 @@ class _QueuedBatch(NamedTuple):
         return cls(episodes, int(seq_nos.sum()), seq_no_min, len(seq_nos))
 
 
-def _seq_nos(episode: Any) -> np.ndarray:
+def _seq_nos(episode: EpisodeType) -> np.ndarray:
     """The `weights_seq_no` of each step of `episode` (each agent's, for multi-agent episodes)."""
     agents = getattr(episode, "agent_episodes", None)
     if agents is not None:

@@ -17,7 +17,7 @@ times) runs its learner pipeline on it once and keeps the train batch (`BatchMem
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -28,6 +28,10 @@ from flywheel.core.learner.coefficients import EntropyCoeffSchedules
 from flywheel.core.learner.torch_learner import TorchLearner
 from flywheel.core.rl_module.apis import require_value_function
 from flywheel.typing import ModuleID, StateDict
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.impala.config import IMPALAConfig
+    from flywheel.typing import RLModuleSpecType
 
 
 class TimeMajor:
@@ -56,6 +60,8 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
     them), recurrent ones as `[B, T, ...]` sequences with `STATE_IN`.
     """
 
+    config: IMPALAConfig
+
     reconfigurable_settings = TorchLearner.reconfigurable_settings | {
         "vf_loss_coeff",
         "entropy_coeff",
@@ -76,18 +82,18 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
         """Where train batches are kept for their later uses (IMPALA trains on each batch once: none)."""
         return None
 
-    def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: Any) -> Any:
+    def add_module(self, *, module_id: ModuleID, module_spec: RLModuleSpecType, **kwargs: object) -> Any:
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         require_value_function(self, module_id, self.algorithm_name)
         self._forget_batches()
         return spec
 
-    def remove_module(self, module_id: ModuleID, **kwargs: Any) -> Any:
+    def remove_module(self, module_id: ModuleID, **kwargs: object) -> Any:
         spec = super().remove_module(module_id, **kwargs)
         self._forget_batches()
         return spec
 
-    def reset_config(self, config: Any) -> None:
+    def reset_config(self, config: IMPALAConfig) -> None:
         super().reset_config(config)
         self._forget_batches()
 
@@ -128,7 +134,7 @@ class IMPALATorchLearner(EntropyCoeffSchedules, TorchLearner):
         super().update_on_minibatch(flat)
 
     def compute_loss_for_module(
-        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+        self, *, module_id: ModuleID, config: IMPALAConfig, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
         # Duck-typed (no API base class needed): compute_values.
         module: Any = self.module[module_id]

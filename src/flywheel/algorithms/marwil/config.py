@@ -19,8 +19,11 @@ from flywheel.algorithms.config_settings import Schedule, setting
 from flywheel.offline.options import SHUFFLE_KEY, iter_batches_options
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.marwil.learner import MARWILTorchLearner
+    from flywheel.algorithms.marwil.marwil import MARWIL
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.typing import DeviceType
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -51,13 +54,17 @@ class MARWILConfig(AlgorithmConfig):
     lambda_: float = setting("training", 1.0)
     """GAE lambda for the value targets (1.0: discounted returns, bootstrapped at cut chunks)."""
 
-    def get_default_algo_class(self) -> type:
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> MARWIL: ...
+
+    def get_default_algo_class(self) -> type[MARWIL]:
         """MARWIL (imported on first use)."""
         from flywheel.algorithms.marwil.marwil import MARWIL
 
         return MARWIL
 
-    def get_default_learner_class(self) -> type:
+    def get_default_learner_class(self) -> type[MARWILTorchLearner]:
         """MARWILTorchLearner (imported on first use)."""
         from flywheel.algorithms.marwil.learner import MARWILTorchLearner
 
@@ -71,7 +78,7 @@ class MARWILConfig(AlgorithmConfig):
         return RLModuleSpec(module_class=DefaultPPOTorchRLModule)
 
     def build_learner_connector(
-        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+        self, input_observation_space: Any, input_action_space: Any, device: DeviceType | None = None
     ) -> ConnectorPipelineV2:
         """The common learner pipeline; with beta > 0 (unless defaults are off) also
         `AddOneTsToEpisodesAndTruncate` first and `GeneralAdvantageEstimation` (value targets) last."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -10,6 +10,9 @@ from flywheel.columns import Columns
 from flywheel.core.learner.torch_learner import TorchLearner
 from flywheel.errors import LearnerError
 from flywheel.typing import ModuleID, StateDict
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.marwil.config import MARWILConfig
 
 MOVING_AVERAGES = "moving_avg_sqd_adv_norms_per_module"
 
@@ -22,6 +25,8 @@ class MARWILTorchLearner(TorchLearner):
     `-mean(exp(beta * A / sqrt(c2)) * log pi(a|s)) + vf_coeff * 0.5 * mean(A^2)`, the weights
     carrying no gradient. With `beta == 0` it is behavior cloning: `-mean(log pi(a|s))`.
     """
+
+    config: MARWILConfig
 
     reconfigurable_settings = TorchLearner.reconfigurable_settings | {
         "beta",
@@ -58,7 +63,7 @@ class MARWILTorchLearner(TorchLearner):
         self.moving_avg_sqd_adv_norms_per_module[module_id] = start
 
     def compute_loss_for_module(
-        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+        self, *, module_id: ModuleID, config: MARWILConfig, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
         # Duck-typed (no API base class needed): compute_values, checked when added.
         module: Any = self.module[module_id]

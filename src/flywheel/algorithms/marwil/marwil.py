@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.algorithms.algorithm import Algorithm
 from flywheel.env.make import INPUT_ENV_SINGLE_SPACES
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.marwil.config import MARWILConfig
 
 
 class MARWIL(Algorithm):
@@ -16,9 +19,11 @@ class MARWIL(Algorithm):
     A local learner reads with pyarrow (`OfflineData`, or `MinariData` for `input_="minari:ID"`);
     remote learners (`num_learners >= 1`) each read their shard of a Ray Data stream (`RayOfflineData`)."""
 
+    config: MARWILConfig
+
     offline_data: Any = None  # the reader of config.input_ (None until built)
 
-    def setup(self, config: Any) -> None:
+    def setup(self, config: MARWILConfig) -> None:
         super().setup(config)
         from flywheel.offline.inputs import open_input
 

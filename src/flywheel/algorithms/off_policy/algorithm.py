@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from flywheel.replay import (
     TransitionEpisodes,
 )
 from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.off_policy.config import OffPolicyConfig
 
 REPLAY_BUFFER = "replay_buffer"
 """The key of the buffer's contents in `get_state()` (with `store_in_checkpoints`)."""
@@ -45,7 +48,9 @@ class OffPolicyAlgorithm(Algorithm):
     refills the buffer (with its lifetime counters intact, it learns right away).
     """
 
-    def setup(self, config: Any) -> None:
+    config: OffPolicyConfig
+
+    def setup(self, config: OffPolicyConfig) -> None:
         super().setup(config)
         self.replay_buffer = self.config.build_replay_buffer()
         self._sample_rounds, self._updates = self.config.sample_and_train_rounds()
@@ -125,7 +130,7 @@ class OffPolicyAlgorithm(Algorithm):
         self,
         components: str | list[str] | None = None,
         not_components: str | list[str] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         """`Algorithm.get_state`, plus `replay_buffer` when the config stores it in checkpoints."""
         state = super().get_state(components, not_components, **kwargs)

@@ -23,6 +23,7 @@ from flywheel.algorithms.config_settings import setting
 if TYPE_CHECKING:
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.replay import EpisodeReplayBuffer, MultiAgentEpisodeReplayBuffer
+    from flywheel.typing import DeviceType
 
 DEFAULT_REPLAY_BUFFER_CONFIG = {
     "type": "EpisodeReplayBuffer",
@@ -109,7 +110,7 @@ class OffPolicyConfig(AlgorithmConfig):
         return cls(**kwargs)
 
     def build_learner_connector(
-        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+        self, input_observation_space: Any, input_action_space: Any, device: DeviceType | None = None
     ) -> ConnectorPipelineV2:
         """The user's pieces and the defaults, with `AddNextObservationsFromEpisodesToTrainBatch` right
         after `AddObservationsFromEpisodesToBatch` (the defaults only)."""
@@ -231,11 +232,11 @@ class OffPolicyConfig(AlgorithmConfig):
         return problems
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 

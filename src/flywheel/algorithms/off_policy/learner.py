@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -16,6 +16,9 @@ from flywheel.errors import LearnerError
 from flywheel.metrics.keys import NUM_TARGET_UPDATES
 from flywheel.replay import INDICES
 from flywheel.typing import ALL_MODULES, ModuleID, StateDict
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.off_policy.config import OffPolicyConfig
 
 
 class OffPolicyTorchLearner(TorchLearner):
@@ -38,6 +41,8 @@ class OffPolicyTorchLearner(TorchLearner):
     `(main, target)` pair of the trained modules' `TargetNetworkAPI` moves to
     `(1 - tau) * target + tau * main`.
     """
+
+    config: OffPolicyConfig
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

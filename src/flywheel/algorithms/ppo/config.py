@@ -13,8 +13,11 @@ from flywheel.algorithms.algorithm_config import AlgorithmConfig
 from flywheel.algorithms.config_settings import Schedule, setting
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.ppo.learner import PPOTorchLearner
+    from flywheel.algorithms.ppo.ppo import PPO
     from flywheel.connectors.pipeline import ConnectorPipelineV2
     from flywheel.core.rl_module.spec import RLModuleSpec
+    from flywheel.typing import DeviceType
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=True)
@@ -55,13 +58,17 @@ class PPOConfig(AlgorithmConfig):
     use_gae: bool = setting("training", True)
     """False: advantages are discounted returns minus the value baseline (GAE with lambda_=1)."""
 
-    def get_default_algo_class(self) -> type:
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> PPO: ...
+
+    def get_default_algo_class(self) -> type[PPO]:
         """PPO (imported on first use)."""
         from flywheel.algorithms.ppo.ppo import PPO
 
         return PPO
 
-    def get_default_learner_class(self) -> type:
+    def get_default_learner_class(self) -> type[PPOTorchLearner]:
         """PPOTorchLearner (imported on first use)."""
         from flywheel.algorithms.ppo.learner import PPOTorchLearner
 
@@ -75,7 +82,7 @@ class PPOConfig(AlgorithmConfig):
         return RLModuleSpec(module_class=DefaultPPOTorchRLModule)
 
     def build_learner_connector(
-        self, input_observation_space: Any, input_action_space: Any, device: Any = None
+        self, input_observation_space: Any, input_action_space: Any, device: DeviceType | None = None
     ) -> ConnectorPipelineV2:
         """The common learner pipeline with PPO's defaults around it (unless defaults are off):
         `AddOneTsToEpisodesAndTruncate` first (bootstrap rows), `GeneralAdvantageEstimation` last (which

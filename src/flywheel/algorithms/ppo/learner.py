@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -14,6 +14,10 @@ from flywheel.core.learner.coefficients import AdaptiveKLCoeffs, EntropyCoeffSch
 from flywheel.core.learner.torch_learner import TorchLearner
 from flywheel.core.rl_module.apis import ValueFunctionAPI, require_value_function
 from flywheel.typing import ModuleID
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.ppo.config import PPOConfig
+    from flywheel.typing import RLModuleSpecType
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +46,8 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
     minibatch, as RLlib's (×1.5 above 2×`kl_target`, ×0.5 below 0.5×`kl_target`).
     """
 
+    config: PPOConfig
+
     reconfigurable_settings = TorchLearner.reconfigurable_settings | {
         "clip_param",
         "vf_clip_param",
@@ -61,7 +67,7 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
         for module_id in self.module:
             require_value_function(self, module_id, "PPO")
 
-    def add_module(self, *, module_id: ModuleID, module_spec: Any, **kwargs: Any) -> Any:
+    def add_module(self, *, module_id: ModuleID, module_spec: RLModuleSpecType, **kwargs: object) -> Any:
         spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
         require_value_function(self, module_id, "PPO")
         return spec
@@ -71,7 +77,7 @@ class PPOTorchLearner(EntropyCoeffSchedules, AdaptiveKLCoeffs, TorchLearner):
         return [ValueFunctionAPI]
 
     def compute_loss_for_module(
-        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+        self, *, module_id: ModuleID, config: PPOConfig, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
         """PPO's loss on one minibatch (Schulman et al., 2017), line by line:
 

@@ -10,9 +10,12 @@ stacked) and returns their means over minibatches: the numbers per-minibatch log
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
+
+if TYPE_CHECKING:
+    from flywheel.typing import ModuleID
 
 
 class _Minibatch(NamedTuple):
@@ -34,7 +37,7 @@ class LossStats:
 
     def add(
         self,
-        module_id: Any,
+        module_id: ModuleID,
         *,
         policy_loss: torch.Tensor,
         vf_loss: torch.Tensor,

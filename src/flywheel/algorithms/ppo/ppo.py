@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flywheel.algorithms.algorithm import Algorithm
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.ppo.config import PPOConfig
 
 
 class PPO(Algorithm):
     """On-policy: each step samples a fresh train batch, updates the learners on it, syncs weights."""
+
+    config: PPOConfig
 
     reconfigurable_settings = Algorithm.reconfigurable_settings | {
         "train_batch_size",

@@ -15,6 +15,8 @@ from flywheel.algorithms.off_policy.config import OffPolicyConfig
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.sac.learner import SACTorchLearner
+    from flywheel.algorithms.sac.sac import SAC
     from flywheel.core.rl_module.spec import RLModuleSpec
 
 
@@ -61,13 +63,17 @@ class SACConfig(OffPolicyConfig):
     alpha_lr: float | Schedule = setting("training", 3e-4)
     """Learning rate of log(alpha), or a schedule over sampled env steps."""
 
-    def get_default_algo_class(self) -> type:
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> SAC: ...
+
+    def get_default_algo_class(self) -> type[SAC]:
         """SAC (imported on first use)."""
         from flywheel.algorithms.sac.sac import SAC
 
         return SAC
 
-    def get_default_learner_class(self) -> type:
+    def get_default_learner_class(self) -> type[SACTorchLearner]:
         """SACTorchLearner (imported on first use)."""
         from flywheel.algorithms.sac.learner import SACTorchLearner
 

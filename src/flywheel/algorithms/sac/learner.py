@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -22,6 +22,9 @@ from flywheel.core.learner.torch_learner import adam
 from flywheel.errors import ConfigError, LearnerError
 from flywheel.metrics.keys import TD_ERROR_KEY
 from flywheel.typing import ModuleID, StateDict
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.sac.config import SACConfig
 
 _LOG_2 = math.log(2.0)
 _MODULE_METHODS = ("compute_q_values", "forward_target", "policy_parameters", "critic_parameters")
@@ -62,6 +65,8 @@ class SACTorchLearner(OffPolicyTorchLearner):
     (mean over twins) are logged per row (`TD_ERROR_KEY`) for prioritized replay.
     """
 
+    config: SACConfig
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.log_alphas: dict[ModuleID, torch.nn.Parameter] = {}
@@ -69,7 +74,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         self.critic_params: dict[ModuleID, list[torch.nn.Parameter]] = {}
         self.discrete: dict[ModuleID, bool] = {}
 
-    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any) -> None:
+    def configure_optimizers_for_module(self, module_id: ModuleID, config: SACConfig) -> None:
         """Critic, actor and alpha optimizers (Adam) with their own learning rates."""
         # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
         module: Any = self.module[module_id]
@@ -128,7 +133,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         return False
 
     def compute_loss_for_module(
-        self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
+        self, *, module_id: ModuleID, config: SACConfig, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
         log_alpha = self.log_alphas[module_id]
         alpha = log_alpha.detach().exp()
@@ -156,7 +161,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         return critic_loss + actor_loss + alpha_loss
 
     def _continuous_terms(
-        self, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict, alpha: torch.Tensor
+        self, module_id: ModuleID, config: SACConfig, batch: dict, fwd_out: dict, alpha: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(critics' Q of the taken actions, targets y, actor loss, detached log pi of the actor's samples)."""
         # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
@@ -175,7 +180,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
     @staticmethod
     @torch.no_grad()
     def continuous_targets(
-        module: Any, config: Any, batch: dict, alpha: torch.Tensor, *, entropy_backup: bool = True
+        module: Any, config: SACConfig, batch: dict, alpha: torch.Tensor, *, entropy_backup: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the critics' targets y, the policy's distribution inputs at s'), without gradient;
         `entropy_backup=False` leaves `- alpha * log pi(a'|s')` out of y."""
@@ -190,7 +195,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         return n_step_targets(batch, config.gamma, next_value), next_inputs
 
     def _discrete_terms(
-        self, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict, alpha: torch.Tensor
+        self, module_id: ModuleID, config: SACConfig, batch: dict, fwd_out: dict, alpha: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(critics' Q of the taken actions, targets y, actor loss, detached sum_a pi log pi per row)."""
         # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).

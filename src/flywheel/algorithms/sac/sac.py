@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flywheel.algorithms.off_policy.algorithm import OffPolicyAlgorithm
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.sac.config import SACConfig
 
 
 class SAC(OffPolicyAlgorithm):
@@ -10,3 +15,5 @@ class SAC(OffPolicyAlgorithm):
     (`OffPolicyAlgorithm.training_step`); the losses and the policy (squashed Gaussian for Box
     actions, Categorical for Discrete ones) are SAC's (`SACTorchLearner`, `DefaultSACTorchRLModule`).
     Exploration is the policy's own sampling."""
+
+    config: SACConfig

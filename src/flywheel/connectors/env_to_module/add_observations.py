@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import agent_rows, is_multi_agent, place_episode_items
 from flywheel.episodes.vector_recorder import newest_observations
 from flywheel.utils.nested import stack
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class AddObservationsFromEpisodesToBatch(ConnectorV2):
@@ -33,13 +38,13 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if batch:  # (an empty batch, a runner's without custom pieces, has nothing to place: a call fewer)
             place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran

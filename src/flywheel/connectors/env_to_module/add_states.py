@@ -31,7 +31,7 @@ class AddStatesFromEpisodesToBatch(ConnectorV2):
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if is_multi_agent(episodes):
             for module_id, rows in agent_rows(episodes, shared_data).items():

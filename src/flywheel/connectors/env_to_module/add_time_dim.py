@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tree
@@ -10,6 +10,9 @@ import tree
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import is_multi_agent, is_stateless
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 ADDED_SINGLE_TS_TIME_RANK = "_added_single_ts_time_rank"
 """`shared_data` key: set when this piece added the time axis, so `RemoveSingleTsTimeRankFromBatch`
@@ -32,11 +35,11 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if rl_module is None:
             return batch

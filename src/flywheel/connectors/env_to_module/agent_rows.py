@@ -11,12 +11,15 @@ they agree on it by construction. It is computed once per pipeline call and kept
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, take_rows
 from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.episodes import MultiAgentEpisode
 from flywheel.typing import AgentID, ModuleID
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 AGENT_ROWS = "agent_rows"
 """`shared_data` key of the `{module_id: ModuleRows}` layout of the current call."""
@@ -25,24 +28,24 @@ AGENT_ROWS = "agent_rows"
 class ModuleRows(NamedTuple):
     """The rows of one module's batch: the agent episodes and where each came from."""
 
-    episodes: list[Any]
+    episodes: list[EpisodeType]
     """The agents' `SingleAgentEpisode`s, one per row."""
     keys: list[tuple[int, AgentID]]
     """`(episode index, agent id)` of each row."""
 
 
-def is_multi_agent(episodes: list[Any]) -> bool:
+def is_multi_agent(episodes: list[EpisodeType]) -> bool:
     """Whether `episodes` are `MultiAgentEpisode`s (checked on the first one: pipelines get one kind)."""
     return bool(episodes) and isinstance(episodes[0], MultiAgentEpisode)
 
 
-def is_stateless(rl_module: Any) -> bool:
+def is_stateless(rl_module: RLModule) -> bool:
     """Whether `rl_module` is one `RLModule` without recurrent state (never a `MultiRLModule`, whose
     modules may change between calls)."""
     return isinstance(rl_module, RLModule) and not rl_module.is_stateful()
 
 
-def column_dicts(batch: dict[str, Any], episodes: list[Any]) -> Iterable[dict[str, Any]]:
+def column_dicts(batch: dict[str, Any], episodes: list[EpisodeType]) -> Iterable[dict[str, Any]]:
     """The column dicts of a batch: each module's (`batch[module_id]`) for `MultiAgentEpisode`s, else
     the batch itself, so pieces that treat every column alike run one loop for both kinds."""
     return batch.values() if is_multi_agent(episodes) else (batch,)
@@ -70,7 +73,7 @@ def agent_rows(episodes: list[Any], shared_data: dict | None = None) -> dict[Mod
     return rows
 
 
-def place_episode_items(batch: dict[str, Any], episodes: list[Any], shared_data: dict | None) -> None:
+def place_episode_items(batch: dict[str, Any], episodes: list[EpisodeType], shared_data: dict | None) -> None:
     """Moves the episode-keyed columns custom pieces added (`ConnectorV2.add_batch_item` with an
     episode) into this layout: `batch[column]` with one row per episode, or for `MultiAgentEpisode`s
     `batch[module_id][column]` with one row per agent to act."""

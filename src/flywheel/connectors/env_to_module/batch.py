@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.connectors.batch_items import stack_rows
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import column_dicts, place_episode_items
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class BatchIndividualItems(ConnectorV2):
@@ -30,13 +35,13 @@ class BatchIndividualItems(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         place_episode_items(batch, episodes, shared_data)
         for columns in column_dicts(batch, episodes):

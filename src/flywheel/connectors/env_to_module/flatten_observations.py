@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.errors import ConnectorError
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class FlattenObservations(ConnectorV2):
         *,
         multi_agent: bool = False,
         agent_ids: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.multi_agent = multi_agent
         self.agent_ids = None if agent_ids is None else set(agent_ids)
@@ -75,13 +80,13 @@ class FlattenObservations(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if not episodes:
             return batch
@@ -99,7 +104,7 @@ class FlattenObservations(ConnectorV2):
         return batch
 
 
-def _rewrite_newest(episodes: list[Any], leaves: list[_Leaf]) -> None:
+def _rewrite_newest(episodes: list[EpisodeType], leaves: list[_Leaf]) -> None:
     """Replaces each (single-agent) episode's newest observation by its flat version."""
     flat = _flatten([episode.get_observations(-1) for episode in episodes], leaves)
     for episode, row in zip(episodes, flat):
@@ -164,7 +169,7 @@ def _flatten_leaf(leaf: _Leaf, observations: list[Any]) -> np.ndarray:
     return one_hots[0] if len(one_hots) == 1 else np.concatenate(one_hots, axis=1)
 
 
-def _at_path(observation: Any, path: tuple[Any, ...]) -> Any:
+def _at_path(observation: np.ndarray, path: tuple[Any, ...]) -> Any:
     for key in path:
         observation = observation[key]
     return observation

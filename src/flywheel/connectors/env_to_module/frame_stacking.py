@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -10,6 +10,11 @@ import numpy as np
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.errors import ConnectorError
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class FrameStacking(ConnectorV2):
@@ -34,7 +39,7 @@ class FrameStacking(ConnectorV2):
         input_action_space: gym.Space | None = None,
         *,
         num_frames: int = 4,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         if kwargs.pop("as_learner_connector", False):
             raise ConnectorError(
@@ -59,13 +64,13 @@ class FrameStacking(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if episodes:
             k = self.num_frames

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -18,6 +18,10 @@ from flywheel.connectors.batch_items import single_agent_episode_iterator
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.errors import ConnectorError
 from flywheel.typing import StateDict
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ class MeanStdFilter(ConnectorV2):
         clip: float = 10.0,
         epsilon: float = 1e-8,
         update_stats: bool = True,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.multi_agent = multi_agent
         self.clip = clip
@@ -171,13 +175,13 @@ class MeanStdFilter(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
         episodes: list[Any],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if not episodes:
             return batch
@@ -267,7 +271,7 @@ def _get(obs: Any, leaf: Path) -> Any:
     return obs
 
 
-def _set(obs: Any, leaf: Path, value: Any) -> Any:
+def _set(obs: Any, leaf: Path, value: object) -> Any:
     """`obs` with the entry at `leaf` replaced (containers copied along the way, the rest shared)."""
     if not leaf:
         return value

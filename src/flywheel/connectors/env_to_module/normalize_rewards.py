@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -22,6 +22,9 @@ import numpy as np
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.errors import ConnectorError
 from flywheel.typing import StateDict
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 _PRUNE_EVERY = 1000
 """Calls after which the discounted returns of episodes no call has passed since are dropped (runners
@@ -58,7 +61,7 @@ class NormalizeRewards(ConnectorV2):
         clip: float = 10.0,
         epsilon: float = 1e-8,
         update_stats: bool = True,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         _check_args(gamma, clip, epsilon)
         self.gamma = float(gamma)
@@ -76,11 +79,11 @@ class NormalizeRewards(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         self._calls += 1
         pending = []  # (episode, index of its first new reward or -1, new rewards, their returns)

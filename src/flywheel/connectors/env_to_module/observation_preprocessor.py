@@ -8,9 +8,14 @@ A piece that changes the observation's space says so in `recompute_output_observ
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.connectors.connector import ConnectorV2
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class SingleAgentObservationPreprocessor(ConnectorV2, abc.ABC):
@@ -18,19 +23,19 @@ class SingleAgentObservationPreprocessor(ConnectorV2, abc.ABC):
     every agent that just observed, with that agent's `SingleAgentEpisode`)."""
 
     @abc.abstractmethod
-    def preprocess(self, observation: Any, episode: Any) -> Any:
+    def preprocess(self, observation: Any, episode: EpisodeType) -> Any:
         """The new observation for one agent (`episode.agent_id` / `episode.module_id` say whose)."""
 
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
         episodes: list[Any],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for episode in self.single_agent_episode_iterator(episodes):
             new_observation = self.preprocess(observation=episode.get_observations(-1), episode=episode)
@@ -44,19 +49,19 @@ class MultiAgentObservationPreprocessor(ConnectorV2, abc.ABC):
     input and output spaces are the Dicts of every agent's space."""
 
     @abc.abstractmethod
-    def preprocess(self, observations: dict[Any, Any], episode: Any) -> dict[Any, Any]:
+    def preprocess(self, observations: dict[Any, Any], episode: EpisodeType) -> dict[Any, Any]:
         """The new observations `{agent_id: observation}` (agents left out keep theirs)."""
 
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
         episodes: list[Any],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for episode in episodes:
             new_observations = self.preprocess(observations=episode.get_observations(-1), episode=episode)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.errors import ConnectorError
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import AgentID, EpisodeType
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class PrevActionsPrevRewards(ConnectorV2):
         n_prev_actions: int = 1,
         n_prev_rewards: int = 1,
         as_learner_connector: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         if as_learner_connector:
             raise ConnectorError(
@@ -91,7 +96,7 @@ class PrevActionsPrevRewards(ConnectorV2):
             }
         )
 
-    def _agent_space(self, agent_id: Any, obs_space: gym.Space, act_space: gym.Space) -> gym.spaces.Dict:
+    def _agent_space(self, agent_id: AgentID, obs_space: gym.Space, act_space: gym.Space) -> gym.spaces.Dict:
         if isinstance(act_space, gym.spaces.Discrete):
             coding = _ActionCoding(int(act_space.n), (), int(act_space.start), int(act_space.start))
             low, high = np.zeros(coding.dim), np.ones(coding.dim)
@@ -120,13 +125,13 @@ class PrevActionsPrevRewards(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         per_agent: dict[Any, list[Any]] = {}
         for episode in self.single_agent_episode_iterator(episodes):
@@ -135,7 +140,7 @@ class PrevActionsPrevRewards(ConnectorV2):
             self._rewrite_newest(agent_episodes, self._codings[agent_id])
         return batch
 
-    def _rewrite_newest(self, episodes: list[Any], coding: _ActionCoding) -> None:
+    def _rewrite_newest(self, episodes: list[EpisodeType], coding: _ActionCoding) -> None:
         """Replaces each episode's newest observation by its Dict (one agent's episodes: one coding)."""
         n_a, n_r = self.n_prev_actions, self.n_prev_rewards
         actions = np.zeros((len(episodes), n_a * coding.dim), np.float32)
@@ -171,7 +176,7 @@ def _encode_actions(actions: np.ndarray, valid: np.ndarray, coding: _ActionCodin
 
 
 def _pad_front(
-    histories: list[Any], length: int, item_shape: tuple[int, ...], value: Any
+    histories: list[Any], length: int, item_shape: tuple[int, ...], value: object
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-episode histories (newest last) → `[B, length, *item_shape]`, padded in front with `value`.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -11,6 +11,11 @@ import tree
 
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import column_dicts
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 _FLOAT64 = np.dtype(np.float64)
 
@@ -31,7 +36,7 @@ class NumpyToTensor(ConnectorV2):
         input_action_space: gym.Space | None = None,
         *,
         device: str | torch.device | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.device = None if device is None else torch.device(device)
@@ -39,13 +44,13 @@ class NumpyToTensor(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for columns in column_dicts(batch, episodes):
             self._convert(columns)
@@ -64,7 +69,7 @@ class NumpyToTensor(ConnectorV2):
         tensor = torch.from_numpy(array)
         return tensor if self.device is None else tensor.to(self.device)
 
-    def _to_tensor_if_array(self, leaf: Any) -> Any:
+    def _to_tensor_if_array(self, leaf: object) -> Any:
         return self._to_tensor(leaf) if isinstance(leaf, np.ndarray) else leaf
 
     def __repr__(self) -> str:

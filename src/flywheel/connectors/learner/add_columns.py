@@ -1,6 +1,8 @@
 """`AddColumnsFromEpisodesToTrainBatch`: actions, rewards, done flags and extra model outputs."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +18,9 @@ from flywheel.connectors.learner.module_episodes import (
     transition_blocks,
 )
 from flywheel.utils.nested import stack
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 _OWN_COLUMNS = (Columns.ACTIONS, Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS)
 _OBSERVATIONS = (Columns.OBS, Columns.NEXT_OBS)  # the observation pieces add these
@@ -39,11 +44,11 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         blocks = transition_blocks(episodes)
         if blocks is not None:

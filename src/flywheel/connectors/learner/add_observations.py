@@ -1,6 +1,8 @@
 """`AddObservationsFromEpisodesToBatch` (learner version): every chunk's observations as rows."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
@@ -13,6 +15,11 @@ from flywheel.connectors.learner.module_episodes import (
     place_episode_items,
     transition_blocks,
 )
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class AddObservationsFromEpisodesToBatch(ConnectorV2):
@@ -30,13 +37,13 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
         preset = modules_with_column(batch, Columns.OBS)

@@ -1,6 +1,8 @@
 """`AddOneTsToEpisodesAndTruncate`: one bootstrap timestep at the end of every episode chunk."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,6 +15,11 @@ from flywheel.connectors.learner.module_episodes import (
     terminated_column,
 )
 from flywheel.errors import ConnectorError
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class AddOneTsToEpisodesAndTruncate(ConnectorV2):
@@ -34,13 +41,13 @@ class AddOneTsToEpisodesAndTruncate(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if shared_data is None:
             raise ConnectorError(

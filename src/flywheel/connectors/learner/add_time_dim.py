@@ -1,6 +1,8 @@
 """`AddTimeDimToBatchAndZeroPad`: sequences of `max_seq_len` rows for stateful (recurrent) modules."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +16,9 @@ from flywheel.connectors.learner.module_episodes import (
 from flywheel.errors import ConnectorError
 from flywheel.utils.nested import concat, num_rows, stack, take
 from flywheel.utils.numpy import convert_to_numpy
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 _DEFAULT_MAX_SEQ_LEN = 20
 
@@ -41,11 +46,11 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         blocks = transition_blocks(episodes)
         if blocks is not None and not any(_stateful(rl_module, module_id) for module_id, _ in blocks):

@@ -20,7 +20,7 @@ truncated at, or its terminal one); a stateful module's rows hold one run each, 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from flywheel.connectors.learner.module_episodes import (
 )
 from flywheel.errors import ConnectorError
 from flywheel.utils.nested import concat, num_rows
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 _DEFAULT_SEQUENCE_LENGTH = 50
 
@@ -63,11 +66,11 @@ class AddTimeDimToBatchAndBootstrap(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         chunk_lens = bootstrap_chunk_lens(shared_data, "AddTimeDimToBatchAndBootstrap")
         chunks: dict[str, list] = {}

@@ -1,11 +1,18 @@
 """`BatchIndividualItems` (learner version): per-chunk items → one array per module and column."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import place_episode_items
 from flywheel.errors import ConnectorError
 from flywheel.utils.nested import concat, num_rows
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class BatchIndividualItems(ConnectorV2):
@@ -20,13 +27,13 @@ class BatchIndividualItems(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         place_episode_items(batch, episodes, shared_data)
         for module_id, columns in batch.items():

@@ -1,6 +1,8 @@
 """`ComputeReturnsToGo`: the discounted sum of the rewards from each step to the end of its chunk."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -8,6 +10,11 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.gae import reverse_linear_scan
 from flywheel.connectors.learner.module_episodes import module_episodes
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class ComputeReturnsToGo(ConnectorV2):
@@ -25,7 +32,7 @@ class ComputeReturnsToGo(ConnectorV2):
         input_action_space: Any = None,
         *,
         gamma: float = 0.99,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.gamma = gamma
@@ -33,13 +40,13 @@ class ComputeReturnsToGo(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for _, episode in module_episodes(episodes):
             rewards = np.asarray(episode.get_rewards(), dtype=np.float64)

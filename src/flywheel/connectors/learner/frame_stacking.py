@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import gymnasium as gym
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -32,7 +30,7 @@ class FrameStacking(ConnectorV2):
         input_action_space: gym.Space | None = None,
         *,
         num_frames: int = 4,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.num_frames = checked_num_frames(num_frames)
         super().__init__(input_observation_space, input_action_space, **kwargs)

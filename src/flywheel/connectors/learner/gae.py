@@ -1,6 +1,8 @@
 """`GeneralAdvantageEstimation`: advantages and value targets for on-policy losses (PPO)."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -10,6 +12,9 @@ from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import bootstrap_chunk_lens
 from flywheel.errors import ConnectorError
 from flywheel.utils.nested import take
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 
 class GeneralAdvantageEstimation(ConnectorV2):
@@ -39,7 +44,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
         gamma: float = 0.99,
         lambda_: float = 0.95,
         standardize: bool = True,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.gamma = gamma
@@ -51,11 +56,11 @@ class GeneralAdvantageEstimation(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         chunk_lens = bootstrap_chunk_lens(shared_data, "GeneralAdvantageEstimation")
         for module_id, columns in batch.items():

@@ -10,8 +10,10 @@ has asked for their episode objects, `transition_blocks` gives the default piece
 one block per module, and each piece adds a block's column in one go.
 """
 
+from __future__ import annotations
+
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tree
@@ -21,12 +23,15 @@ from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpi
 from flywheel.errors import ConnectorError
 from flywheel.typing import DEFAULT_MODULE_ID, ModuleID
 
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
+
 # `shared_data` key under which `AddOneTsToEpisodesAndTruncate` records, per module, the number
 # of rows of each chunk (its steps plus the one bootstrap timestep), in `module_episodes` order.
 BOOTSTRAP_CHUNK_LENS = "bootstrap_chunk_lens"
 
 
-def module_episodes(episodes: list[Any]) -> Iterator[tuple[ModuleID, Any]]:
+def module_episodes(episodes: list[EpisodeType]) -> Iterator[tuple[ModuleID, Any]]:
     """Yields `(module_id, single_agent_episode)` for every chunk with at least one step.
 
     A `SingleAgentEpisode` trains `episode.module_id` (the default policy when unset); a
@@ -72,13 +77,13 @@ def bootstrap_chunk_lens(shared_data: dict | None, piece: str) -> dict:
     return chunk_lens
 
 
-def chunk_rows(episode: Any, shared_data: dict | None) -> int:
+def chunk_rows(episode: EpisodeType, shared_data: dict | None) -> int:
     """Rows a chunk contributes: its steps, plus one when bootstrap timesteps were added."""
     extra = 1 if shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data else 0
     return len(episode) + extra
 
 
-def add_module_item(batch: dict, module_id: ModuleID, column: str, item: Any) -> None:
+def add_module_item(batch: dict, module_id: ModuleID, column: str, item: object) -> None:
     """Appends one chunk's `item` to `batch[module_id][column]` (a list of per-chunk items)."""
     columns = batch.get(module_id)
     if columns is None:
@@ -91,7 +96,7 @@ def add_module_item(batch: dict, module_id: ModuleID, column: str, item: Any) ->
         items.append(item)
 
 
-def place_episode_items(batch: dict, episodes: list[Any], shared_data: dict | None) -> None:
+def place_episode_items(batch: dict, episodes: list[EpisodeType], shared_data: dict | None) -> None:
     """Moves the episode-keyed columns custom pieces added (`ConnectorV2.add_batch_item` with an
     episode) into the learner layout: `batch[module_id][column]`, one array per chunk (its rows,
     plus the bootstrap row when `AddOneTsToEpisodesAndTruncate` ran), in `module_episodes` order."""
@@ -112,7 +117,7 @@ def modules_with_column(batch: dict, column: str) -> set[ModuleID]:
     return {module_id for module_id, columns in batch.items() if column in columns}
 
 
-def append_last(data: Any, fill: Any = None) -> Any:
+def append_last(data: object, fill: object = None) -> Any:
     """`data` with one more row at the end: a copy of its last row, or `fill` when given."""
     if isinstance(data, np.ndarray):
         last = data[-1:] if fill is None else np.full((1,) + data.shape[1:], fill, dtype=data.dtype)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class NumpyToTensor(ConnectorV2):
@@ -27,7 +32,7 @@ class NumpyToTensor(ConnectorV2):
         input_action_space: Any = None,
         *,
         device: str | torch.device | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         self.device = torch.device("cpu") if device is None else torch.device(device)
@@ -35,20 +40,20 @@ class NumpyToTensor(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for columns in batch.values():
             for column, value in columns.items():
                 columns[column] = tree.map_structure(self._to_tensor, value)
         return batch
 
-    def _to_tensor(self, leaf: Any) -> Any:
+    def _to_tensor(self, leaf: object) -> Any:
         if isinstance(leaf, np.ndarray):
             if leaf.dtype == object:
                 return leaf

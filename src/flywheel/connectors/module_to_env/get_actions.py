@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
 from flywheel.errors import ModuleError
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 
 class GetActions(ConnectorV2):
@@ -27,11 +30,11 @@ class GetActions(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if is_multi_agent(episodes):
             for module_id, columns in batch.items():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import gymnasium as gym
 import numpy as np
@@ -12,6 +12,9 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import is_multi_agent
 from flywheel.errors import ConnectorError
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 
 class NormalizeAndClipActions(ConnectorV2):
@@ -33,7 +36,7 @@ class NormalizeAndClipActions(ConnectorV2):
         *,
         normalize_actions: bool = True,
         clip_actions: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ):
         self.normalize_actions = normalize_actions
         self.clip_actions = clip_actions
@@ -46,11 +49,11 @@ class NormalizeAndClipActions(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if is_multi_agent(episodes):
             for module_id, columns in batch.items():

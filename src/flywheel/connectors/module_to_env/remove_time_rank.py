@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tree
@@ -11,6 +11,9 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.add_time_dim import ADDED_SINGLE_TS_TIME_RANK
 from flywheel.connectors.env_to_module.agent_rows import is_multi_agent, is_stateless
+
+if TYPE_CHECKING:
+    from flywheel.typing import EpisodeType
 
 
 class RemoveSingleTsTimeRankFromBatch(ConnectorV2):
@@ -23,11 +26,11 @@ class RemoveSingleTsTimeRankFromBatch(ConnectorV2):
         *,
         rl_module: Any,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
         metrics: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         if not (shared_data or {}).get(ADDED_SINGLE_TS_TIME_RANK):
             return batch

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import tree
 
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.agent_rows import column_dicts
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class TensorToNumpy(ConnectorV2):
@@ -25,13 +30,13 @@ class TensorToNumpy(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         for columns in column_dicts(batch, episodes):
             _convert(columns)
@@ -52,6 +57,6 @@ def _convert(columns: dict[str, Any]) -> None:
             columns[column] = tree.map_structure(_leaf_to_numpy, value)
 
 
-def _leaf_to_numpy(leaf: Any) -> Any:
+def _leaf_to_numpy(leaf: object) -> Any:
     # (Leaves of nested outputs, e.g. recurrent states: forced, which converts every tensor.)
     return leaf.numpy(force=True).copy() if isinstance(leaf, torch.Tensor) else leaf

@@ -12,13 +12,15 @@ once per update (`curr_entropy_coeff`, `curr_kl_coeff`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flywheel.checkpoints.checkpointable import select
 from flywheel.core.learner.schedules import Scheduler
 from flywheel.typing import ModuleID, StateDict
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.algorithms.config_settings import Schedule
     from flywheel.core.learner.learner import Learner
 
     _LearnerMixin = Learner  # the mixins extend a Learner's methods (`super()`) and read its attributes
@@ -26,9 +28,25 @@ else:
     _LearnerMixin = object
 
 
+class EntropyCoeffConfig(Protocol):
+    """The setting `EntropyCoeffSchedules` reads (PPOConfig and IMPALAConfig have it)."""
+
+    entropy_coeff: float | Schedule
+
+
+class KLCoeffConfig(Protocol):
+    """The settings `AdaptiveKLCoeffs` reads (PPOConfig and APPOConfig have them)."""
+
+    use_kl_loss: bool
+    kl_coeff: float
+    kl_target: float
+
+
 class EntropyCoeffSchedules(_LearnerMixin):
     """`config.entropy_coeff` (a number or a schedule over sampled env steps) per module:
     `curr_entropy_coeffs[module_id]` holds its value for the current update."""
+
+    config: EntropyCoeffConfig
 
     def build(self) -> None:
         self.entropy_coeff_schedulers: dict[ModuleID, Scheduler] = {}
@@ -48,11 +66,13 @@ class EntropyCoeffSchedules(_LearnerMixin):
         self.curr_entropy_coeffs.pop(module_id, None)
         return spec
 
-    def reset_config(self, config: Any) -> None:
-        """The learner's `reset_config`, and each module follows the new `entropy_coeff`."""
+    def reset_config(self, config: AlgorithmConfig) -> None:
+        """The learner's `reset_config` (which makes `config` `self.config`), and each module follows the
+        new `entropy_coeff`."""
         super().reset_config(config)
+        entropy_coeff = self.config.entropy_coeff
         for module_id in self.entropy_coeff_schedulers:
-            self.entropy_coeff_schedulers[module_id] = Scheduler(config.entropy_coeff, name="entropy_coeff")
+            self.entropy_coeff_schedulers[module_id] = Scheduler(entropy_coeff, name="entropy_coeff")
 
     def _set_up_entropy_coeff(self, module_id: ModuleID) -> None:
         scheduler = Scheduler(self.config.entropy_coeff, name="entropy_coeff")
@@ -71,6 +91,8 @@ class AdaptiveKLCoeffs(_LearnerMixin):
     """`curr_kl_coeffs[module_id]`, starting at `config.kl_coeff`; with `config.use_kl_loss`,
     `adapt_kl_coeffs(kls)` moves it after each update: ×1.5 when the update's KL exceeded 2 × `kl_target`,
     ×0.5 below 0.5 × `kl_target`. Saved in the learner's state."""
+
+    config: KLCoeffConfig
 
     def build(self) -> None:
         self.curr_kl_coeffs: dict[ModuleID, float] = {}

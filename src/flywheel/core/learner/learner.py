@@ -47,6 +47,7 @@ from flywheel.metrics.metrics_logger import MetricsLogger
 from flywheel.typing import ALL_MODULES, DEFAULT_MODULE_ID, ModuleID, StateDict
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
     from flywheel.checkpoints.registry import Allowed
     from flywheel.checkpoints.tree import Node
     from flywheel.connectors.pipeline import ConnectorPipelineV2
@@ -70,6 +71,9 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
             `module_spec` is missing or has no spaces.
     """
 
+    config: AlgorithmConfig
+    """The algorithm's config; an algorithm's learner declares its own class (`config: PPOConfig`)."""
+
     reconfigurable_settings: ClassVar[frozenset[str]] = frozenset(
         {
             "lr",
@@ -88,7 +92,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
     def __init__(
         self,
         *,
-        config: Any,
+        config: AlgorithmConfig,
         module_spec: RLModuleSpec | MultiRLModuleSpec | None = None,
         module: RLModule | None = None,
         spaces: tuple | None = None,
@@ -130,7 +134,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
             spaces = (default.observation_space, default.action_space)
         return self.config.build_learner_connector(*spaces, device=self.device)
 
-    def reset_config(self, config: Any) -> None:
+    def reset_config(self, config: AlgorithmConfig) -> None:
         """Makes `config` the learner's config, keeping module, optimizers and state: optimizers whose
         learning rate (or schedule) is the old `config.lr` follow the new `config.lr` from the next update,
         and the learner pipeline is rebuilt (with its state) from `config` (e.g. a new `gamma`). Only the
@@ -165,7 +169,9 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
                 self.configure_optimizers_for_module(module_id=module_id, config=self.config)
 
     @abc.abstractmethod
-    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
+    def configure_optimizers_for_module(
+        self, module_id: ModuleID, config: AlgorithmConfig | None = None
+    ) -> None:
         """Creates the optimizer(s) of one module and registers them with `register_optimizer`."""
 
     def shutdown(self) -> None:  # noqa: B027 (optional hook)
@@ -238,13 +244,15 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         return losses
 
     @abc.abstractmethod
-    def compute_loss_for_module(self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict) -> Any:
+    def compute_loss_for_module(
+        self, *, module_id: ModuleID, config: AlgorithmConfig, batch: dict, fwd_out: dict
+    ) -> Any:
         """Returns the scalar loss of one module on one minibatch (and logs its terms to `self.metrics`)."""
 
     # Gradients (framework learners implement these).
 
     @abc.abstractmethod
-    def compute_gradients(self, loss_per_module: dict[ModuleID, Any], **kwargs: Any) -> dict:
+    def compute_gradients(self, loss_per_module: dict[ModuleID, Any], **kwargs: object) -> dict:
         """Backpropagates the summed losses; returns `{param_ref: gradient}` of the optimizers of the
         modules in `loss_per_module` (every optimizer for an `ALL_MODULES` key)."""
 
@@ -273,7 +281,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
 
     @abc.abstractmethod
     def postprocess_gradients_for_module(
-        self, *, module_id: ModuleID, config: Any = None, module_gradients_dict: dict
+        self, *, module_id: ModuleID, config: AlgorithmConfig | None = None, module_gradients_dict: dict
     ) -> dict:
         """Clips one module's gradients per optimizer (`config.grad_clip` by `config.grad_clip_by`)."""
 
@@ -396,7 +404,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         gradients = self.compute_gradients(loss_per_module)
         self.apply_gradients(self.postprocess_gradients(gradients))
 
-    def log_minibatch_value(self, key: tuple, value: Any) -> None:
+    def log_minibatch_value(self, key: tuple, value: object) -> None:
         """Logs a per-minibatch value: inside `update` the values are kept and their mean over the
         update's minibatches is logged once at its end (what logging each would give, for a fraction
         of the cost); outside it, right away."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tree
@@ -36,6 +36,9 @@ from flywheel.errors import CheckpointError, LearnerError
 from flywheel.typing import ModuleID, StateDict
 from flywheel.utils.nested import num_rows
 
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+
 
 class LearnerGroup(Checkpointable):
     """Builds and drives the learners; the algorithm only talks to this.
@@ -50,7 +53,9 @@ class LearnerGroup(Checkpointable):
         spaces: `(observation_space, action_space)` of the env-to-module pipeline's output.
     """
 
-    def __init__(self, *, config: Any, module_spec: Any = None, spaces: tuple | None = None) -> None:
+    def __init__(
+        self, *, config: AlgorithmConfig, module_spec: Any = None, spaces: tuple | None = None
+    ) -> None:
         self.config = config
         self._module_spec, self._spaces = module_spec, spaces
         self._learner_class = config.learner_class or config.get_default_learner_class()

@@ -24,11 +24,15 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.errors import LearnerDiedError
 from flywheel.ray_start import ensure_ray
 from flywheel.seeding import seed_process
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import RLModuleSpecType
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +55,8 @@ class LearnerHost:
     def __init__(
         self,
         learner_class: type,
-        config: Any,
-        module_spec: Any,
+        config: AlgorithmConfig,
+        module_spec: RLModuleSpecType,
         spaces: tuple | None,
         rank: int = 0,
         remote: bool = False,
@@ -82,7 +86,7 @@ class LearnerHost:
         """Drops the snapshot (its block succeeded)."""
         self._saved = None
 
-    def update(self, **kwargs: Any) -> dict:
+    def update(self, **kwargs: object) -> dict:
         return self.learner.update(**kwargs)
 
     def apply(self, func: Callable[[Any], Any]) -> Any:
@@ -117,7 +121,13 @@ class RemoteLearners:
     """`config.num_learners` `LearnerHost` actors, rank `r` at index `r`; every call waits through
     `_wait` (hang warnings) and turns dead actors into `LearnerDiedError`."""
 
-    def __init__(self, learner_class: type, config: Any, module_spec: Any, spaces: tuple | None) -> None:
+    def __init__(
+        self,
+        learner_class: type,
+        config: AlgorithmConfig,
+        module_spec: RLModuleSpecType,
+        spaces: tuple | None,
+    ) -> None:
         self.config = config
         self._host_args = (learner_class, config, module_spec, spaces)
         self._actors: list[Any] = []
@@ -155,7 +165,7 @@ class RemoteLearners:
 
     # Calls.
 
-    def call(self, method: str, *args: Any, ranks: list[int] | None = None, **kwargs: Any) -> list:
+    def call(self, method: str, *args: object, ranks: list[int] | None = None, **kwargs: object) -> list:
         """`method(*args, **kwargs)` on each rank in `ranks` (default: all, none of them dead)."""
         if ranks is None:
             self.check_alive()
@@ -201,7 +211,7 @@ class RemoteLearners:
         self.restart()
         self.call("apply", lambda learner: learner.set_state(state))
 
-    def set_module_spec(self, module_spec: Any) -> None:
+    def set_module_spec(self, module_spec: RLModuleSpecType) -> None:
         """The module spec learners started from now on are built with (after modules were added or
         removed at run time)."""
         learner_class, config, _, spaces = self._host_args

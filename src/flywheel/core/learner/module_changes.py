@@ -15,6 +15,7 @@ from flywheel.errors import ConfigError
 from flywheel.typing import ModuleID
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
     from flywheel.core.rl_module.multi_rl_module import MultiRLModule
     from flywheel.metrics.metrics_logger import MetricsLogger
 
@@ -23,7 +24,7 @@ class ModuleChanges:
     """`add_module` / `remove_module` for `Learner` (which provides the module, config, optimizers)."""
 
     if TYPE_CHECKING:  # what `Learner` provides
-        config: Any
+        config: AlgorithmConfig
         metrics: MetricsLogger
         _module_spec: RLModuleSpec | MultiRLModuleSpec | None
 
@@ -31,7 +32,9 @@ class ModuleChanges:
         def module(self) -> MultiRLModule: ...
         def remove_optimizers(self, module_id: ModuleID) -> None: ...
         def should_module_be_updated(self, module_id: ModuleID, multi_agent_batch: Any = None) -> bool: ...
-        def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None: ...
+        def configure_optimizers_for_module(
+            self, module_id: ModuleID, config: AlgorithmConfig | None = None
+        ) -> None: ...
 
     def add_module(
         self,

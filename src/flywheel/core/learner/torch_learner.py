@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -19,6 +19,10 @@ from flywheel.core.rl_module.rl_module import RLModule
 from flywheel.errors import ConfigError
 from flywheel.typing import ALL_MODULES, ModuleID, StateDict
 from flywheel.utils.nested import take
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
+    from flywheel.typing import RLModuleSpecType
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +47,12 @@ class TorchLearner(Learner):
     framework = "torch"
 
     def __init__(
-        self, *, config: Any, module_spec: Any = None, module: Any = None, spaces: tuple | None = None
+        self,
+        *,
+        config: AlgorithmConfig,
+        module_spec: RLModuleSpecType | None = None,
+        module: Any = None,
+        spaces: tuple | None = None,
     ) -> None:
         super().__init__(config=config, module_spec=module_spec, module=module, spaces=spaces)
         self._device = _device_for(config)
@@ -71,7 +80,7 @@ class TorchLearner(Learner):
         *,
         module_id: ModuleID = ALL_MODULES,
         optimizer_name: str = DEFAULT_OPTIMIZER,
-        optimizer: Any,
+        optimizer: torch.optim.Optimizer,
         params: Any,
         lr_or_lr_schedule: Any = None,
     ) -> None:
@@ -110,7 +119,9 @@ class TorchLearner(Learner):
     def _build_module(self) -> MultiRLModule:
         return super()._build_module().to(self._device)
 
-    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
+    def configure_optimizers_for_module(
+        self, module_id: ModuleID, config: AlgorithmConfig | None = None
+    ) -> None:
         """One Adam optimizer over the module's trainable parameters, with `config.lr` (or its schedule)
         and `config.adam_epsilon`."""
         params = [p for p in self.get_parameters(self.module[module_id]) if p.requires_grad]
@@ -161,7 +172,7 @@ class TorchLearner(Learner):
         return {param: param.grad for param in params if param.grad is not None}
 
     def postprocess_gradients_for_module(
-        self, *, module_id: ModuleID, config: Any = None, module_gradients_dict: dict
+        self, *, module_id: ModuleID, config: AlgorithmConfig | None = None, module_gradients_dict: dict
     ) -> dict:
         """Clips each optimizer's share of `module_gradients_dict` in place (`grad_clip` by `grad_clip_by`)
         and logs its pre-clip global norm (with `log_gradients`, or when clipping by global norm)."""
@@ -269,7 +280,7 @@ def _grads_of(slot: OptimizerSlot, gradients: dict) -> list[torch.Tensor]:
     return [g for p in slot.params if (g := gradients.get(p)) is not None]
 
 
-def _device_for(config: Any) -> torch.device:
+def _device_for(config: AlgorithmConfig) -> torch.device:
     if not getattr(config, "num_gpus_per_learner", 0):
         return torch.device("cpu")
     if not torch.cuda.is_available():
@@ -280,7 +291,7 @@ def _device_for(config: Any) -> torch.device:
     return torch.device("cuda")
 
 
-def _to_tensor(data: Any, device: torch.device) -> Any:
+def _to_tensor(data: object, device: torch.device) -> Any:
     if isinstance(data, dict):
         return {key: _to_tensor(value, device) for key, value in data.items()}
     if isinstance(data, tuple):  # Tuple action spaces
@@ -297,7 +308,7 @@ def _to_tensor(data: Any, device: torch.device) -> Any:
     return data
 
 
-def _to_plain(data: Any) -> Any:
+def _to_plain(data: object) -> Any:
     if isinstance(data, torch.Tensor):
         return data.detach().cpu().numpy().copy()
     if isinstance(data, dict):
@@ -307,7 +318,7 @@ def _to_plain(data: Any) -> Any:
     return data
 
 
-def _from_plain(data: Any) -> Any:
+def _from_plain(data: object) -> Any:
     if isinstance(data, np.ndarray):
         return torch.from_numpy(data.copy())
     if isinstance(data, dict):

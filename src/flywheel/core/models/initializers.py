@@ -32,9 +32,9 @@ class LayerInit:
 
     prefix: str = "fcnet"
     kernel: Any = None
-    kernel_kwargs: Mapping[str, Any] | None = None
+    kernel_kwargs: Mapping[str, object] | None = None
     bias: Any = None
-    bias_kwargs: Mapping[str, Any] | None = None
+    bias_kwargs: Mapping[str, object] | None = None
 
     @classmethod
     def from_model_config(cls, model_config: Mapping[str, Any], prefix: str) -> LayerInit:
@@ -47,7 +47,7 @@ class LayerInit:
             model_config.get(f"{prefix}_bias_initializer_kwargs"),
         )
 
-    def with_kernel_kwargs(self, kwargs: Mapping[str, Any] | None, key: str) -> LayerInit:
+    def with_kernel_kwargs(self, kwargs: Mapping[str, object] | None, key: str) -> LayerInit:
         """This init with `kwargs` (the model_config value of `key`) for the kernel, unless None."""
         if kwargs is None:
             return self
@@ -64,7 +64,7 @@ class LayerInit:
         return layer
 
 
-def _apply(init: Any, tensor: torch.Tensor, kwargs: Mapping[str, Any] | None, key: str) -> None:
+def _apply(init: Any, tensor: torch.Tensor, kwargs: Mapping[str, object] | None, key: str) -> None:
     if init is None:
         return
     fn = _resolve(init, key)
