@@ -239,7 +239,9 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         return self._section("fault_tolerance", kwargs)
 
     def callbacks(
-        self, callbacks_class: Callable[[], RLlibCallback] | None | _NotProvided = NOT_PROVIDED, **kwargs: object
+        self,
+        callbacks_class: Callable[[], RLlibCallback] | None | _NotProvided = NOT_PROVIDED,
+        **kwargs: object,
     ) -> Self:
         """An RLlibCallback subclass (or a callable making one, e.g. a `functools.partial` of it with its
         arguments) and/or function hooks (on_episode_end=fn or [fn, ...], ...).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import gymnasium as gym
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -10,6 +12,11 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.frame_stacking import checked_num_frames, pad_front, stacked_space
 from flywheel.connectors.learner.module_episodes import chunk_rows, module_episodes
+
+if TYPE_CHECKING:
+    from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.metrics.metrics_logger import MetricsLogger
+    from flywheel.typing import EpisodeType
 
 
 class FrameStacking(ConnectorV2):
@@ -48,13 +55,13 @@ class FrameStacking(ConnectorV2):
     def __call__(
         self,
         *,
-        rl_module: Any,
+        rl_module: RLModule,
         batch: dict[str, Any],
-        episodes: list[Any],
+        episodes: list[EpisodeType],
         explore: bool | None = None,
         shared_data: dict | None = None,
-        metrics: Any = None,
-        **kwargs: Any,
+        metrics: MetricsLogger | None = None,
+        **kwargs: object,
     ) -> dict[str, Any]:
         rows: dict[str, list[np.ndarray]] = {}
         for module_id, episode in module_episodes(episodes):
