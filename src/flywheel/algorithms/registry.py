@@ -21,6 +21,7 @@ ALGORITHMS: dict[str, str] = {
     "BC": "flywheel.algorithms.bc:BCConfig",
     "MARWIL": "flywheel.algorithms.marwil:MARWILConfig",
     "CQL": "flywheel.algorithms.cql:CQLConfig",
+    "TQC": "flywheel.algorithms.tqc:TQCConfig",
 }
 """Algorithm name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 
