@@ -58,7 +58,11 @@ class TQCConfig(SACConfig):
     ) -> RLModuleSpec:
         """SAC's merged spec, with `model_config["n_quantiles"]` and `["n_critics"]` = the settings."""
         spec = super().get_rl_module_spec(spaces, module_id, **kwargs)
-        spec.model_config = {**(spec.model_config or {}), "n_quantiles": self.n_quantiles, "n_critics": self.n_critics}
+        spec.model_config = {
+            **(spec.model_config or {}),
+            "n_quantiles": self.n_quantiles,
+            "n_critics": self.n_critics,
+        }
         return spec
 
     def validation_problems(self) -> list[str]:
@@ -69,7 +73,10 @@ class TQCConfig(SACConfig):
             checks.check_int(self, "top_quantiles_to_drop_per_net", 0),
         ]
         if not any(problems) and self.top_quantiles_to_drop_per_net >= self.n_quantiles:
-            dropped, total = self.top_quantiles_to_drop_per_net * self.n_critics, self.n_quantiles * self.n_critics
+            dropped, total = (
+                self.top_quantiles_to_drop_per_net * self.n_critics,
+                self.n_quantiles * self.n_critics,
+            )
             problems.append(
                 f"top_quantiles_to_drop_per_net={self.top_quantiles_to_drop_per_net} drops {dropped} of the "
                 f"{total} target quantiles (n_quantiles={self.n_quantiles} x n_critics={self.n_critics}), leaving "

@@ -98,9 +98,11 @@ def quantile_huber_loss(quantiles: torch.Tensor, targets: torch.Tensor, kappa: f
     with `huber_kappa(x)` = 0.5 x**2 for |x| <= kappa, kappa * (|x| - 0.5 kappa) beyond.
     """
     n = quantiles.shape[-1]
-    tau = (torch.arange(n, device=quantiles.device, dtype=quantiles.dtype) + 0.5) / n
+    tau = ((torch.arange(n, device=quantiles.device, dtype=quantiles.dtype) + 0.5) / n).unsqueeze(-1)
     td = targets[:, None, None, :] - quantiles.unsqueeze(-1)
     size = td.abs()
-    huber = torch.where(size <= kappa, 0.5 * td**2, kappa * (size - 0.5 * kappa))
-    weight = (tau.unsqueeze(-1) - (td < 0).to(td.dtype)).abs()
+    inner = size.clamp(max=kappa)
+    huber = inner * (size - 0.5 * inner)  # 0.5 x**2 within kappa, kappa * (|x| - 0.5 kappa) beyond
+    with torch.no_grad():  # the weights are constants of the loss (no gradient through the indicator)
+        weight = torch.where(td < 0, 1.0 - tau, tau)
     return (weight * huber).sum((-2, -1))

@@ -29,6 +29,9 @@ class DefaultTQCTorchRLModule(DefaultSACTorchRLModule):
     `(2j + 1) / (2 n_quantiles)`. `TQCConfig` sets both keys from its settings of the same names.
     """
 
+    target_qf_encoders: nn.ModuleList  # made by SAC's make_target_networks from critic_names()
+    target_qfs: nn.ModuleList
+
     def setup(self) -> None:
         """SAC's setup (which refuses other than 1-D Box observations and actions), Discrete actions refused."""
         if isinstance(self.action_space, gym.spaces.Discrete):
@@ -56,7 +59,9 @@ class DefaultTQCTorchRLModule(DefaultSACTorchRLModule):
     @staticmethod
     def _quantiles(batch: dict, encoders: nn.ModuleList, heads: nn.ModuleList) -> torch.Tensor:
         inputs = torch.cat([batch[Columns.OBS].float(), batch[Columns.ACTIONS].float()], dim=-1)
-        return torch.stack([head(encoder(inputs)) for encoder, head in zip(encoders, heads, strict=True)], dim=1)
+        return torch.stack(
+            [head(encoder(inputs)) for encoder, head in zip(encoders, heads, strict=True)], dim=1
+        )
 
     def critic_names(self) -> list[str]:
         return [name for name in _CRITICS if getattr(self, name, None) is not None]
