@@ -27,6 +27,8 @@ _EXPORTS = {
     "IQL": "flywheel.algorithms.iql",
     "IQLConfig": "flywheel.algorithms.iql",
     "SACConfig": "flywheel.algorithms.sac",
+    "TQC": "flywheel.algorithms.tqc",
+    "TQCConfig": "flywheel.algorithms.tqc",
     "IMPALA": "flywheel.algorithms.impala",
     "IMPALAConfig": "flywheel.algorithms.impala",
     "APPO": "flywheel.algorithms.appo",
@@ -67,6 +69,7 @@ if TYPE_CHECKING:  # what editors and type checkers see; at run time each name l
     from flywheel.algorithms.marwil import MARWIL, MARWILConfig
     from flywheel.algorithms.ppo import PPO, PPOConfig
     from flywheel.algorithms.sac import SAC, SACConfig
+    from flywheel.algorithms.tqc import TQC, TQCConfig
     from flywheel.callbacks import RLlibCallback
     from flywheel.checkpoints.checkpointable import Checkpointable
     from flywheel.columns import Columns
@@ -128,6 +131,8 @@ __all__ = [
     "SACConfig",
     "SingleAgentEnvRunner",
     "SingleAgentEpisode",
+    "TQC",
+    "TQCConfig",
     "TargetNetworkAPI",
     "TorchLearner",
     "TorchRLModule",

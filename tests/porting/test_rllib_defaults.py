@@ -30,6 +30,7 @@ from flywheel.algorithms.iql.config import IQLConfig
 from flywheel.algorithms.marwil.config import MARWILConfig
 from flywheel.algorithms.ppo.config import PPOConfig
 from flywheel.algorithms.sac.config import SACConfig
+from flywheel.algorithms.tqc.config import TQCConfig
 from flywheel.core.models.config import DEFAULT_MODEL_CONFIG
 
 CONFIGS = {
@@ -42,6 +43,7 @@ CONFIGS = {
     "MARWIL": (MARWILConfig, "ray.rllib.algorithms.marwil"),
     "CQL": (CQLConfig, "ray.rllib.algorithms.cql"),
     "IQL": (IQLConfig, "ray.rllib.algorithms.iql"),
+    "TQC": (TQCConfig, "ray.rllib.algorithms.tqc"),
 }
 ALL = tuple(CONFIGS)
 
@@ -116,7 +118,7 @@ ALLOWED_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
         "on purpose: a recording keeps every sampled row unless asked otherwise (RLlib drops the rows still "
         "buffered at stop by default)"
     ),
-    ("replay_buffer_config", ("DQN", "SAC")): _PRIORITIZED,
+    ("replay_buffer_config", ("DQN", "SAC", "TQC")): _PRIORITIZED,
     ("replay_buffer_config", ("CQL",)): (
         "CQL trains on offline data, not from a replay buffer (RLlib's value is its old stack's buffer "
         "config); flywheel's CQL keeps SAC's"
@@ -125,15 +127,15 @@ ALLOWED_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
         "not yet: 'auto' makes each DQN training step sample train_batch_size env steps (32 without "
         "remote runners) instead of 4, which changes every DQN learning test"
     ),
-    ("rollout_fragment_length", ("SAC", "CQL")): (
+    ("rollout_fragment_length", ("SAC", "CQL", "TQC")): (
         "not yet: 'auto' makes each SAC training step sample 256 env steps instead of 1, which changes "
-        "every SAC learning test (CQL inherits SAC's value; it samples only to evaluate)"
+        "every SAC learning test (TQC inherits SAC's value, and CQL, which samples only to evaluate)"
     ),
-    ("train_batch_size_per_learner", ("SAC", "CQL")): (
+    ("train_batch_size_per_learner", ("SAC", "CQL", "TQC")): (
         "not yet: flywheel sets train_batch_size=256 (the same batch with one learner); with RLlib's "
         "train_batch_size_per_learner=256 the many tests that set train_batch_size would be ignored"
     ),
-    ("min_time_s_per_iteration", ("SAC", "CQL")): (
+    ("min_time_s_per_iteration", ("SAC", "CQL", "TQC")): (
         "not yet: a 1-second minimum per iteration would make every SAC/CQL test that counts "
         "iterations take seconds longer"
     ),
@@ -141,7 +143,7 @@ ALLOWED_DIFFERENCES: dict[tuple[str, tuple[str, ...]], str] = {
         "not yet: flywheel's shared default is True (RLlib's is False, PPO's True); switching it changes "
         "the minibatches, and so the numbers, of every BC, MARWIL, APPO and IMPALA learning test"
     ),
-    ("min_sample_timesteps_per_iteration", ("SAC",)): (
+    ("min_sample_timesteps_per_iteration", ("SAC", "TQC")): (
         "not yet: SAC keeps DQN's 1000 env steps per iteration; 100 changes where the SAC learning tests "
         "and examples stop and what they report"
     ),

@@ -22,6 +22,7 @@ ALGORITHMS: dict[str, str] = {
     "MARWIL": "flywheel.algorithms.marwil:MARWILConfig",
     "CQL": "flywheel.algorithms.cql:CQLConfig",
     "IQL": "flywheel.algorithms.iql:IQLConfig",
+    "TQC": "flywheel.algorithms.tqc:TQCConfig",
 }
 """Algorithm name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -180,16 +180,26 @@ class SACTorchLearner(OffPolicyTorchLearner):
     @staticmethod
     @torch.no_grad()
     def continuous_targets(
-        module: Any, config: SACConfig, batch: dict, alpha: torch.Tensor, *, entropy_backup: bool = True
+        module: Any,
+        config: SACConfig,
+        batch: dict,
+        alpha: torch.Tensor,
+        *,
+        entropy_backup: bool = True,
+        next_q: Callable[[dict], torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the critics' targets y, the policy's distribution inputs at s'), without gradient;
-        `entropy_backup=False` leaves `- alpha * log pi(a'|s')` out of y."""
+        `entropy_backup=False` leaves `- alpha * log pi(a'|s')` out of y. `next_q` turns the target
+        critics' outputs at (s', a') into the next values, `[B]` or `[K, B]` (K values per row, rows
+        last so that they broadcast against the rewards; y is then `[K, B]`); default: `min_q`."""
         next_obs = batch[Columns.NEXT_OBS]
         next_inputs = module.forward_train({Columns.OBS: next_obs})[Columns.ACTION_DIST_INPUTS]
         next_actions, next_logp = sample_with_logp(
             module.get_train_action_dist_cls().from_logits(next_inputs)
         )
-        next_value = min_q(module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_actions}))
+        next_value = (next_q or min_q)(
+            module.forward_target({Columns.OBS: next_obs, Columns.ACTIONS: next_actions})
+        )
         if entropy_backup:
             next_value = next_value - alpha * next_logp
         return n_step_targets(batch, config.gamma, next_value), next_inputs

@@ -108,11 +108,17 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         self.pi = build_head(self.pi_encoder.output_dim, pi_outputs, cfg, "pi")
         if self.inference_only:
             return
+        self.build_critics(cfg, q_outputs)
+        self.make_target_networks()
+
+    def build_critics(self, cfg: dict, q_outputs: int) -> None:
+        """The critic (and with `twin_q` its twin): encoder `qf_encoder` and head `qf` with `q_outputs`
+        outputs. A subclass with other critics (TQC's quantile critics) overrides this, `critic_names`,
+        `get_non_inference_attributes` and the Q-value methods; the policy stays SAC's."""
         for prefix in ("qf", "qf_twin") if cfg.get("twin_q", True) else ("qf",):
-            encoder = self._critic_encoder(cfg)
+            encoder = self.critic_encoder(cfg)
             setattr(self, f"{prefix}_encoder", encoder)
             setattr(self, prefix, build_head(encoder.output_dim, q_outputs, cfg, "vf"))
-        self.make_target_networks()
 
     def _output_layout(self) -> tuple[type[Distribution], int, int]:
         """(distribution class, policy outputs, outputs per critic)."""
@@ -122,7 +128,7 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         unit_box = gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
         return distribution_for_space(unit_box, squashed=True), 2 * size, 1
 
-    def _critic_encoder(self, cfg: dict) -> Encoder | FusionEncoder:
+    def critic_encoder(self, cfg: dict) -> Encoder | FusionEncoder:
         """Discrete: an encoder of the observations; Box: an MLP over `[obs, action]`, or RLlib's
         fusion of an observation and an action encoder (`self.fused`)."""
         if self.discrete:
@@ -220,21 +226,22 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
 
     def critic_parameters(self) -> list[nn.Parameter]:
         """What the critic optimizer updates (both critics with twin_q)."""
-        return [p for name in self._critic_names() for p in getattr(self, name).parameters()]
+        return [p for name in self.critic_names() for p in getattr(self, name).parameters()]
 
     # TargetNetworkAPI.
 
     def make_target_networks(self) -> None:
         """Frozen `target_*` copies of the critics (once)."""
-        if hasattr(self, "target_qf"):
+        if hasattr(self, f"target_{self.critic_names()[0]}"):
             return
-        for name in self._critic_names():
+        for name in self.critic_names():
             setattr(self, f"target_{name}", make_target_network(getattr(self, name)))
 
     def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
-        return [(getattr(self, name), getattr(self, f"target_{name}")) for name in self._critic_names()]
+        return [(getattr(self, name), getattr(self, f"target_{name}")) for name in self.critic_names()]
 
-    def _critic_names(self) -> list[str]:
+    def critic_names(self) -> list[str]:
+        """The critics' attribute names (each has a `target_` copy)."""
         return [name for name in _CRITICS if getattr(self, name, None) is not None]
 
     def get_non_inference_attributes(self) -> list[str]:

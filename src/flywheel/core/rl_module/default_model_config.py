@@ -187,6 +187,9 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "v_min": (lambda v: _number(v) and math.isfinite(v), "a finite number"),
     "v_max": (lambda v: _number(v) and math.isfinite(v), "a finite number"),
     "twin_q": (lambda v: isinstance(v, bool), "True or False"),
+    # TQC's quantile critics (set from TQCConfig's settings of the same names).
+    "n_quantiles": (_positive_int, "an int >= 1"),
+    "n_critics": (_positive_int, "an int >= 1"),
 }
 
 
