@@ -79,6 +79,7 @@ def _in_space(space: gym.Space, action) -> bool:
 
 @given(obs=INPUTS, explore=st.booleans())
 @example(obs=-1, explore=False)  # was a RuntimeError (one-hot of a negative Discrete value)
+@example(obs=np.array([1e300]), explore=False)  # became inf in float32 and was acted on
 def test_single_actions_are_in_the_action_space_or_inference_errors(policy, obs, explore):
     try:
         action = policy.compute_single_action(obs, explore=explore)
@@ -115,6 +116,18 @@ def test_a_discrete_observation_outside_the_space_is_an_inference_error(policy):
         InferenceError, match=r"^compute_single_action\(obs\) got -1 in observation 0, outside"
     ):
         policy.compute_single_action(-1)
+
+
+def test_a_float64_observation_beyond_float32_is_an_inference_error(policy):
+    space = policy.env_to_module.input_observation_space
+    if not (isinstance(space, gym.spaces.Box) and space.dtype == np.float32):
+        pytest.skip("float32 Box observations only")
+    with pytest.raises(
+        InferenceError,
+        match=r"^compute_actions\(obs_batch\) got \[1e\+300\] in observation 1, beyond the range of float32 "
+        r"\(the dtype of Box\(.*\)\)\. Fix: pass observations the env returns\.$",
+    ):
+        policy.compute_actions(np.array([[1.0], [1e300]]))
 
 
 @given(explore=st.none() | st.integers() | st.text(max_size=3) | st.floats())

@@ -130,9 +130,16 @@ def _check_categories(space: gym.Space, array: np.ndarray, call: str) -> None:
 
 
 def _cast(array: np.ndarray, space: gym.Space, call: str) -> np.ndarray:
-    cast = array.astype(space.dtype)
+    with np.errstate(over="ignore"):  # overflow is reported below, with the value
+        cast = array.astype(space.dtype)
     if np.dtype(space.dtype).kind in "biu" and array.dtype.kind == "f" and not np.array_equal(cast, array):
         raise InferenceError(f"{call} got fractional values for {space}, which holds integers.")
+    if cast.dtype.kind == "f" and not np.isfinite(cast).all():
+        row = int(np.argwhere(~np.isfinite(cast.reshape(len(cast), -1)))[0, 0])
+        raise InferenceError(
+            f"{call} got {array[row].tolist()} in observation {row}, beyond the range of {space.dtype} (the dtype "
+            f"of {space}). Fix: pass observations the env returns."
+        )
     return cast
 
 
