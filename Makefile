@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
-.PHONY: train test test-fast test-scripts test-scripts-short lint bench clean
+.PHONY: train test test-fast test-scripts test-scripts-short chaos lint bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv .venv
@@ -32,6 +32,11 @@ test-scripts: $(STAMP)
 # connectors, a custom multi-agent env).
 test-scripts-short: $(STAMP)
 	$(PY) -m pytest -m example_scripts_short tests/porting/test_example_scripts.py
+
+# The fuzz tests of tests/chaos with many random examples each (`make test` runs a short, repeatable
+# version of them). Failing examples are kept in .hypothesis/ and replayed first by the next run.
+chaos: $(STAMP)
+	FLYWHEEL_FUZZ=long $(PY) -m pytest -m chaos --timeout=0 tests/chaos
 
 lint: $(STAMP)
 	.venv/bin/ruff check .

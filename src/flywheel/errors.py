@@ -12,6 +12,11 @@ class ConfigError(FlywheelError, ValueError):
     """A configuration is invalid; the message lists every problem with its fix."""
 
 
+class ConfigKeyError(ConfigError, TypeError):
+    """A config method or `from_dict` got a setting name it does not have (a TypeError too, as Python
+    raises for an unexpected keyword)."""
+
+
 class EnvError(FlywheelError, ValueError):
     """An environment cannot be created or breaks the gymnasium contract."""
 

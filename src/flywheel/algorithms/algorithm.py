@@ -33,7 +33,7 @@ from flywheel.algorithms import evaluation
 from flywheel.algorithms.config_builders import runner_class, single_agent_learner_spec
 from flywheel.algorithms.saved_config import saved_config
 from flywheel.algorithms.trainable_api import TrainableAPI
-from flywheel.checkpoints.checkpointable import Checkpointable, select
+from flywheel.checkpoints.checkpointable import Checkpointable, loading, select
 from flywheel.checkpoints.components import COMPONENT_ENV_RUNNER, COMPONENT_LEARNER_GROUP
 from flywheel.checkpoints.registry import Allowed
 from flywheel.checkpoints.tree import read_tree
@@ -412,8 +412,14 @@ class Algorithm(TrainableAPI, Checkpointable):
         allowed = Allowed.of([cls, *classes], trusted=trusted, entry=f"{cls.__name__}.from_checkpoint")
         node = read_tree(path)
         algo_class = cls.checked_class(node, allowed)
-        algo = algo_class(config=saved_config(node, allowed, config))
-        algo.restore_from_path(path)
+        settings = saved_config(node, allowed, config)
+        with loading(node.path, f"build {algo_class.__name__}"):
+            algo = algo_class(config=settings)
+        try:
+            algo.restore_from_path(path)
+        except BaseException:
+            algo.stop()  # no half-restored algorithm keeps runners or learners alive
+            raise
         return algo
 
     def save_to_path(self, path: str | os.PathLike | None = None) -> str:

@@ -48,7 +48,7 @@ from flywheel.algorithms.config_stack import StackSettings
 from flywheel.callbacks import HOOK_NAMES, RLlibCallback, as_hook_list, make_callbacks
 from flywheel.checkpoints.registry import checkpoint_class, register_if_flywheel
 from flywheel.core.rl_module.default_model_config import as_model_config_dict
-from flywheel.errors import ConfigError
+from flywheel.errors import ConfigError, ConfigKeyError
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     def _update(
         self, where: str, kwargs: Mapping[str, object], valid: Iterable[str], noun: str = "keyword"
     ) -> Self:
-        """Checks every key first (TypeError naming the closest valid one), then sets them all."""
+        """Checks every key first (ConfigKeyError naming the closest valid one), then sets them all."""
         if self._frozen:
             raise ConfigError(FROZEN_MESSAGE)
         valid = tuple(valid)
@@ -141,7 +141,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
                 help_text = config_validation.schedule_keyword_fix(key, value, valid) or (
                     f"Did you mean {hint!r}?" if hint else f"Valid {noun}s: {', '.join(map(repr, valid))}."
                 )
-                raise TypeError(
+                raise ConfigKeyError(
                     f"{type(self).__name__}.{where}() got an unexpected {noun} {key!r}. {help_text}"
                 )
         for key, value in kwargs.items():
@@ -287,7 +287,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         return copy.deepcopy({name: getattr(self, name) for name in self.setting_names()})
 
     def update_from_dict(self, settings: Mapping[str, object]) -> Self:
-        """Sets the given settings (TypeError naming the closest valid name for an unknown key)."""
+        """Sets the given settings (ConfigKeyError naming the closest valid name for an unknown key)."""
         return self._update("update_from_dict", copy.deepcopy(dict(settings)), self.setting_names(), "key")
 
     @classmethod
@@ -305,7 +305,9 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
             if key not in cls.setting_names():
                 hint = config_validation.closest(key, cls.setting_names())
                 help_text = f" Did you mean {hint!r}?" if hint else ""
-                raise TypeError(f"{cls.__name__}.overrides() got an unexpected keyword {key!r}.{help_text}")
+                raise ConfigKeyError(
+                    f"{cls.__name__}.overrides() got an unexpected keyword {key!r}.{help_text}"
+                )
         return dict(kwargs)
 
     def get_evaluation_config_object(self) -> Self:

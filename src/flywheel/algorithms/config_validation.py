@@ -47,6 +47,8 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
     (then difflib's order), so a long name the user nearly typed beats a shorter one that difflib
     alone would rank first.
     """
+    if not isinstance(word, str):  # e.g. an int key in a dict given to from_dict()
+        return None
     by_lower = {candidate.lower(): candidate for candidate in candidates}
     word = word.lower()
     matches = difflib.get_close_matches(word, list(by_lower), n=5)
@@ -312,6 +314,12 @@ def _check_multi_agent(config: AlgorithmConfig) -> list[str | None]:
             f"policies={policies!r} must be a non-empty set/list of module ids or a dict id -> RLModuleSpec. "
             "Fix: pass e.g. config.multi_agent(policies={'p0', 'p1'})."
         ]
+    not_ids = [module_id for module_id in policies if not isinstance(module_id, str)]
+    if not_ids:
+        return [
+            f"policies={policies!r} holds {not_ids[0]!r}, which is not a module id (module ids are strings). "
+            "Fix: pass e.g. config.multi_agent(policies={'p0', 'p1'})."
+        ]
     problems = [check_optional_callable(config, "policy_mapping_fn")]
     ids = set(policies)
     if ids != {DEFAULT_MODULE_ID} and config.policy_mapping_fn is None:
@@ -320,7 +328,12 @@ def _check_multi_agent(config: AlgorithmConfig) -> list[str | None]:
             "Fix: pass policy_mapping_fn=lambda agent_id, episode, **kw: <module id> to config.multi_agent()."
         )
     to_train = config.policies_to_train
-    if to_train is not None and not callable(to_train):
+    if not (to_train is None or callable(to_train) or _is_id_collection(to_train)):
+        problems.append(
+            f"policies_to_train={to_train!r} is not a list of module ids or a function (module_id, batch) -> bool. "
+            "Fix: pass e.g. config.multi_agent(policies_to_train=['p0'])."
+        )
+    elif to_train is not None and not callable(to_train):
         for module_id in sorted(set(to_train) - ids):
             problems.append(
                 f"policies_to_train contains {module_id!r}, which is not in policies {sorted(ids)}. "
@@ -328,6 +341,10 @@ def _check_multi_agent(config: AlgorithmConfig) -> list[str | None]:
             )
     problems.append(check_choice(config, "count_steps_by", ("env_steps", "agent_steps")))
     return problems
+
+
+def _is_id_collection(value: Any) -> bool:
+    return isinstance(value, list | tuple | set | frozenset) and all(isinstance(item, str) for item in value)
 
 
 def _check_module_and_evaluation(config: AlgorithmConfig) -> list[str | None]:

@@ -19,17 +19,18 @@ hold sub-components, `get_checkpointable_components`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
 from flywheel import __version__
 from flywheel.checkpoints import atomic, codec, io, registry
 from flywheel.checkpoints.tree import Node, component_name_problem, read_tree, tree_state
-from flywheel.errors import CheckpointError, UntrustedCheckpointError
+from flywheel.errors import CheckpointError, FlywheelError, UntrustedCheckpointError
 from flywheel.typing import StateDict
 
 C = TypeVar("C", bound="Checkpointable")
@@ -149,7 +150,9 @@ class Checkpointable:
         target = self if component is None else self._component(component)
         node = read_tree(path)
         self.check_restorable(node, target.checkpoint_kind(), component)
-        target.set_state(tree_state(node))
+        state = tree_state(node)
+        with loading(node.path, f"restore {type(target).__name__}"):
+            target.set_state(state)
 
     def check_restorable(self, node: Node, expected_kind: str, component: str | None) -> None:
         """CheckpointError unless the checkpoint `node` is of `expected_kind` (the kind of this object's
@@ -210,7 +213,9 @@ class Checkpointable:
     @classmethod
     def _construct_from(cls, node: Node, allowed: registry.Allowed) -> Self:
         """Checks the checkpoint at `node` holds a `cls` and builds it (without its state)."""
-        return cls.checked_class(node, allowed)._from_metadata(node, allowed)
+        target = cls.checked_class(node, allowed)
+        with loading(node.path, f"build {target.__name__}"):
+            return target._from_metadata(node, allowed)
 
     @classmethod
     def checked_class(cls, node: Node, allowed: registry.Allowed) -> type[Self]:
@@ -232,8 +237,39 @@ class Checkpointable:
 def load_tree(cls: type[C], node: Node, allowed: registry.Allowed) -> C:
     """A `cls` built from the verified checkpoint `node`, with its state restored."""
     obj = cls._construct_from(node, allowed)
-    obj.set_state(tree_state(node))
+    state = tree_state(node)
+    with loading(node.path, f"restore {type(obj).__name__}"):
+        obj.set_state(state)
     return obj
+
+
+_LOAD_ERRORS = (
+    FlywheelError,
+    TypeError,
+    ValueError,
+    LookupError,
+    AttributeError,
+    RuntimeError,
+    ArithmeticError,
+)
+"""What a component's constructor or `set_state` raises for arguments or states that do not fit it."""
+
+
+@contextlib.contextmanager
+def loading(path: Path, action: str) -> Iterator[None]:
+    """Errors of building a component from the constructor arguments the checkpoint at `path` records,
+    or of setting the state it records, raised as a CheckpointError naming the checkpoint (the
+    component's own error is chained): loading a checkpoint raises CheckpointErrors only."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except _LOAD_ERRORS as e:
+        raise CheckpointError(
+            f"Cannot {action} from the checkpoint at {path}: {type(e).__name__}: {e} The checkpoint does not "
+            "fit this code: it is damaged, was edited, or was saved by another version of its classes. "
+            "Fix: load another checkpoint, or load it with the code that saved it."
+        ) from e
 
 
 def decode_ctor_args(node: Node, allowed: registry.Allowed, *, may_pickle: bool) -> tuple[list, dict]:

@@ -120,11 +120,17 @@ def read_state(directory: Path, metadata: dict[str, Any]) -> dict[str, Any]:
             f"{tensors_file} is corrupted or truncated ({type(e).__name__}: {e}). Fix: load another checkpoint."
         ) from e
     try:
-        return _unpack(structure, arrays)
+        state = _unpack(structure, arrays)
     except Exception as e:
         raise CheckpointError(
             f"{state_file} is corrupted or truncated ({type(e).__name__}: {e}). Fix: load another checkpoint."
         ) from e
+    if not isinstance(state, dict):
+        raise CheckpointError(
+            f"{state_file} holds a {type(state).__name__}, expected a state dict: the file is damaged or was "
+            "edited. Fix: load another checkpoint."
+        )
+    return state
 
 
 def read_checked(file: Path, checksums: dict[str, int]) -> bytes:

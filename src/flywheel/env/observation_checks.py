@@ -2,7 +2,8 @@
 
 `check_observations(space, obs, single=...)` is what `Policy.compute_single_action` /
 `compute_actions` run on their input: None, a batch where one observation is expected (and the
-reverse), a wrong shape or rank, an empty batch, NaN or inf, non-numeric data raise an
+reverse), a wrong shape or rank, an empty batch, NaN or inf, non-numeric data, values outside a
+Discrete, MultiDiscrete or MultiBinary space raise an
 `InferenceError` that says what was expected and what came. It returns the observations as a batch
 (an array for array spaces, a list for Dict/Tuple spaces) so the caller converts only once.
 
@@ -62,6 +63,8 @@ def _array_batch(space: gym.Space, obs: Any, single: bool, call: str) -> np.ndar
             f"{call} got an empty batch (shape {array.shape}); expected at least one observation of shape {shape}."
         )
     _check_finite(array, call)
+    if not isinstance(space, gym.spaces.Box):
+        _check_categories(space, array, call)
     if array.dtype != space.dtype:  # what the env would return (lists, float64 rows, Python ints)
         array = _cast(array, space, call)
     return array
@@ -114,10 +117,29 @@ def _check_finite(array: np.ndarray, call: str) -> None:
         )
 
 
+def _check_categories(space: gym.Space, array: np.ndarray, call: str) -> None:
+    """Discrete, MultiDiscrete and MultiBinary values must lie in the space: the module one-hot
+    encodes them, and a value outside has no encoding."""
+    row = first_outside(space, array)
+    if row is not None:
+        low, high = _bounds(space)
+        raise InferenceError(
+            f"{call} got {array[row].tolist()} in observation {row}, outside {space} (values from {np.asarray(low).tolist()} "
+            f"to {np.asarray(high).tolist()}). Fix: pass observations the env returns."
+        )
+
+
 def _cast(array: np.ndarray, space: gym.Space, call: str) -> np.ndarray:
-    cast = array.astype(space.dtype)
+    with np.errstate(over="ignore"):  # overflow is reported below, with the value
+        cast = array.astype(space.dtype)
     if np.dtype(space.dtype).kind in "biu" and array.dtype.kind == "f" and not np.array_equal(cast, array):
         raise InferenceError(f"{call} got fractional values for {space}, which holds integers.")
+    if cast.dtype.kind == "f" and not np.isfinite(cast).all():
+        row = int(np.argwhere(~np.isfinite(cast.reshape(len(cast), -1)))[0, 0])
+        raise InferenceError(
+            f"{call} got {array[row].tolist()} in observation {row}, beyond the range of {space.dtype} (the dtype "
+            f"of {space}). Fix: pass observations the env returns."
+        )
     return cast
 
 

@@ -107,7 +107,8 @@ class TorchRLModule(nn.Module, RLModule):
         """Loads weights (numpy arrays or tensors) by name; names not given keep their values.
 
         An `inference_only` module ignores the names of its non-inference attributes, so it
-        accepts a full learner state. Unknown names and wrong shapes raise a ModuleError.
+        accepts a full learner state. Unknown names, values that are not arrays and wrong shapes
+        raise a ModuleError before any weight changes (a state loads whole or not at all).
         """
         own = self.state_dict(keep_vars=True)
         skip = _prefixes(self.get_non_inference_attributes()) if self.inference_only else ()
@@ -118,18 +119,28 @@ class TorchRLModule(nn.Module, RLModule):
                 f"Expected names among {sorted(own)}. Fix: pass a state from a module built with "
                 "the same class, spaces and model_config."
             )
+        loads = [(name, own[name], value) for name, value in state.items() if name in own]
+        for name, target, value in loads:
+            self._check_weight(name, value, target)
         with torch.no_grad():
-            for name, value in state.items():
-                target = own.get(name)
-                if target is None:
-                    continue
-                if tuple(target.shape) != tuple(value.shape):
-                    raise ModuleError(
-                        f"{type(self).__name__}.set_state(): weight {name!r} has shape "
-                        f"{tuple(value.shape)}, expected {tuple(target.shape)}. Fix: pass a state "
-                        "from a module built with the same spaces and model_config."
-                    )
+            for _, target, value in loads:
                 target.copy_(_as_tensor(value))
+
+    def _check_weight(self, name: str, value: Any, target: torch.Tensor) -> None:
+        numeric = isinstance(value, torch.Tensor) or (
+            isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
+        )
+        if not numeric:
+            raise ModuleError(
+                f"{type(self).__name__}.set_state(): weight {name!r} is a {type(value).__name__}, expected a numpy "
+                f"array or tensor of shape {tuple(target.shape)}. Fix: pass a state get_state() returned."
+            )
+        if tuple(target.shape) != tuple(value.shape):
+            raise ModuleError(
+                f"{type(self).__name__}.set_state(): weight {name!r} has shape "
+                f"{tuple(value.shape)}, expected {tuple(target.shape)}. Fix: pass a state "
+                "from a module built with the same spaces and model_config."
+            )
 
 
 def _delete_attribute(owner: Any, path: str) -> None:
