@@ -38,9 +38,9 @@ class IQLTorchLearner(SACTorchLearner):
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config: Any) -> None:
         """Critic, actor and value optimizers (Adam) with their own learning rates."""
-        # Duck-typed: `_check_module` and the check below cover every method IQL calls.
+        # Duck-typed: `check_module` and the check below cover every method IQL calls.
         module: Any = self.module[module_id]
-        self.discrete[module_id] = self._check_module(module_id, module)
+        self.discrete[module_id] = self.check_module(module_id, module)
         missing = [name for name in _VALUE_METHODS if not hasattr(module, name)]
         if missing:
             raise LearnerError(

@@ -32,7 +32,7 @@ class DefaultIQLTorchRLModule(DefaultSACTorchRLModule, ValueFunctionAPI):
         super().setup()
         if self.inference_only:
             return
-        self.vf_encoder = build_encoder(self._encoder_space, self.model_config)
+        self.vf_encoder = build_encoder(self.encoder_space, self.model_config)
         self.vf = build_head(self.vf_encoder.output_dim, 1, self.model_config, "vf")
 
     def compute_values(self, batch: dict, embeddings: torch.Tensor | None = None) -> torch.Tensor:

@@ -76,9 +76,9 @@ class SACTorchLearner(OffPolicyTorchLearner):
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config: SACConfig) -> None:
         """Critic, actor and alpha optimizers (Adam) with their own learning rates."""
-        # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
+        # Duck-typed: `check_module` checked the methods SAC calls (critics, policy, target).
         module: Any = self.module[module_id]
-        self.discrete[module_id] = self._check_module(module_id, module)
+        self.discrete[module_id] = self.check_module(module_id, module)
         log_alpha = torch.nn.Parameter(torch.tensor(math.log(config.initial_alpha), device=self.device))
         self.log_alphas[module_id] = log_alpha
         self.target_entropies[module_id] = self._target_entropy(module, config.target_entropy)
@@ -106,7 +106,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
             return DISCRETE_TARGET_ENTROPY_RATIO * math.log(int(space.n))
         return -float(np.prod(space.shape))
 
-    def _check_module(self, module_id: ModuleID, module: Any) -> bool:
+    def check_module(self, module_id: ModuleID, module: Any) -> bool:
         """Refuses modules SAC cannot train; returns whether the policy is discrete (Categorical)."""
         missing = [name for name in _MODULE_METHODS if not hasattr(module, name)]
         if missing:
@@ -164,7 +164,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         self, module_id: ModuleID, config: SACConfig, batch: dict, fwd_out: dict, alpha: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(critics' Q of the taken actions, targets y, actor loss, detached log pi of the actor's samples)."""
-        # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
+        # Duck-typed: `check_module` checked the methods SAC calls (critics, policy, target).
         module: Any = self.module[module_id]
         dist_cls = module.get_train_action_dist_cls()
         targets, _ = self.continuous_targets(module, config, batch, alpha)
@@ -208,7 +208,7 @@ class SACTorchLearner(OffPolicyTorchLearner):
         self, module_id: ModuleID, config: SACConfig, batch: dict, fwd_out: dict, alpha: torch.Tensor
     ) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(critics' Q of the taken actions, targets y, actor loss, detached sum_a pi log pi per row)."""
-        # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
+        # Duck-typed: `check_module` checked the methods SAC calls (critics, policy, target).
         module: Any = self.module[module_id]
         dist_cls = module.get_train_action_dist_cls()
         with torch.no_grad():

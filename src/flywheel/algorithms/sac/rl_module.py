@@ -103,8 +103,8 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         self._dist_cls, pi_outputs, q_outputs = self._output_layout()
         inner_space = masked_observation_space(self.observation_space, self.action_space)
         self.masked = inner_space is not None
-        self._encoder_space = inner_space if self.masked else self.observation_space
-        self.pi_encoder = build_encoder(self._encoder_space, cfg)
+        self.encoder_space = inner_space if self.masked else self.observation_space
+        self.pi_encoder = build_encoder(self.encoder_space, cfg)
         self.pi = build_head(self.pi_encoder.output_dim, pi_outputs, cfg, "pi")
         if self.inference_only:
             return
@@ -132,7 +132,7 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         """Discrete: an encoder of the observations; Box: an MLP over `[obs, action]`, or RLlib's
         fusion of an observation and an action encoder (`self.fused`)."""
         if self.discrete:
-            return build_encoder(self._encoder_space, cfg)
+            return build_encoder(self.encoder_space, cfg)
         obs_space, action_space = self.observation_space, self.action_space
         # Both are 1-D Boxes here: setup() refused others (`_check_box_spaces`).
         assert isinstance(obs_space, gym.spaces.Box) and isinstance(action_space, gym.spaces.Box)

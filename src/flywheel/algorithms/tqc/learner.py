@@ -44,7 +44,7 @@ class TQCTorchLearner(SACTorchLearner):
     def compute_loss_for_module(
         self, *, module_id: ModuleID, config: Any, batch: dict, fwd_out: dict
     ) -> torch.Tensor:
-        # Duck-typed: `_check_module` checked the methods SAC calls (critics, policy, target).
+        # Duck-typed: `check_module` checked the methods SAC calls (critics, policy, target).
         module = cast(Any, self.module)[module_id]
         log_alpha = self.log_alphas[module_id]
         alpha = log_alpha.detach().exp()
