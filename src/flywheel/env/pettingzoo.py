@@ -20,10 +20,28 @@ from flywheel.env.multi_agent_env import MultiAgentEnv
 from flywheel.errors import EnvError
 from flywheel.typing import AgentID
 
-__all__ = ["PettingZooEnv"]
+__all__ = ["PettingZooAdapter", "PettingZooEnv"]
 
 
-class PettingZooEnv(MultiAgentEnv):
+class PettingZooAdapter(MultiAgentEnv):
+    """What both PettingZoo adapters take from the env they wrap: its agents, spaces and metadata."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        super().__init__()
+        self.possible_agents = list(env.possible_agents)
+        self.observation_spaces = {a: env.observation_space(a) for a in self.possible_agents}
+        self.action_spaces = {a: env.action_space(a) for a in self.possible_agents}
+        self.metadata = getattr(env, "metadata", {})
+        self.render_mode = getattr(env, "render_mode", None)
+
+    @property
+    def agents(self) -> list[AgentID]:
+        """The agents still in the game (PettingZoo's ``env.agents``)."""
+        return list(getattr(self.env, "agents", ()))
+
+
+class PettingZooEnv(PettingZooAdapter):
     """Adapts a PettingZoo ``ParallelEnv``: same agents, spaces, dicts; adds ``"__all__"`` to the done flags.
 
     PettingZoo removes an agent from ``env.agents`` once it is done; the episode ends (``"__all__"``)
@@ -43,18 +61,7 @@ class PettingZooEnv(MultiAgentEnv):
                 f"PettingZooEnv expects a PettingZoo ParallelEnv (possible_agents, observation_space(agent), "
                 f"action_space(agent), reset, step), got {type(env).__name__}."
             )
-        self.env = env
-        super().__init__()
-        self.possible_agents = list(env.possible_agents)
-        self.observation_spaces = {a: env.observation_space(a) for a in self.possible_agents}
-        self.action_spaces = {a: env.action_space(a) for a in self.possible_agents}
-        self.metadata = getattr(env, "metadata", {})
-        self.render_mode = getattr(env, "render_mode", None)
-
-    @property
-    def agents(self) -> list[AgentID]:
-        """The agents alive right now (PettingZoo's ``env.agents``)."""
-        return list(getattr(self.env, "agents", ()))
+        super().__init__(env)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         observations, infos = self.env.reset(seed=seed, options=options)

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from flywheel.env.multi_agent_env import MultiAgentEnv
+from flywheel.env.pettingzoo import PettingZooAdapter
 from flywheel.errors import EnvError
-from flywheel.typing import AgentID
 
 __all__ = ["AECPettingZooEnv"]
 
 
-class AECPettingZooEnv(MultiAgentEnv):
+class AECPettingZooEnv(PettingZooAdapter):
     """Adapts a PettingZoo ``AECEnv``: same agents and spaces; one agent observes and acts per step."""
 
     def __init__(self, env: Any) -> None:
@@ -38,18 +37,7 @@ class AECPettingZooEnv(MultiAgentEnv):
                 f"AECPettingZooEnv expects a PettingZoo AEC env (agent_selection, last(), step(action)), got "
                 f"{type(env).__name__}. Fix: for a ParallelEnv use flywheel.env.pettingzoo.PettingZooEnv."
             )
-        self.env = env
-        super().__init__()
-        self.possible_agents = list(env.possible_agents)
-        self.observation_spaces = {a: env.observation_space(a) for a in self.possible_agents}
-        self.action_spaces = {a: env.action_space(a) for a in self.possible_agents}
-        self.metadata = getattr(env, "metadata", {})
-        self.render_mode = getattr(env, "render_mode", None)
-
-    @property
-    def agents(self) -> list[AgentID]:
-        """The agents still in the game (PettingZoo's ``env.agents``)."""
-        return list(getattr(self.env, "agents", ()))
+        super().__init__(env)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         self.env.reset(seed=seed, options=options)
