@@ -47,6 +47,26 @@ def _run_doc_blocks(
     return namespace
 
 
+@pytest.fixture(scope="session")
+def saved(tmp_path_factory) -> Path:
+    """A small PPO checkpoint (one iteration on CountingEnv) that tests copy and then damage or attack."""
+    from flywheel import PPOConfig
+    from flywheel.testing import CountingEnv
+
+    config = (
+        PPOConfig()
+        .environment(CountingEnv, env_config={"episode_len": 4})
+        .training(train_batch_size_per_learner=32, minibatch_size=16, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    algo.train()
+    path = Path(algo.save_to_path(tmp_path_factory.mktemp("saved") / "ckpt"))
+    algo.stop()
+    return path
+
+
 @pytest.fixture
 def run_doc_blocks() -> Callable[..., dict[str, Any]]:
     """`run_doc_blocks("docs/concepts/x.md", blocks=3)` -> the namespace the page's blocks built."""

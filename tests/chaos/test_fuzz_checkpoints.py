@@ -2,7 +2,7 @@
 stale or recomputed) end in a CheckpointError, never another exception; no load unpickles or starts
 a process; a failed restore leaves the target as it was; a load that succeeds acts.
 
-One small PPO checkpoint is saved per module; each example damages a fresh copy of it, only in the
+One small PPO checkpoint is saved per session (`saved`, tests/conftest.py); each example damages a fresh copy of it, only in the
 files the loader under test reads (found by recording a clean load).
 """
 
@@ -20,12 +20,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chaos.checkpoint_mutations import damage, files_read_by, reseal
-from flywheel import Algorithm, Columns, PPOConfig, RLModule, RLModuleSpec
+from flywheel import Algorithm, Columns, RLModule, RLModuleSpec
 from flywheel.algorithms.ppo.rl_module import DefaultPPOTorchRLModule
 from flywheel.checkpoints import io
 from flywheel.errors import CheckpointError, ModuleError
 from flywheel.inference import load_policy
-from flywheel.testing import CountingEnv
 
 pytestmark = pytest.mark.chaos
 
@@ -61,22 +60,6 @@ def _guarded(load):
     finally:
         events, _watch = _watch, None
         assert not events, f"loading a damaged checkpoint ran {events}"
-
-
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    config = (
-        PPOConfig()
-        .environment(CountingEnv, env_config={"episode_len": 4})
-        .training(train_batch_size_per_learner=32, minibatch_size=16, num_epochs=1)
-        .rl_module(model_config={"fcnet_hiddens": [8]})
-        .debugging(seed=0)
-    )
-    algo = config.build_algo()
-    algo.train()
-    path = Path(algo.save_to_path(tmp_path_factory.mktemp("saved") / "ckpt"))
-    algo.stop()
-    return path
 
 
 def _copy(saved: Path) -> Path:

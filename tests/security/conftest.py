@@ -1,27 +1,9 @@
-"""A small algorithm checkpoint to attack, copied fresh for every test, and the file payloads would create."""
+"""A copy of the small algorithm checkpoint (`saved`, tests/conftest.py) for every test to attack, and the
+file payloads would create."""
 
 import shutil
 
 import pytest
-
-from flywheel import PPOConfig
-from flywheel.testing import CountingEnv
-
-
-@pytest.fixture(scope="package")
-def saved(tmp_path_factory):
-    config = (
-        PPOConfig()
-        .environment(CountingEnv, env_config={"episode_len": 4})
-        .training(train_batch_size_per_learner=32, minibatch_size=16, num_epochs=1)
-        .rl_module(model_config={"fcnet_hiddens": [8]})
-        .debugging(seed=0)
-    )
-    algo = config.build_algo()
-    algo.train()
-    path = algo.save_to_path(tmp_path_factory.mktemp("saved") / "ckpt")
-    algo.stop()
-    return path
 
 
 @pytest.fixture
