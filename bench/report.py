@@ -466,6 +466,7 @@ def machine_section() -> list[str]:
 def main() -> None:
     from report_appo import appo_section  # imports this module's helpers
     from report_offline import offline_section
+    from report_offpolicy_speed import offpolicy_speed_section
     from report_ppo_parity import ppo_parity_section
 
     lines = [
@@ -499,6 +500,8 @@ def main() -> None:
         *appo_section(),
         "",
         *offline_section(),
+        "",
+        *offpolicy_speed_section(),
         "",
         *ppo_parity_section(),
     ]

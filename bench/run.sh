@@ -14,6 +14,8 @@
 #                                         #     with runners, wall-clock to 450; rllib, flywheel)
 #                                         #     --only offline (BC rows/s from the same Parquet files: rllib, flywheel,
 #                                         #     and the bare-torch floor, which runs with "loop")
+#                                         #     --only offpolicy_speed (TQC env steps/s and IQL rows/s of
+#                                         #     train() at RLlib's settings: rllib, flywheel)
 #   bench/run.sh --report-only            # regenerate RESULTS.md from bench/results/
 #
 # Each script prints one JSON line; it is stored in bench/results/<bench>_<framework>[_<N>envs].jsonl
@@ -45,8 +47,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 case "$only" in
-    all | sampling | trainspeed | train | ma | remote | offpolicy | atari | minatar | appo | offline) ;;
-    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote, offpolicy, atari, minatar, appo or offline)" >&2; exit 2 ;;
+    all | sampling | trainspeed | train | ma | remote | offpolicy | atari | minatar | appo | offline | offpolicy_speed) ;;
+    *) echo "run.sh: --only '$only' is not a benchmark (expected sampling, trainspeed, train, ma, remote, offpolicy, atari, minatar, appo, offline or offpolicy_speed)" >&2; exit 2 ;;
 esac
 
 # BENCH_PYTHON: an interpreter of an existing bench venv (e.g. another checkout's, with PYTHONPATH
@@ -292,6 +294,33 @@ if [[ $report_only == 0 ]]; then
             done
             wait
             if [[ -n "$turns_dir" ]]; then rm -rf "$turns_dir"; fi
+        done
+        rm -rf "$data"
+    fi
+    if [[ $only == all || $only == offpolicy_speed ]]; then
+        # TQC env steps/s and IQL rows/s of train(), in turns when both run; IQL's rows recorded once.
+        data="$(mktemp -d)"
+        : > results/iql_data.jsonl
+        measure results/iql_data.jsonl iql_data.log 600 iql_data flywheel offpolicy_speed.py --record "$data"
+        for algo in tqc iql; do
+            for fw in rllib flywheel; do
+                has "$fw" && : > "results/${algo}_speed_${fw}.jsonl"
+            done
+            for r in $(seq 1 "$repeats"); do
+                turns_dir=""
+                if has rllib && has flywheel; then turns_dir="$(mktemp -d)"; fi
+                for fw in rllib flywheel; do
+                    has "$fw" || continue
+                    args=(--algo "$algo" --framework "$fw" --data "$data" --torch-threads 1)
+                    if [[ -n "$turns_dir" ]]; then
+                        args+=(--turns-dir "$turns_dir" --turn-order rllib,flywheel --turn-as "$fw")
+                    fi
+                    measure "results/${algo}_speed_${fw}.jsonl" "${algo}_speed_${fw}_r${r}.log" 1800 \
+                        "${algo}_speed" "$fw" offpolicy_speed.py "${args[@]}" &
+                done
+                wait
+                if [[ -n "$turns_dir" ]]; then rm -rf "$turns_dir"; fi
+            done
         done
         rm -rf "$data"
     fi

@@ -401,3 +401,22 @@ def test_report_ppo_parity_rows_per_label_and_ratio_per_seed(tmp_path, monkeypat
     )
     assert any(line.endswith("| 120,000 | not reached | 120,000 |") for line in lines)
     assert lines[-1] == "flywheel / RLlib, medians of env steps to a last-100 mean of 450: 0.75."
+
+
+def test_report_offpolicy_speed_tables_and_ratios_per_repeat(tmp_path, monkeypatch):
+    import report_offpolicy_speed
+
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    write_lines(tmp_path / "tqc_speed_rllib.jsonl", [{"env_steps_per_s": 20.0}, {"env_steps_per_s": 26.0}])
+    write_lines(
+        tmp_path / "tqc_speed_flywheel.jsonl", [{"env_steps_per_s": 60.0}, {"env_steps_per_s": 104.0}]
+    )
+    write_lines(tmp_path / "iql_speed_rllib.jsonl", [{"error": "RuntimeError: boom"}])
+    write_lines(tmp_path / "iql_speed_flywheel.jsonl", [{"rows_per_s": 5000.0}])
+    lines = report_offpolicy_speed.offpolicy_speed_section()
+    tqc = lines.index("### TQC env steps/s")
+    assert lines[tqc + 4 : tqc + 6] == ["| RLlib 2.60 | 23 | 20, 26 |", "| flywheel | 82 | 60, 104 |"]
+    assert any(line.startswith("flywheel / RLlib: 3.50× (met)") and "3.00, 4.00" in line for line in lines)
+    assert any(
+        "RuntimeError: boom" in line for line in lines[lines.index("### IQL rows/s (updates/s x 256)") :]
+    )
