@@ -6,7 +6,7 @@ a file cut short, e.g. by a tool killed mid-write that wrote under the final nam
 whose footer reads but whose data does not (flipped bytes) fails when the local reader reaches it
 (`record_batches`): flywheel's recordings carry a CRC checksum per page, checked on read, so a flipped
 byte is found rather than read as a wrong value; files of other tools without checksums are read as
-they are. pyarrow's errors on reading are `ArrowException`s and `OSError`s (a file deleted, a corrupt
+they are, each record batch validated (a flipped byte in a string is found there). pyarrow's errors on reading are `ArrowException`s and `OSError`s (a file deleted, a corrupt
 compressed page, a failed checksum).
 """
 
@@ -89,6 +89,10 @@ def _batches(batches: Iterator[Any], path: str, ignore: bool, skipped: set[str])
     while True:
         try:
             batch = next(batches, None)
+            if batch is not None:
+                batch.validate(
+                    full=True
+                )  # e.g. a string that is no UTF-8 (a flip in a file without checksums)
         except READ_ERRORS as error:
             skip_or_raise(path, error, ignore)
             skipped.add(path)
