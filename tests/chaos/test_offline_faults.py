@@ -19,6 +19,7 @@ import pytest
 
 from flywheel import PPOConfig, SingleAgentEnvRunner
 from flywheel.errors import OfflineDataError
+from flywheel.offline.ray_data import RayOfflineData
 from flywheel.offline.reader import OfflineData
 from flywheel.offline.writer import OfflineWriter
 
@@ -74,7 +75,7 @@ def read_one_pass(folder, num_rows, **offline):
 
 
 def test_recorders_killed_at_random_moments_leave_complete_files(kills):
-    """Measured (seed 0): ci, killed 0.85, 0.77 and 0.45 s after their first sample(), lost 36, 8 and
+    """Measured (seed 0, one run on a loaded machine): ci, killed 0.85, 0.77 and 0.45 s after their first sample(), lost 36, 8 and
     36 rows of what their sample() calls had returned (bound: 63, the writer's buffer); long, 40
     kills, 2 of them inside a file write: 8 to 58."""
     random_rounds, _, folder = kills
@@ -207,6 +208,31 @@ def test_a_file_that_vanishes_or_is_torn_after_the_reader_started_is_named(tmp_p
         f"Skipping {files[1]}",
         f"Skipping {files[2]}",
     ]
+
+
+def test_the_ray_data_reader_names_a_truncated_file_before_it_starts(tmp_path):
+    files = record(tmp_path, 2 * MAX_ROWS)
+    files[0].write_bytes(files[0].read_bytes()[:500])
+    config = PPOConfig().environment("CartPole-v1").offline_data(input_=str(tmp_path))
+    with pytest.raises(OfflineDataError, match=rf"^{files[0]} is not a readable Parquet file \(ArrowInvalid"):
+        RayOfflineData(config, *SPACES, num_shards=2)  # before any Ray Data work (Ray is not even started)
+
+
+@pytest.mark.ray
+def test_the_ray_data_reader_skips_a_truncated_file_when_asked(ray_session, tmp_path, caplog):
+    files = record(tmp_path, 3 * MAX_ROWS)
+    files[1].write_bytes(files[1].read_bytes()[:500])
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .offline_data(input_=str(tmp_path), input_ignore_corrupt_files=True)
+        .training(train_batch_size_per_learner=2 * MAX_ROWS)
+    )
+    with caplog.at_level(logging.WARNING, logger="flywheel.offline.damaged"):
+        data = RayOfflineData(config, *SPACES, num_shards=1)
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [f"Skipping {files[1]}"]
+    steps = [(e.id_, t) for e in data.shards[0].next_episodes() for t in range(e.t_started, e.t)]
+    assert len(steps) == len(set(steps)) == 2 * MAX_ROWS  # one pass over the two intact files
 
 
 # ---- a folder that grows while read --------------------------------------------------------------
