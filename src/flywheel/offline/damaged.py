@@ -3,11 +3,11 @@
 
 Both readers check every file's footer (its schema and row count) when they start (`readable_files`):
 a file cut short, e.g. by a tool killed mid-write that wrote under the final name, fails there. A file
-whose footer reads but whose data does not (flipped bytes) fails when the local reader reaches it
-(`record_batches`): flywheel's recordings carry a CRC checksum per page, checked on read, so a flipped
-byte is found rather than read as a wrong value; files of other tools without checksums are read as
-they are, each record batch validated (a flipped byte in a string is found there). pyarrow's errors on reading are `ArrowException`s and `OSError`s (a file deleted, a corrupt
-compressed page, a failed checksum).
+whose footer reads but whose data does not fails when the local reader reaches it (`file_batches`):
+flywheel's recordings carry a CRC checksum per page, verified there, so a flipped byte is found rather
+than read as a wrong value; every record batch is validated too (a flipped byte in a string of a file
+without checksums is found). pyarrow's errors on reading are `ArrowException`s and `OSError`s (a file
+deleted, a corrupt compressed page, a failed checksum). Ray Data's reader verifies no checksums.
 """
 
 from __future__ import annotations

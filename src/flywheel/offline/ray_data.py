@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
-import pyarrow.dataset as pds
 
 from flywheel.errors import OfflineDataError
 from flywheel.offline.damaged import readable_files
@@ -33,9 +32,10 @@ if TYPE_CHECKING:
 class RayOfflineData:
     """One `DataShard` per learner (`self.shards`) over `config.input_`, read with Ray Data.
 
-    `config.input_read_method_kwargs` are passed to `ray.data.read_parquet` (as RLlib does), after
-    flywheel's `fragment_scan_options` (page checksums verified); only the columns the episodes need
-    are read. Files whose footer does not read are named (or skipped: `input_ignore_corrupt_files`)."""
+    `config.input_read_method_kwargs` are passed to `ray.data.read_parquet` (as RLlib does); only the
+    columns the episodes need are read. Files whose footer does not read are named (or skipped:
+    `input_ignore_corrupt_files`); Ray Data 2.60's Parquet reader sets its own scan options, so it does
+    not verify page checksums."""
 
     def __init__(
         self, config: AlgorithmConfig, observation_space: gym.Space, action_space: gym.Space, num_shards: int
@@ -45,8 +45,7 @@ class RayOfflineData:
         paths = readable_files(parquet_files(config.input_), bool(config.input_ignore_corrupt_files))
         builder = episode_builder(config, paths, (observation_space, action_space))
         _check_free_cpu(ray)
-        checksums = pds.ParquetFragmentScanOptions(page_checksum_verification=True)
-        kwargs = {"fragment_scan_options": checksums, **(config.input_read_method_kwargs or {})}
+        kwargs = config.input_read_method_kwargs or {}
         dataset = ray.data.read_parquet(paths, **kwargs).select_columns(builder.columns)
         splits = dataset.streaming_split(num_shards, equal=True)
         options = ray_iter_options(config)

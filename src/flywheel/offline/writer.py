@@ -6,7 +6,7 @@ is lost (unless `write_remaining=False`, RLlib's `output_write_remaining_data` d
 never sees a half-written file: a runner killed mid-write leaves complete files and at most a hidden
 `.*.tmp` file the readers skip; the rows it loses are the ones still buffered (fewer than
 `max_rows_per_file`; none with None) and those of the `sample()` call in progress. Pages carry CRC
-checksums, so the readers find a flipped byte.
+checksums, so the local reader finds a flipped byte.
 
 Two layouts (`output_write_episodes`):
 
@@ -123,7 +123,7 @@ class OfflineWriter:
             for leaf in leaves
         }
         # pyarrow's stubs type `compression` as one codec name; it takes one per column too (documented).
-        # Page checksums let the readers find a flipped byte (docs/concepts/offline.md, "Faults").
+        # Page checksums let the local reader find a flipped byte (docs/concepts/offline.md, "Faults").
         pq.write_table(table, temporary, compression=compression, write_page_checksum=True)  # pyright: ignore[reportArgumentType]
         os.replace(temporary, final)
         self._num_files += 1
