@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flywheel import PPOConfig, SingleAgentEnvRunner
-from flywheel.errors import OfflineDataError
+from flywheel.errors import ConfigError, OfflineDataError
 from flywheel.offline.ray_data import RayOfflineData
 from flywheel.offline.reader import OfflineData
 from flywheel.offline.writer import OfflineWriter
@@ -125,6 +125,8 @@ def record(folder, num_timesteps, *, seed=0):
 
 
 def test_a_truncated_file_is_named_or_skipped_with_a_warning(tmp_path, caplog):
+    with pytest.raises(ConfigError, match=r"input_ignore_corrupt_files='yes' must be True or False"):
+        PPOConfig().environment("CartPole-v1").offline_data(input_ignore_corrupt_files="yes").validate()
     files = record(tmp_path, 4 * MAX_ROWS)
     assert len(files) == 4
     files[1].write_bytes(files[1].read_bytes()[:1000])  # what a writer killed mid-write leaves
