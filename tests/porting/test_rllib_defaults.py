@@ -92,6 +92,7 @@ FLYWHEEL_ONLY = {
     "adam_epsilon": "Adam's epsilon, torch's default 1e-8 (what RLlib's torch optimizers use)",
     "vf_clip_range": "PPO2/CleanRL value clipping; default off",
     "advantage_normalization": 'where advantages are standardized; default "batch", RLlib\'s way',
+    "input_ignore_corrupt_files": "skip damaged offline input files with a warning; default off (an error naming the file)",
 }
 
 _NO_RAY = "flywheel keeps 0 on purpose: with 0 it samples and learns in the calling process, without Ray"

@@ -220,7 +220,7 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
         """Recording and reading offline data (Parquet files; see docs/concepts/offline.md).
 
         Keywords: input_, input_read_episodes, input_read_method_kwargs, iter_batches_kwargs,
-        dataset_num_iters_per_learner, actions_in_input_normalized, output, output_write_episodes,
+        input_ignore_corrupt_files, dataset_num_iters_per_learner, actions_in_input_normalized, output, output_write_episodes,
         output_max_rows_per_file, output_compress_columns, output_write_remaining_data,
         map_batches_kwargs, prelearner_class.
         """

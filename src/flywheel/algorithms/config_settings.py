@@ -177,6 +177,10 @@ class AlgorithmSettings:
     """Options of the reader: with a local learner `batch_size` (rows per Arrow record batch read at a
     time; memory bound) and `shuffle` (file order per pass, default True); with `num_learners >= 1`
     keywords of `ray.data.read_parquet`."""
+    input_ignore_corrupt_files: bool = setting("offline_data", False)
+    """Skip input files pyarrow cannot read (truncated, corrupt, deleted while read) with a warning
+    naming each; False (the default) raises `OfflineDataError` naming the file. Rows a damaged file
+    gave before the damage was found stay read (docs/concepts/offline.md, "Faults")."""
     iter_batches_kwargs: dict = setting("offline_data", factory=dict)
     """How rows are handed to the learners, with both readers: `local_shuffle_buffer_size` (rows that
     stream through a shuffle buffer, handed out in random order; None: stored order) and

@@ -520,6 +520,7 @@ def _check_offline_data(config: AlgorithmConfig) -> list[str | None]:
     problems = [
         check_bool(config, "output_write_episodes"),
         check_bool(config, "input_read_episodes"),
+        check_bool(config, "input_ignore_corrupt_files"),
         check_bool(config, "actions_in_input_normalized"),
         check_int(config, "output_max_rows_per_file", 1, allow_none=True),
         check_int(config, "dataset_num_iters_per_learner", 1, allow_none=True),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 
 from flywheel.errors import OfflineDataError
+from flywheel.offline.damaged import readable_files
 from flywheel.offline.episodes import EpisodeBuilder
 from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
 from flywheel.offline.reader import episode_builder, parquet_files
@@ -32,14 +33,16 @@ class RayOfflineData:
     """One `DataShard` per learner (`self.shards`) over `config.input_`, read with Ray Data.
 
     `config.input_read_method_kwargs` are passed to `ray.data.read_parquet` (as RLlib does); only the
-    columns the episodes need are read."""
+    columns the episodes need are read. Files whose footer does not read are named (or skipped:
+    `input_ignore_corrupt_files`); Ray Data 2.60's Parquet reader sets its own scan options, so it does
+    not verify page checksums."""
 
     def __init__(
         self, config: AlgorithmConfig, observation_space: gym.Space, action_space: gym.Space, num_shards: int
     ) -> None:
         import ray
 
-        paths = parquet_files(config.input_)
+        paths = readable_files(parquet_files(config.input_), bool(config.input_ignore_corrupt_files))
         builder = episode_builder(config, paths, (observation_space, action_space))
         _check_free_cpu(ray)
         kwargs = config.input_read_method_kwargs or {}

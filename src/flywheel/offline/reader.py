@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
-import pyarrow.parquet as pq
 
 from flywheel.errors import OfflineDataError
+from flywheel.offline.damaged import file_batches, readable_files
 from flywheel.offline.episodes import EpisodeBuilder, Spaces, check_files, needs_action_normalizing
 from flywheel.offline.multi_agent import MultiAgentEpisodeBuilder
 from flywheel.offline.options import SEED_KEY, SHUFFLE_KEY, iter_batches_options
@@ -53,7 +53,9 @@ class OfflineData:
     def __init__(
         self, config: AlgorithmConfig, observation_space: gym.Space, action_space: gym.Space
     ) -> None:
-        self.paths = parquet_files(config.input_)
+        self.ignore_corrupt = bool(config.input_ignore_corrupt_files)
+        self.paths = readable_files(parquet_files(config.input_), self.ignore_corrupt)
+        self.skipped: set[str] = set()  # files found damaged while reading (input_ignore_corrupt_files)
         kwargs = dict(config.input_read_method_kwargs or {})
         unknown = sorted(set(kwargs) - set(_READ_KWARGS))
         if unknown:
@@ -90,15 +92,19 @@ class OfflineData:
         probability proportional to its unread rows), so a train batch mixes files."""
         columns = self.builder.columns
         while True:
-            order = (
-                list(self._rng.permutation(len(self.paths))) if self.shuffle else list(range(len(self.paths)))
-            )
+            paths = [path for path in self.paths if path not in self.skipped]
+            if not paths:
+                raise OfflineDataError(
+                    f"Every file of input_ turned out damaged while reading ({len(self.skipped)} skipped, see "
+                    "the warnings above). Fix: point input_ at a folder with intact files, or re-record them."
+                )
+            order = list(self._rng.permutation(len(paths))) if self.shuffle else list(range(len(paths)))
             window: list[list] = []  # [batches iterator, unread rows]
             while order or window:
                 while order and len(window) < (_OPEN_FILES if self.shuffle else 1):
-                    file = pq.ParquetFile(self.paths[order.pop(0)])
+                    path = paths[order.pop(0)]
                     window.append(
-                        [file.iter_batches(self.batch_size, columns=columns), file.metadata.num_rows]
+                        [*file_batches(path, self.batch_size, columns, self.ignore_corrupt, self.skipped)]
                     )
                 unread = np.array([entry[1] for entry in window], float)
                 pick = int(self._rng.choice(len(window), p=unread / unread.sum())) if unread.sum() else 0

@@ -3,7 +3,10 @@
 The runner hands every `sample()` call's episodes (finished ones and cut chunks, numpy'ized) to
 `write()`; `close()` (from the runner's `stop()`) writes what is still buffered, so nothing sampled
 is lost (unless `write_remaining=False`, RLlib's `output_write_remaining_data` default, drops it). Each file is written under a hidden temporary name and renamed into place, so a reader
-never sees a half-written file.
+never sees a half-written file: a runner killed mid-write leaves complete files and at most a hidden
+`.*.tmp` file the readers skip; the rows it loses are the ones still buffered (fewer than
+`max_rows_per_file`; none with None) and those of the `sample()` call in progress. Pages carry CRC
+checksums, so the local reader finds a flipped byte.
 
 Two layouts (`output_write_episodes`):
 
@@ -120,7 +123,8 @@ class OfflineWriter:
             for leaf in leaves
         }
         # pyarrow's stubs type `compression` as one codec name; it takes one per column too (documented).
-        pq.write_table(table, temporary, compression=compression)  # pyright: ignore[reportArgumentType]
+        # Page checksums let the local reader find a flipped byte (docs/concepts/offline.md, "Faults").
+        pq.write_table(table, temporary, compression=compression, write_page_checksum=True)  # pyright: ignore[reportArgumentType]
         os.replace(temporary, final)
         self._num_files += 1
         self.num_rows_written += table.num_rows
