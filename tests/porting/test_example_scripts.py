@@ -124,11 +124,6 @@ WATERWORLD_GONE = (
 )
 NOT_IN_FLYWHEEL = "imports RLlib names flywheel does not have (flywheel port reports each line): "
 XFAILS: dict[str, str] = {
-    "algorithms/appo_custom_algorithm_w_shared_data_actor.py": (
-        "its learner connector adds len(episode) rewards per chunk, counting the bootstrap timestep RLlib's "
-        "AddOneTsToEpisodesAndTruncate appends to the episodes; flywheel's adds that row to the batch and "
-        "leaves the episodes as sampled (ConnectorError: columns of different lengths)"
-    ),
     "algorithms/maml_lr_supervised_learning.py": (
         NOT_IN_FLYWHEEL + "DifferentiableAlgorithmConfig, DifferentiableLearnerConfig, TrainingData (MAML)"
     ),
