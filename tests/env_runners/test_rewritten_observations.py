@@ -57,15 +57,16 @@ def test_the_learner_trains_on_the_rows_and_bootstraps_from_the_rewritten_final_
     runner = make_runner(config)
     finished, chunk = runner.sample(num_timesteps=5)
     learner = config.build_learner(spaces=runner.get_spaces())
-    batch = learner.learner_connector(
-        rl_module=learner.module, batch={}, episodes=[finished, chunk], shared_data={}
-    )[DEFAULT_MODULE_ID]
+    # Read before the pipeline runs: it extends the episodes by their bootstrap timesteps in place.
     rows = np.concatenate([expected_rows(finished)[:-1], expected_rows(chunk)[:-1]])
-    np.testing.assert_array_equal(batch[Columns.OBS].cpu().numpy(), rows)  # one row per step
     with torch.no_grad():
         values = learner.module[DEFAULT_MODULE_ID].compute_values(
             {Columns.OBS: torch.tensor(np.asarray(expected_rows(finished)), dtype=torch.float32)}
         )
+    batch = learner.learner_connector(
+        rl_module=learner.module, batch={}, episodes=[finished, chunk], shared_data={}
+    )[DEFAULT_MODULE_ID]
+    np.testing.assert_array_equal(batch[Columns.OBS].cpu().numpy(), rows)  # one row per step
     # The truncated episode's last step bootstraps from V(final row): target = r + gamma * V(s_3).
     gamma = config.gamma
     assert batch[Columns.VALUE_TARGETS][2].item() == torch.tensor(3.0 + gamma * values[3].item()).item()

@@ -145,7 +145,10 @@ class LookbackBuffer:
         if type(self.data) is list:
             del self.data[position]
         else:
-            self.data = map_leaves(lambda a: np.delete(a, position, axis=0), self.data)
+            last = position == total - 1  # the last item: a view of the rest, no copy
+            self.data = map_leaves(
+                lambda a: a[:position] if last else np.delete(a, position, axis=0), self.data
+            )
         if position < self.lookback:
             self.lookback -= 1
         return item

@@ -10,6 +10,7 @@ from torch import nn
 
 from flywheel import Columns, IMPALAConfig, RLModuleSpec, TorchRLModule, ValueFunctionAPI
 from flywheel.algorithms.impala.learner import TimeMajor
+from flywheel.connectors.learner.add_one_ts_and_truncate import remove_bootstrap_timesteps
 from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import LearnerError
 from flywheel.testing import CountingEnv
@@ -63,8 +64,13 @@ def learner(**training):
 
 def rows(learner_, episodes):
     """The learner pipeline's batch for the default module (rows of 4), tensors: the rows are laid out
-    before the pipeline's final `NumpyToTensor`."""
-    batch = learner_.learner_connector(rl_module=learner_.module, batch={}, episodes=episodes, shared_data={})
+    before the pipeline's final `NumpyToTensor`. The episodes are given back as they came (the
+    pipeline extends them by their bootstrap timesteps)."""
+    shared_data = {}
+    batch = learner_.learner_connector(
+        rl_module=learner_.module, batch={}, episodes=episodes, shared_data=shared_data
+    )
+    remove_bootstrap_timesteps(shared_data)
     columns = batch["default_policy"]
     assert all(isinstance(data, torch.Tensor) for data in columns.values())
     return columns

@@ -288,6 +288,21 @@ def test_a_module_without_value_function_is_refused():
         build(PolicyOnly)
 
 
+def test_update_gives_the_episodes_back_as_sampled_and_counts_their_steps():
+    """The pipeline extends each chunk by its bootstrap timestep in place, as RLlib's does; the
+    learner takes it off again, so the caller's episodes (and the env steps trained) are as sampled."""
+    learner = build(minibatch_size=8, num_epochs=1)
+    episodes = one_step_episodes(learner.module["default_policy"], 8)
+    rewards = [e.get_rewards().tolist() for e in episodes]
+    results = learner.update(episodes=episodes)
+    assert [len(e) for e in episodes] == [1] * 8
+    assert [e.get_rewards().tolist() for e in episodes] == rewards
+    assert [len(e.get_observations()) for e in episodes] == [2] * 8
+    assert not any(e.is_truncated for e in episodes)
+    assert results["__all_modules__"]["num_env_steps_trained"] == 8
+    assert results["default_policy"]["num_module_steps_trained"] == 8
+
+
 def test_result_keys():
     learner = build(minibatch_size=8)
     torch.manual_seed(0)

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from flywheel.columns import Columns
+from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner import (
     AddObservationsFromEpisodesToBatch,
     AddOneTsToEpisodesAndTruncate,
@@ -12,6 +13,7 @@ from flywheel.connectors.learner import (
     default_learner_connectors,
     module_episodes,
 )
+from flywheel.connectors.learner.add_one_ts_and_truncate import remove_bootstrap_timesteps
 from flywheel.connectors.learner.module_episodes import BOOTSTRAP_CHUNK_LENS
 from flywheel.connectors.pipeline import ConnectorPipelineV2
 from flywheel.episodes import SingleAgentEpisode
@@ -70,7 +72,47 @@ def test_add_one_ts_writes_mask_flags_and_chunk_lens(episodes):
         [False, True, False],
     ]
     assert shared[BOOTSTRAP_CHUNK_LENS] == {"default_policy": [4, 3]}
-    assert len(episodes[0]) == 3 and len(episodes[1]) == 2  # the episodes are not touched
+
+
+def test_add_one_ts_extends_the_chunks_in_place_and_the_learner_takes_it_off(episodes):
+    """As RLlib's: the chunks grow by one timestep (last obs/action/logp again, reward 0.0) and a
+    chunk that did not end is truncated; `remove_bootstrap_timesteps` restores them exactly."""
+    shared = {}
+    run([AddOneTsToEpisodesAndTruncate()], episodes, shared)
+    terminated, cut = episodes
+    assert (len(terminated), len(cut)) == (4, 3)
+    assert (terminated.t, cut.t) == (4, 23)
+    assert terminated.get_rewards().tolist() == [1.0, 2.0, 3.0, 0.0]
+    assert terminated.get_actions().tolist() == [1, 0, 1, 1]
+    assert cut.get_observations()[:, 0].tolist() == [7, 8, 9, 9]
+    np.testing.assert_allclose(cut.get_extra_model_outputs(Columns.ACTION_LOGP), [0, -0.1, -0.1])
+    assert (terminated.is_terminated, terminated.is_truncated, cut.is_truncated) == (True, False, True)
+    remove_bootstrap_timesteps(shared)
+    assert (len(terminated), len(cut), terminated.t, cut.t) == (3, 2, 3, 22)
+    assert cut.get_observations()[:, 0].tolist() == [7, 8, 9]
+    assert terminated.get_rewards().tolist() == [1.0, 2.0, 3.0]
+    assert cut.get_extra_model_outputs(Columns.ACTION_LOGP).tolist() == [0, -0.1]
+    assert (terminated.is_truncated, cut.is_truncated) == (False, False)
+    cut.validate()
+
+
+class RewardsPerStep(ConnectorV2):
+    """A user piece written as RLlib's examples write them: `len(episode)` rewards per chunk, the
+    bootstrap timestep's 0.0 included (RLlib's `appo_custom_algorithm_w_shared_data_actor.py`)."""
+
+    def __call__(self, *, episodes, batch, **kwargs):
+        for episode in self.single_agent_episode_iterator(episodes):
+            rewards = [10 * r for r in episode.get_rewards()]
+            self.add_n_batch_items(batch, Columns.REWARDS, rewards, len(episode), episode)
+        return batch
+
+
+def test_a_user_piece_sees_the_extended_chunks(episodes):
+    pieces = [AddOneTsToEpisodesAndTruncate(), RewardsPerStep(), *default_learner_connectors()]
+    cols = run(pieces, episodes)["default_policy"]
+    assert cols[Columns.REWARDS].tolist() == [10.0, 20.0, 30.0, 0.0, 40.0, 50.0, 0.0]
+    assert cols[Columns.OBS][:, 0].tolist() == [0, 1, 2, 3, 7, 8, 9]
+    assert cols[Columns.LOSS_MASK].tolist() == [True, True, True, False, True, True, False]
 
 
 def test_columns_with_bootstrap_rows(episodes):

@@ -9,9 +9,7 @@ import numpy as np
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
-    BOOTSTRAP_CHUNK_LENS,
     add_module_item,
-    append_last,
     module_episodes,
     modules_with_column,
     terminated_column,
@@ -32,8 +30,8 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
     `WEIGHTS_SEQ_NO`, ...) except `STATE_OUT`, which `AddTimeDimToBatchAndZeroPad` turns into `STATE_IN`.
 
     Done flags are True only on a chunk's last step (terminated / truncated). With
-    `AddOneTsToEpisodesAndTruncate` earlier in the pipeline the columns get the extra bootstrap
-    row (last action and extra outputs repeated, reward 0.0) and that piece's done flags are kept.
+    `AddOneTsToEpisodesAndTruncate` earlier in the pipeline the chunks end in their bootstrap
+    timestep (last action and extra outputs repeated, reward 0.0) and that piece's done flags are kept.
     A column an earlier piece set for a module is left alone for that module. Replayed transitions
     give their columns as they are (`REWARDS`: the n-step sums; `N_STEP`, `WEIGHTS`, ... as extra
     model outputs).
@@ -59,7 +57,6 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
                     if column not in _OBSERVATIONS and column not in preset_here:
                         add_module_item(batch, module_id, column, data)
             return batch
-        extend = shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data
         preset = {column: modules_with_column(batch, column) for column in _OWN_COLUMNS}
         preset_extra: dict[str, set] = {}
         for module_id, episode in module_episodes(episodes):
@@ -68,21 +65,18 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
                 Columns.ACTIONS: stack(episode.get_actions(steps)),
                 Columns.REWARDS: np.asarray(episode.get_rewards(steps), dtype=np.float32),
             }
-            if extend:
-                columns[Columns.ACTIONS] = append_last(columns[Columns.ACTIONS])
-                columns[Columns.REWARDS] = append_last(columns[Columns.REWARDS], fill=0.0)
             rows = len(columns[Columns.REWARDS])
             columns[Columns.TERMINATEDS] = terminated_column(rows, len(episode) - 1, episode.is_terminated)
             columns[Columns.TRUNCATEDS] = terminated_column(rows, len(episode) - 1, episode.is_truncated)
             for column, data in columns.items():
                 if module_id not in preset[column]:
                     add_module_item(batch, module_id, column, data)
-            self._add_extra_model_outputs(batch, module_id, episode, steps, extend, preset_extra)
+            self._add_extra_model_outputs(batch, module_id, episode, steps, preset_extra)
         return batch
 
     @staticmethod
     def _add_extra_model_outputs(
-        batch: dict, module_id: str, episode: Any, steps: slice, extend: bool, preset: dict[str, set]
+        batch: dict, module_id: str, episode: Any, steps: slice, preset: dict[str, set]
     ) -> None:
         for key, data in episode.get_extra_model_outputs(None, steps).items():
             if key == Columns.STATE_OUT:
@@ -91,5 +85,4 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
                 preset[key] = modules_with_column(batch, key)
             if module_id in preset[key]:
                 continue
-            data = stack(data)
-            add_module_item(batch, module_id, key, append_last(data) if extend else data)
+            add_module_item(batch, module_id, key, stack(data))

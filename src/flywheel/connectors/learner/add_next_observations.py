@@ -7,10 +7,8 @@ from typing import TYPE_CHECKING, Any
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
-    BOOTSTRAP_CHUNK_LENS,
     add_module_item,
     add_transition_column,
-    append_last,
     module_episodes,
     modules_with_column,
     transition_blocks,
@@ -28,8 +26,8 @@ class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
     `OBS`. For replayed n-step transitions that is `o_{t+n}`, the observation to bootstrap from.
 
     Off-policy algorithms (DQN, SAC) put it right after `AddObservationsFromEpisodesToBatch`. With
-    `AddOneTsToEpisodesAndTruncate` earlier in the pipeline, the extra bootstrap row repeats the
-    last observation. Modules whose `NEXT_OBS` an earlier piece set are skipped.
+    `AddOneTsToEpisodesAndTruncate` earlier in the pipeline, the bootstrap timestep it appended
+    repeats the last observation. Modules whose `NEXT_OBS` an earlier piece set are skipped.
     """
 
     def __call__(
@@ -48,10 +46,9 @@ class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
         if blocks is not None:
             add_transition_column(batch, blocks, Columns.NEXT_OBS, preset)
             return batch
-        extend = shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data
         for module_id, episode in module_episodes(episodes):
             if module_id in preset:
                 continue
             next_obs = episode.get_observations(slice(1, len(episode) + 1))
-            add_module_item(batch, module_id, Columns.NEXT_OBS, append_last(next_obs) if extend else next_obs)
+            add_module_item(batch, module_id, Columns.NEXT_OBS, next_obs)
         return batch

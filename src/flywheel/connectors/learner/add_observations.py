@@ -9,7 +9,6 @@ from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
     add_module_item,
     add_transition_column,
-    chunk_rows,
     module_episodes,
     modules_with_column,
     place_episode_items,
@@ -45,7 +44,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         metrics: MetricsLogger | None = None,
         **kwargs: object,
     ) -> dict[str, Any]:
-        place_episode_items(batch, episodes, shared_data)  # the first default piece: custom pieces ran
+        place_episode_items(batch, episodes)  # the first default piece: custom pieces ran
         preset = modules_with_column(batch, Columns.OBS)
         blocks = transition_blocks(episodes)
         if blocks is not None:
@@ -54,6 +53,5 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         for module_id, episode in module_episodes(episodes):
             if module_id in preset:
                 continue
-            rows = chunk_rows(episode, shared_data)
-            add_module_item(batch, module_id, Columns.OBS, episode.get_observations(slice(0, rows)))
+            add_module_item(batch, module_id, Columns.OBS, episode.get_observations(slice(0, len(episode))))
         return batch

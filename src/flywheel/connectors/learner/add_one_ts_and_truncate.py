@@ -18,24 +18,30 @@ from flywheel.errors import ConnectorError
 
 if TYPE_CHECKING:
     from flywheel.core.rl_module.rl_module import RLModule
+    from flywheel.episodes import SingleAgentEpisode
     from flywheel.metrics.metrics_logger import MetricsLogger
     from flywheel.typing import EpisodeType
 
+# `shared_data` key: the chunks this piece extended, each with its `is_truncated` from before.
+_EXTENDED = "bootstrap_extended_chunks"
+
 
 class AddOneTsToEpisodesAndTruncate(ConnectorV2):
-    """Gives every chunk one extra row holding its last observation, for value bootstrapping.
+    """Extends every chunk by one artificial timestep, for value bootstrapping, as RLlib's does.
 
     Value-based losses need V(s_T) of the observation after a chunk's last step: the bootstrap
-    value of a truncated or cut chunk. With this piece in the pipeline, each chunk of `len`
-    steps contributes `len + 1` rows: the later pieces take all `len + 1` observations, repeat
-    the last action and extra model outputs and add a 0.0 reward on the extra row. Every chunk
-    is then treated as truncated at its last real step unless it terminated there.
+    value of a truncated or cut chunk. This piece appends, in place, one timestep to each chunk
+    that has steps: its last observation, info, action and extra model outputs again, and a 0.0
+    reward; `len(chunk)` grows by one, and a chunk that did not end is marked truncated. The pieces
+    after it (custom ones included) see the extended chunks and give `len(chunk)` rows each, the
+    last one the bootstrap row.
 
-    The episodes themselves are not touched (no copies, no appends): the piece records the
-    chunk lengths in `shared_data` and writes the columns that describe the extra row:
-    `LOSS_MASK` (False on the extra row), `TERMINATEDS` (True on the last real step of a
-    terminated chunk) and `TRUNCATEDS` (True on the last real step of every other chunk).
-    `GeneralAdvantageEstimation` uses the extra rows and removes them again.
+    It writes the columns that describe the extra row: `LOSS_MASK` (False on it), `TERMINATEDS`
+    (True on the last real step of a terminated chunk) and `TRUNCATEDS` (True on the last real step
+    of every other chunk), and records the rows per chunk in `shared_data` (for
+    `GeneralAdvantageEstimation`, which removes the extra rows again). `Learner.update` takes the
+    extra timesteps off the episodes after its pipeline ran (`remove_bootstrap_timesteps`), so its
+    caller gets them back as sampled.
     """
 
     def __call__(
@@ -55,12 +61,15 @@ class AddOneTsToEpisodesAndTruncate(ConnectorV2):
                 "which chunks got a bootstrap timestep. Call the pipeline with shared_data={}."
             )
         chunk_lens: dict[str, list[int]] = {}
+        extended: list[tuple[SingleAgentEpisode, bool]] = shared_data.setdefault(_EXTENDED, [])
         for module_id, episode in module_episodes(episodes):
             steps = len(episode)
+            terminated = bool(episode.is_terminated)
+            extended.append((episode, bool(episode.is_truncated)))
+            _add_one_timestep(episode)
             chunk_lens.setdefault(module_id, []).append(steps + 1)
             loss_mask = np.ones(steps + 1, dtype=bool)
             loss_mask[-1] = False
-            terminated = bool(episode.is_terminated)
             add_module_item(batch, module_id, Columns.LOSS_MASK, loss_mask)
             add_module_item(
                 batch, module_id, Columns.TERMINATEDS, terminated_column(steps + 1, -2, terminated)
@@ -70,3 +79,27 @@ class AddOneTsToEpisodesAndTruncate(ConnectorV2):
             )
         shared_data[BOOTSTRAP_CHUNK_LENS] = chunk_lens
         return batch
+
+
+def _add_one_timestep(episode: SingleAgentEpisode) -> None:
+    episode.observations.append(episode.get_observations(-1))
+    episode.infos.append(episode.get_infos(-1))
+    episode.actions.append(episode.get_actions(-1))
+    episode.rewards.append(0.0)
+    for buffer in episode.extra_model_outputs.values():
+        buffer.append(buffer.get(-1))
+    episode.t += 1
+    if not episode.is_done:
+        episode.is_truncated = True
+
+
+def remove_bootstrap_timesteps(shared_data: dict) -> None:
+    """Takes the timestep `AddOneTsToEpisodesAndTruncate` added off each chunk it extended (in
+    `shared_data`, the dict the pipeline ran with) and restores the chunk's `is_truncated`."""
+    for episode, truncated in shared_data.pop(_EXTENDED, ()):
+        for buffer in (episode.observations, episode.infos, episode.actions, episode.rewards):
+            buffer.pop()
+        for buffer in episode.extra_model_outputs.values():
+            buffer.pop()
+        episode.t -= 1
+        episode.is_truncated = truncated

@@ -9,7 +9,6 @@ import numpy as np
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.learner.module_episodes import (
-    chunk_rows,
     module_episodes,
     transition_blocks,
 )
@@ -63,7 +62,7 @@ class AddTimeDimToBatchAndZeroPad(ConnectorV2):
             if not module.is_stateful():
                 continue
             max_seq_len = self.max_seq_len or module.model_config.get("max_seq_len", _DEFAULT_MAX_SEQ_LEN)
-            rows = [chunk_rows(episode, shared_data) for episode in module_chunks]
+            rows = [len(episode) for episode in module_chunks]
             columns = batch[module_id]
             if Columns.LOSS_MASK not in columns:
                 columns[Columns.LOSS_MASK] = [np.ones(n, dtype=bool) for n in rows]

@@ -35,7 +35,7 @@ class BatchIndividualItems(ConnectorV2):
         metrics: MetricsLogger | None = None,
         **kwargs: object,
     ) -> dict[str, Any]:
-        place_episode_items(batch, episodes, shared_data)
+        place_episode_items(batch, episodes)
         for module_id, columns in batch.items():
             for column, items in columns.items():
                 if isinstance(items, list):

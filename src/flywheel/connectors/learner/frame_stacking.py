@@ -11,7 +11,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.frame_stacking import checked_num_frames, pad_front, stacked_space
-from flywheel.connectors.learner.module_episodes import chunk_rows, module_episodes
+from flywheel.connectors.learner.module_episodes import module_episodes
 
 if TYPE_CHECKING:
     from flywheel.core.rl_module.rl_module import RLModule
@@ -65,7 +65,7 @@ class FrameStacking(ConnectorV2):
     ) -> dict[str, Any]:
         rows: dict[str, list[np.ndarray]] = {}
         for module_id, episode in module_episodes(episodes):
-            rows.setdefault(module_id, []).append(self._rows(episode, chunk_rows(episode, shared_data)))
+            rows.setdefault(module_id, []).append(self._rows(episode, len(episode)))
         for module_id, module_rows in rows.items():
             batch.setdefault(module_id, {})[Columns.OBS] = np.concatenate(module_rows)
         return batch

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import tree
 
 from flywheel.connectors.batch_items import episode_key, is_keyed, move_keyed_columns, stack_rows, take_rows
 from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
@@ -77,12 +76,6 @@ def bootstrap_chunk_lens(shared_data: dict | None, piece: str) -> dict:
     return chunk_lens
 
 
-def chunk_rows(episode: EpisodeType, shared_data: dict | None) -> int:
-    """Rows a chunk contributes: its steps, plus one when bootstrap timesteps were added."""
-    extra = 1 if shared_data is not None and BOOTSTRAP_CHUNK_LENS in shared_data else 0
-    return len(episode) + extra
-
-
 def add_module_item(batch: dict, module_id: ModuleID, column: str, item: object) -> None:
     """Appends one chunk's `item` to `batch[module_id][column]` (a list of per-chunk items)."""
     columns = batch.get(module_id)
@@ -96,16 +89,16 @@ def add_module_item(batch: dict, module_id: ModuleID, column: str, item: object)
         items.append(item)
 
 
-def place_episode_items(batch: dict, episodes: list[EpisodeType], shared_data: dict | None) -> None:
+def place_episode_items(batch: dict, episodes: list[EpisodeType]) -> None:
     """Moves the episode-keyed columns custom pieces added (`ConnectorV2.add_batch_item` with an
-    episode) into the learner layout: `batch[module_id][column]`, one array per chunk (its rows,
-    plus the bootstrap row when `AddOneTsToEpisodesAndTruncate` ran), in `module_episodes` order."""
+    episode) into the learner layout: `batch[module_id][column]`, one array per chunk (`len(chunk)`
+    rows, the bootstrap timestep included when `AddOneTsToEpisodesAndTruncate` ran), in `module_episodes` order."""
     if not any(is_keyed(value) for value in batch.values()):
         return
 
     def place(column: str, items_by_key: dict) -> None:
         for module_id, episode in module_episodes(episodes):
-            items = take_rows(items_by_key, episode_key(episode), chunk_rows(episode, shared_data))
+            items = take_rows(items_by_key, episode_key(episode), len(episode))
             if items:
                 add_module_item(batch, module_id, column, stack_rows(items))
 
@@ -115,14 +108,6 @@ def place_episode_items(batch: dict, episodes: list[EpisodeType], shared_data: d
 def modules_with_column(batch: dict, column: str) -> set[ModuleID]:
     """Modules for which an earlier piece already set `column` (those pieces own it there)."""
     return {module_id for module_id, columns in batch.items() if column in columns}
-
-
-def append_last(data: object, fill: object = None) -> Any:
-    """`data` with one more row at the end: a copy of its last row, or `fill` when given."""
-    if isinstance(data, np.ndarray):
-        last = data[-1:] if fill is None else np.full((1,) + data.shape[1:], fill, dtype=data.dtype)
-        return np.concatenate([data, last])
-    return tree.map_structure(lambda leaf: append_last(leaf, fill), data)
 
 
 def terminated_column(rows: int, last_real: int, flag: bool) -> np.ndarray:
@@ -137,8 +122,6 @@ __all__ = [
     "add_module_item",
     "add_transition_column",
     "bootstrap_chunk_lens",
-    "append_last",
-    "chunk_rows",
     "modules_with_column",
     "module_episodes",
     "place_episode_items",

@@ -32,6 +32,7 @@ import numpy as np
 
 from flywheel.checkpoints.checkpointable import Checkpointable
 from flywheel.checkpoints.components import COMPONENT_RL_MODULE
+from flywheel.connectors.learner.add_one_ts_and_truncate import remove_bootstrap_timesteps
 from flywheel.core.learner.minibatches import iter_minibatches, num_steps
 from flywheel.core.learner.module_changes import ModuleChanges
 from flywheel.core.learner.optimizers import DEFAULT_OPTIMIZER, OptimizerRegistry
@@ -380,9 +381,17 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         train batches (IMPALA and APPO keep them for their repeated uses)."""
         if batch is None:
             assert episodes is not None  # update() took exactly one of them
-            batch = self._built_connector(
-                rl_module=self.module, batch={}, episodes=episodes, shared_data={}, metrics=self.metrics
-            )
+            shared_data: dict = {}
+            try:
+                batch = self._built_connector(
+                    rl_module=self.module,
+                    batch={},
+                    episodes=episodes,
+                    shared_data=shared_data,
+                    metrics=self.metrics,
+                )
+            finally:  # the caller gets its episodes back as sampled
+                remove_bootstrap_timesteps(shared_data)
         unknown = [module_id for module_id in batch if module_id not in self.module]
         if unknown:
             raise LearnerError(
