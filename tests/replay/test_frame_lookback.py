@@ -71,6 +71,10 @@ def test_stacks_equal_the_stacks_the_module_acted_on_across_chunks_and_episode_s
         np.testing.assert_array_equal(batch[Columns.NEXT_OBS][i], acting_stack(base, t + n))
         seen.add((int(base), int(t)))
     assert seen == {(100, t) for t in range(12)} | {(200, t) for t in range(5)}
+    # Each learner's share (num_learners=2) keeps its rows' lookback.
+    first, second = (part.blocks[0] for part in sampled.split(2))
+    assert first.lookback[Columns.NEXT_OBS].shape == (150, 3, 2, 3, 1)
+    np.testing.assert_array_equal(second.lookback[Columns.OBS], block.lookback[Columns.OBS][150:])
     # Spelled out: t=1 repeats the first frame twice; t=9 (n=3) bootstraps from the last frame, 12.
     row = np.flatnonzero((bases == 100) & (block.t_started == 1))[0]
     assert batch[Columns.OBS][row, 0, 0].tolist() == [100, 100, 100, 101]
