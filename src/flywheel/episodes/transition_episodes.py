@@ -48,7 +48,9 @@ class TransitionBlock:
 
     `columns` holds `EPISODE_COLUMNS` (observations and actions may be nested dicts/tuples of
     arrays) plus the extra model outputs; `episode_ids` and `t_started` say where each row comes
-    from; `module_id` None means the default policy.
+    from; `module_id` None means the default policy. `lookback`, when the buffer was sampled with
+    one, maps `OBS` and `NEXT_OBS` to the L observations before each row's `o_t` and `o_{t+n}`
+    (`[rows, L, ...]`, oldest first): the frames the learner's `FrameStacking` stacks in front.
     """
 
     columns: dict[str, Any]
@@ -57,6 +59,7 @@ class TransitionBlock:
     module_id: ModuleID | None = None
     observation_space: Any = None
     action_space: Any = None
+    lookback: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self.columns[Columns.REWARDS])
@@ -68,6 +71,9 @@ class TransitionBlock:
             columns={key: take(value, slice(start, stop)) for key, value in self.columns.items()},
             episode_ids=self.episode_ids[start:stop],
             t_started=self.t_started[start:stop],
+            lookback=None
+            if self.lookback is None
+            else {key: take(value, slice(start, stop)) for key, value in self.lookback.items()},
         )
 
     def episode(self, i: int) -> SingleAgentEpisode:

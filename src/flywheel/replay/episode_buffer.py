@@ -105,6 +105,7 @@ class EpisodeReplayBuffer:
         gamma: float = 0.99,
         beta: float = 0.0,
         include_extra_model_outputs: bool = False,
+        lookback: int = 0,
     ) -> TransitionEpisodes:
         """Samples ``num_items`` (or ``batch_size_B``) n-step transitions, as one-step episodes.
 
@@ -117,7 +118,15 @@ class EpisodeReplayBuffer:
         ``update_priorities``). ``n_step`` is an int or an inclusive range ``(lo, hi)`` drawn per
         transition. With ``include_extra_model_outputs`` every extra model output the runner
         recorded at ``t`` is added too.
+
+        With ``lookback`` L > 0 the block also holds the L observations before ``o_t`` and before
+        ``o_{t+n}`` (`TransitionBlock.lookback`), read from the stored rows when the batch is sampled:
+        what the learner's `FrameStacking` stacks, so frames are stored once, not once per stack.
         """
+        if not isinstance(lookback, int | np.integer) or lookback < 0:
+            raise ConfigError(
+                f"Expected lookback to be an int >= 0 (observations before each one), got {lookback!r}."
+            )
         size = self._batch_size(num_items, batch_size_B)
         lengths = self._n_step_lengths(n_step, size)
         if self._storage.num_steps == 0:
@@ -139,6 +148,12 @@ class EpisodeReplayBuffer:
         }
         if include_extra_model_outputs:
             columns.update(storage.read_extras(positions))
+        before = None
+        if lookback:
+            before = {
+                Columns.OBS: storage.obs.read(storage.history(positions, lookback + 1)[:, :-1]),
+                Columns.NEXT_OBS: storage.obs.read(storage.history(window["before_next"], lookback)),
+            }
         obs_space, action_space = storage.spaces
         block = TransitionBlock(
             columns,
@@ -146,6 +161,7 @@ class EpisodeReplayBuffer:
             t_started=window["t"],
             observation_space=obs_space,
             action_space=action_space,
+            lookback=before,
         )
         return TransitionEpisodes([block])
 

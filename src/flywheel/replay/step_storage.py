@@ -39,6 +39,7 @@ class StepStorage:
         self.row_slot = np.zeros(capacity, np.int64)
         self.row_t = np.zeros(capacity, np.int64)
         self.row_next = np.full(capacity, -1, np.int64)
+        self.row_prev = np.full(capacity, -1, np.int64)
         self.rewards = np.zeros(capacity, np.float32)
         self.obs: ColumnStore | None = None
         self.actions: ColumnStore | None = None
@@ -90,11 +91,13 @@ class StepStorage:
         evicted = [self._evict_oldest() for _ in range(self._chunks_to_evict(n))]
         written = (self.next_id + np.arange(n)) % self.capacity
         slot = self._slot_of.get(episode.id_)
+        previous = -1 if slot is None else self.ep_last_pos[slot]
         if slot is None:
             slot = self._new_slot(episode.id_)
         else:
-            self.row_next[self.ep_last_pos[slot]] = written[0]
+            self.row_next[previous] = written[0]
         self._write_rows(episode, columns, written, slot)
+        self.row_prev[written[0]] = previous
         self.ep_end_t[slot] = episode.t
         self.ep_terminated[slot] = episode.is_terminated
         self.ep_truncated[slot] = episode.is_truncated
@@ -156,6 +159,9 @@ class StepStorage:
     def _evict_oldest(self) -> np.ndarray:
         slot, n = self._chunks.popleft()
         positions = (self.first_id + np.arange(n)) % self.capacity
+        following = self.row_next[positions[-1]]
+        if following >= 0:  # the episode's next chunk stays: its first row is now the oldest one
+            self.row_prev[following] = -1
         self.num_steps -= n
         self.ep_num_steps[slot] -= n
         for key, present in self.extra_present.items():
@@ -208,6 +214,7 @@ class StepStorage:
         self.row_t[rows] = np.arange(episode.t_started, episode.t)
         self.row_next[rows[:-1]] = rows[1:]
         self.row_next[rows[-1]] = -1
+        self.row_prev[rows[1:]] = rows[:-1]
         self._write_extras(columns["extras"], rows)
 
     def _write_extras(self, extras: dict[str, Any], rows: np.ndarray) -> None:
@@ -228,7 +235,7 @@ class StepStorage:
 
         A window stops early at its episode's newest stored observation: at a termination or
         truncation, or (for an ongoing episode) where the stored data ends. ``"n_step"`` holds
-        the steps actually used; ``"next_positions"`` the row of the window's last step.
+        the steps actually used; ``"before_next"`` the row of the observation before ``"next_obs"``.
         """
         slots = self.row_slot[positions]
         t = self.row_t[positions]
@@ -250,6 +257,7 @@ class StepStorage:
                 leaf[at_end] = final_leaf
         return {
             "next_obs": next_obs,
+            "before_next": np.where(at_end, current, self.row_prev[current]),
             "returns": returns.astype(np.float32),
             "terminateds": at_end & self.ep_terminated[slots],
             "truncateds": at_end & self.ep_truncated[slots],
@@ -257,6 +265,18 @@ class StepStorage:
             "t": t,
             "slots": slots,
         }
+
+    def history(self, positions: np.ndarray, length: int) -> np.ndarray:
+        """``[len(positions), length]`` rows: the ``length`` rows up to each of ``positions`` in its
+        episode, oldest first (the last column is ``positions``). Before an episode's first stored row
+        that row repeats, as `FrameStacking` repeats an episode's first frame."""
+        rows = np.empty((len(positions), length), np.int64)
+        current = positions
+        for j in range(length - 1, -1, -1):
+            rows[:, j] = current
+            previous = self.row_prev[current]
+            current = np.where(previous >= 0, previous, current)
+        return rows
 
     def read_extras(self, positions: np.ndarray) -> dict[str, Any]:
         """Every live extra model output at ``positions``; all of them must have every output."""
@@ -337,6 +357,8 @@ class StepStorage:
         storage.row_t[positions] = rows["t"]
         storage.row_slot[positions] = rows["slot"]
         storage.row_next[positions] = np.where(rows["next_id"] >= 0, rows["next_id"] % capacity, -1)
+        linked = positions[storage.row_next[positions] >= 0]
+        storage.row_prev[storage.row_next[linked]] = linked
         for key, (data, present) in rows["extras"].items():
             storage.extras[key] = ColumnStore(f"extra model output {key!r}", data, capacity)
             storage.extras[key].write(positions, data)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from flywheel import AlgorithmConfig, ConnectorV2, DQNConfig, PPOConfig, SACConfig
+from flywheel import AlgorithmConfig, ConnectorV2, DQNConfig, PPOConfig
 from flywheel.algorithms.dqn import DQNConfig as DQNConfigFromPackage
 from flywheel.algorithms.off_policy import OffPolicyConfig
 from flywheel.errors import ConfigError
@@ -131,17 +131,6 @@ def test_a_config_that_can_never_learn_is_one_error_listing_every_problem():
     assert "- epsilon=[[0, 1.5], [100, 0.1]] has a probability above 1 (1.5)." in message
     assert "- tau=0.0 must be a number in (0, 1] (1.0 copies the weights)." in message
     assert "- n_step=[3, 1] must be an int >= 1 or a range [lo, hi] with 1 <= lo <= hi." in message
-
-
-@pytest.mark.parametrize("config_class", [DQNConfig, SACConfig])
-def test_atari_ids_are_refused_since_replayed_frames_are_not_stacked(config_class):
-    name = config_class.__name__
-    assert problems_of(config_class().environment("ale_py:ALE/Pong-v5")) == (
-        f"Invalid {name} (1 problem):\n- env 'ale_py:ALE/Pong-v5' is an Atari id, whose frames flywheel stacks "
-        f"(4 per observation) in the connector pipelines, but {name} replays single frames from its buffer. "
-        "Fix: use PPOConfig for Atari ids, or register a creator that stacks frames inside the env: "
-        "register_env('pong', lambda cfg: MyFrameStack(gymnasium.make('ALE/Pong-v5', **cfg)))."
-    )
 
 
 def test_replay_type_and_capacity_problems():

@@ -36,7 +36,7 @@ class OffPolicyAlgorithm(Algorithm):
         for _ in range(sample_rounds):                   # from training_intensity
             replay_buffer.add(env_runner_group.sample())
         for _ in range(updates):
-            episodes = replay_buffer.sample(n_step=..., gamma=..., beta=...)   # per module
+            episodes = replay_buffer.sample(n_step=..., gamma=..., beta=..., lookback=...)  # per module
             results = learner_group.update(episodes=episodes)  # as PPO's: pipeline, loss, target networks
             replay_buffer.update_priorities(|results[module][TD_ERROR_KEY]| + eps, results[module][INDICES])
         sync weights to the runners
@@ -57,6 +57,7 @@ class OffPolicyAlgorithm(Algorithm):
         settings = self.config.replay_buffer_settings()
         self._beta = settings["beta"]
         self._store_buffer = settings["store_in_checkpoints"]
+        self._lookback = self._replay_lookback()
         n_step = self.config.n_step
         self._n_step = n_step if isinstance(n_step, int) else tuple(n_step)
         buffer = self.replay_buffer
@@ -64,6 +65,17 @@ class OffPolicyAlgorithm(Algorithm):
             self._prioritized = issubclass(buffer.buffer_class, PrioritizedEpisodeReplayBuffer)
         else:
             self._prioritized = isinstance(buffer, PrioritizedEpisodeReplayBuffer)
+
+    def _replay_lookback(self) -> int:
+        """Observations before each replayed one that the learner pipeline reads (its
+        `required_episode_lookback`: 3 with `FrameStacking(num_frames=4)`, as for Atari ids)."""
+        pipeline = self.env_runner.env_to_module
+        spaces = (
+            (None, None)
+            if self.config.is_multi_agent
+            else (pipeline.observation_space, pipeline.action_space)
+        )
+        return self.config.build_learner_connector(*spaces).required_episode_lookback
 
     def training_step(self) -> None:
         for _ in range(self._sample_rounds):
@@ -84,7 +96,12 @@ class OffPolicyAlgorithm(Algorithm):
 
     def _replay(self) -> TransitionEpisodes:
         """`total_train_batch_size` transitions (of every module that trains and has stored steps)."""
-        kwargs: dict[str, Any] = {"n_step": self._n_step, "gamma": self.config.gamma, "beta": self._beta}
+        kwargs: dict[str, Any] = {
+            "n_step": self._n_step,
+            "gamma": self.config.gamma,
+            "beta": self._beta,
+            "lookback": self._lookback,
+        }
         buffer = self.replay_buffer
         if isinstance(buffer, MultiAgentEpisodeReplayBuffer):
             to_train = self.config.policies_to_train

@@ -156,7 +156,6 @@ class OffPolicyConfig(AlgorithmConfig):
             )
         problems += [
             self._minibatch_problem(),
-            self._atari_problem(),
             checks.check_int(self, "num_steps_sampled_before_learning_starts", 0),
             checks.check_int(self, "target_network_update_freq", 0),
             _check_tau(self),
@@ -172,18 +171,6 @@ class OffPolicyConfig(AlgorithmConfig):
             f"minibatch_size={self.minibatch_size!r}, but {type(self).__name__} takes one gradient step per "
             "replayed batch. Fix: leave minibatch_size=None and set the batch size with "
             "config.training(train_batch_size=...)."
-        )
-
-    def _atari_problem(self) -> str | None:
-        from flywheel.env.make import is_atari_env
-
-        if not is_atari_env(self.env):
-            return None
-        return (
-            f"env {self.env!r} is an Atari id, whose frames flywheel stacks (4 per observation) in the "
-            f"connector pipelines, but {type(self).__name__} replays single frames from its buffer. Fix: use "
-            "PPOConfig for Atari ids, or register a creator that stacks frames inside the env: "
-            "register_env('pong', lambda cfg: MyFrameStack(gymnasium.make('ALE/Pong-v5', **cfg)))."
         )
 
     def _replay_problems(self) -> list[str | None]:
