@@ -467,6 +467,7 @@ def main() -> None:
     from report_appo import appo_section  # imports this module's helpers
     from report_offline import offline_section
     from report_ppo_parity import ppo_parity_section
+    from report_tuned import tuned_section
 
     lines = [
         "# flywheel benchmark results",
@@ -501,6 +502,8 @@ def main() -> None:
         *offline_section(),
         "",
         *ppo_parity_section(),
+        "",
+        *tuned_section(),
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 

@@ -9,6 +9,7 @@ import benchlib
 import pytest
 import report
 import report_appo
+import report_tuned
 from offpolicy_watch import ThresholdWatch
 from turns import Turns
 
@@ -401,3 +402,31 @@ def test_report_ppo_parity_rows_per_label_and_ratio_per_seed(tmp_path, monkeypat
     )
     assert any(line.endswith("| 120,000 | not reached | 120,000 |") for line in lines)
     assert lines[-1] == "flywheel / RLlib, medians of env steps to a last-100 mean of 450: 0.75."
+
+
+def test_report_tuned_examples_medians_and_ratios(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    run = {"example": "ppo/cartpole_ppo", "final_metric": 460.0, "best_metric": 471.5, "iterations": 30}
+    run |= {"load_start": 12.0}
+    write_lines(
+        tmp_path / "tuned_examples.jsonl",
+        [
+            run
+            | {"framework": "flywheel", "seed": 0, "passed": True, "env_steps_to_target": 120_000}
+            | {"seconds_to_target": 50.0},
+            run
+            | {"framework": "flywheel", "seed": 1, "passed": True, "env_steps_to_target": 160_000}
+            | {"seconds_to_target": 70.0},
+            run
+            | {"framework": "flywheel", "seed": 2, "passed": False, "env_steps_to_target": None}
+            | {"seconds_to_target": None, "final_metric": 300.0},
+            run
+            | {"framework": "rllib", "seed": None, "passed": True, "env_steps_to_target": 100_000}
+            | {"seconds_to_target": 240.0},
+        ],
+    )
+    text = "\n".join(report_tuned.tuned_section())
+    assert "| ppo/cartpole_ppo | flywheel (ported) | 2 | no | — | — | 300.0 | 471.5 | 30 | 12.0 |" in text
+    assert "| ppo/cartpole_ppo | RLlib 2.60 | — | yes | 100,000 | 240 | 460.0 | 471.5 | 30 | 12.0 |" in text
+    # medians over the runs that reached the target: 140,000 and 60 s; ratios 1.40 and 4.00
+    assert "| ppo/cartpole_ppo | 2/3 | 1/1 | 140,000 | 100,000 | 1.40 | 60 | 240 | 4.00 |" in text

@@ -5,7 +5,6 @@ does not ship them. Give this script a checkout of RLlib's repository at ray-2.6
 holding `<algo>/<example>.py` files) and the examples to run:
 
     python bench/tuned_examples.py ~/ray --examples ppo/cartpole_ppo ppo/pendulum_ppo --seeds 0 1 2
-    python bench/tuned_examples.py --report        # the markdown table from bench/results/
 
 Each example runs with `--as-test` and its own defaults, once per seed on each framework, in turns
 (flywheel, RLlib, flywheel, ...), each run in its own child process:
@@ -23,6 +22,7 @@ steps and seconds at which the return first reached the file's target.
 Every run appends one JSON line to bench/results/tuned_examples.jsonl: framework, example, seed, passed
 (the harness's own `--as-test` verdict: exit code 0), target, env steps and seconds to the target (None
 if never reached), the final and best returns, the totals, the flags and the machine's load.
+`bench/report.py` (report_tuned.py) turns the lines into RESULTS.md's section "RLlib's tuned examples".
 The examples' defaults ask Ray for up to 6 CPUs (a driver, 4 env runners, 1 learner); on a 2-core
 machine the trial would wait for them forever, so every run gets `--num-cpus=8` (Ray's logical CPUs,
 oversubscribing the cores) unless `--flags` says otherwise.
@@ -35,7 +35,6 @@ import contextlib
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -237,57 +236,13 @@ def run(args: argparse.Namespace) -> None:
                     results.write(json.dumps(row) + "\n")
 
 
-# ------------------------------------------------------------------------------ the report
-
-
-def report(path: Path = RESULTS) -> str:
-    """Markdown: one row per example and framework with per-seed figures, medians and the ratios."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    lines = [
-        "| example | framework | passed | env steps to target (per seed) | median | s to target (per seed) | median | final return (per seed) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    medians: dict[tuple[str, str], tuple[float | None, float | None]] = {}
-    for example in dict.fromkeys(r["example"] for r in rows):
-        for framework in ("flywheel", "rllib"):
-            runs = [r for r in rows if r["example"] == example and r["framework"] == framework]
-            if not runs:
-                continue
-            steps = [r["env_steps_to_target"] for r in runs]
-            secs = [r["seconds_to_target"] for r in runs]
-            reached_steps = [s for s in steps if s is not None]
-            reached_secs = [s for s in secs if s is not None]
-            med_steps = statistics.median(reached_steps) if len(reached_steps) == len(runs) else None
-            med_secs = statistics.median(reached_secs) if len(reached_secs) == len(runs) else None
-            medians[(example, framework)] = (med_steps, med_secs)
-            fmt = lambda values: ", ".join("—" if v is None else f"{v:,.0f}" for v in values)  # noqa: E731
-            final = ", ".join("—" if r["final_metric"] is None else f"{r['final_metric']:.1f}" for r in runs)
-            lines.append(
-                f"| {example} | {framework} | {sum(r['passed'] for r in runs)}/{len(runs)} | {fmt(steps)} | "
-                f"{fmt([med_steps])} | {fmt(secs)} | {fmt([med_secs])} | {final} |"
-            )
-    lines += [
-        "",
-        "| example | env steps to target, flywheel / RLlib | seconds to target, RLlib / flywheel |",
-        "|---|---|---|",
-    ]
-    for example in dict.fromkeys(e for e, _ in medians):
-        fly, rll = medians.get((example, "flywheel")), medians.get((example, "rllib"))
-        if fly is None or rll is None:
-            continue
-        steps = f"{fly[0] / rll[0]:.2f}" if fly[0] and rll[0] else "—"
-        secs = f"{rll[1] / fly[1]:.2f}" if fly[1] and rll[1] else "—"
-        lines.append(f"| {example} | {steps} | {secs} |")
-    return "\n".join(lines)
-
-
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         framework, seed, out, script, *flags = sys.argv[2:]
         child(framework, None if seed == "None" else int(seed), out, script, flags)
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("rllib", nargs="?", help="a checkout of RLlib's repository at ray-2.60.0")
+    parser.add_argument("rllib", help="a checkout of RLlib's repository at ray-2.60.0")
     parser.add_argument("--examples", nargs="+", default=["ppo/cartpole_ppo"], help="<algo>/<name>, no .py")
     parser.add_argument("--seeds", nargs="+", type=lambda s: None if s == "none" else int(s), default=[0])
     parser.add_argument(
@@ -295,14 +250,7 @@ def main() -> None:
     )
     parser.add_argument("--flags", nargs="*", default=["--num-cpus=8"], help="added to every run")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds a run may take")
-    parser.add_argument("--report", action="store_true", help="print the markdown table and exit")
-    args = parser.parse_args()
-    if args.report:
-        print(report())
-    elif args.rllib is None:
-        parser.error("give the folder of RLlib's files (a checkout of RLlib's repository at ray-2.60.0)")
-    else:
-        run(args)
+    run(parser.parse_args())
 
 
 if __name__ == "__main__":

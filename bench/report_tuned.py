@@ -1,0 +1,77 @@
+"""The "RLlib's tuned examples" part of bench/RESULTS.md (`report.py` includes it), from the lines
+`bench/tuned_examples.py` appends to bench/results/tuned_examples.jsonl."""
+
+from __future__ import annotations
+
+from report import fmt, load, median
+
+FRAMEWORKS = {"flywheel": "flywheel (ported)", "rllib": "RLlib 2.60"}
+INTRO = [
+    "## RLlib's tuned examples under `--as-test`: flywheel (ported) and RLlib 2.60",
+    "",
+    "`bench/tuned_examples.py <checkout of RLlib's repository at ray-2.60.0>`: each example file of",
+    "`rllib/examples/algorithms/<algo>/` runs as written with `--as-test` and its own defaults (plus",
+    "`--num-cpus=8`: the defaults ask Ray for up to 6 CPUs, which a 2-core machine does not have, and the",
+    "trial would wait forever), one child process per run, flywheel and RLlib in turns: on flywheel after",
+    "`flywheel port`, with `import ray.rllib` blocked; on RLlib unported. RLlib 2.60's harness has no",
+    "`--seed`: a seeded run gets `config.debugging(seed=...)` from a wrapper around the harness's run",
+    "function, on both sides; `—` in the seed column is a run left unseeded, as the file is. **passed** is",
+    "the harness's own verdict (exit code 0). **env steps / s to target**: the first training result whose",
+    "`env_runners/episode_return_mean` reached the file's target, seconds from the child process's start",
+    "(Ray's start included). Each framework's own metric: flywheel's is the mean of the last 100",
+    "episodes, RLlib 2.60's the mean of the episodes that finished in that iteration (docs/porting.md),",
+    "so flywheel's is the stricter and reaches a target later at equal learning. Wall-clock was taken on",
+    "2 cores shared with other work (the load column: 1-minute load average at the start of the run);",
+    "env steps do not depend on the load, seconds do.",
+    "",
+]
+
+
+def tuned_section() -> list[str]:
+    rows = load("tuned_examples.jsonl")
+    if not rows:
+        return [*INTRO, "Not measured."]
+    lines = [
+        *INTRO,
+        "| example | framework | seed | passed | env steps to target | s to target | final return | best return | iterations | load |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    examples = list(dict.fromkeys(row["example"] for row in rows))
+    for example in examples:
+        for framework, label in FRAMEWORKS.items():
+            for row in (r for r in rows if r["example"] == example and r["framework"] == framework):
+                seed = "—" if row["seed"] is None else row["seed"]
+                lines.append(
+                    f"| {example} | {label} | {seed} | {'yes' if row['passed'] else 'no'} | "
+                    f"{fmt(row['env_steps_to_target'])} | {fmt(row['seconds_to_target'])} | "
+                    f"{fmt(row['final_metric'], 1)} | {fmt(row['best_metric'], 1)} | {fmt(row['iterations'])} | "
+                    f"{row['load_start']} |"
+                )
+    lines += [
+        "",
+        "Medians over the runs that reached the target (runs that did not are counted in **reached**).",
+        "",
+        "| example | reached, flywheel | reached, RLlib | median env steps, flywheel | median env steps, RLlib "
+        "| flywheel / RLlib env steps (target <= 1.1) | median s, flywheel | median s, RLlib "
+        "| RLlib / flywheel s (target >= 3) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for example in examples:
+        cells = []
+        figures = {}
+        for framework in FRAMEWORKS:
+            runs = [r for r in rows if r["example"] == example and r["framework"] == framework]
+            reached = [r for r in runs if r["env_steps_to_target"] is not None]
+            cells.append(f"{len(reached)}/{len(runs)}")
+            figures[framework] = (
+                median([r["env_steps_to_target"] for r in reached]),
+                median([r["seconds_to_target"] for r in reached]),
+            )
+        (fly_steps, fly_s), (rl_steps, rl_s) = figures["flywheel"], figures["rllib"]
+        steps_ratio = fly_steps / rl_steps if fly_steps and rl_steps else None
+        seconds_ratio = rl_s / fly_s if fly_s and rl_s else None
+        lines.append(
+            f"| {example} | {cells[0]} | {cells[1]} | {fmt(fly_steps)} | {fmt(rl_steps)} | "
+            f"{fmt(steps_ratio, 2)} | {fmt(fly_s)} | {fmt(rl_s)} | {fmt(seconds_ratio, 2)} |"
+        )
+    return lines
