@@ -10,6 +10,7 @@ import pytest
 import report
 import report_appo
 import report_tuned
+import tuned_examples
 from offpolicy_watch import ThresholdWatch
 from turns import Turns
 
@@ -430,3 +431,21 @@ def test_report_tuned_examples_medians_and_ratios(tmp_path, monkeypatch):
     assert "| ppo/cartpole_ppo | RLlib 2.60 | — | yes | 100,000 | 240 | 460.0 | 471.5 | 30 | 12.0 |" in text
     # medians over the runs that reached the target: 140,000 and 60 s; ratios 1.40 and 4.00
     assert "| ppo/cartpole_ppo | 2/3 | 1/1 | 140,000 | 100,000 | 1.40 | 60 | 240 | 4.00 |" in text
+
+
+def test_tuned_examples_reads_nested_and_flat_results_and_finds_the_examples_folder(tmp_path):
+    nested = {"env_runners": {"episode_return_mean": 451.5, "num_env_steps_sampled_lifetime": 4032}}
+    assert tuned_examples._lookup(nested, tuned_examples.RETURN_KEY) == 451.5
+    assert (
+        tuned_examples._lookup({"env_runners/num_env_steps_sampled_lifetime": 8064}, tuned_examples.STEPS_KEY)
+        == 8064
+    )
+    assert (
+        tuned_examples._lookup(
+            {"env_runners": {"episode_return_mean": float("nan")}}, tuned_examples.RETURN_KEY
+        )
+        is None
+    )
+    assert tuned_examples.examples_folder(tmp_path) == tmp_path  # a folder of <algo>/<name>.py files
+    (tmp_path / "rllib" / "examples" / "algorithms").mkdir(parents=True)
+    assert tuned_examples.examples_folder(tmp_path) == tmp_path / "rllib" / "examples" / "algorithms"
