@@ -424,6 +424,9 @@ def test_report_tuned_examples_medians_and_ratios(tmp_path, monkeypatch):
             run
             | {"framework": "rllib", "seed": None, "passed": True, "env_steps_to_target": 100_000}
             | {"seconds_to_target": 240.0},
+            run
+            | {"framework": "rllib", "seed": 1, "passed": False, "env_steps_to_target": None}
+            | {"seconds_to_target": None, "iterations": None, "error": "Exception: node timed out"},
         ],
     )
     text = "\n".join(report_tuned.tuned_section())
@@ -431,6 +434,7 @@ def test_report_tuned_examples_medians_and_ratios(tmp_path, monkeypatch):
     assert "| ppo/cartpole_ppo | RLlib 2.60 | — | yes | 100,000 | 240 | 460.0 | 471.5 | 30 | 12.0 |" in text
     # medians over the runs that reached the target: 140,000 and 60 s; ratios 1.40 and 4.00
     assert "| ppo/cartpole_ppo | 2/3 | 1/1 | 140,000 | 100,000 | 1.40 | 60 | 240 | 4.00 |" in text
+    assert "- ppo/cartpole_ppo, RLlib 2.60, seed 1: `Exception: node timed out`" in text
 
 
 def test_tuned_examples_reads_nested_and_flat_results_and_finds_the_examples_folder(tmp_path):
