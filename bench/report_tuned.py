@@ -38,22 +38,24 @@ NOTES = [
     "target 350). Observed 2026-12-07, load 17 to 39 (3 other workers, and 2 to 4 of these runs at once):",
     "",
     "- **Targets reached**: RLlib 2.60 passes all four; flywheel three. `stateless_cartpole_ppo_with_lstm`",
-    "  fails on flywheel: best 163.9 < 350 in the file's 300,000-step budget (75 iterations; RLlib's run",
-    "  reached 360.3 at 237,875). The metric's window does not explain it (100 episodes of ~150 steps are",
-    "  ~15,000 env steps, 4 iterations); the cause in flywheel's recurrent PPO is not found yet.",
-    "- **Env steps to target** (<= 1.1x RLlib's): met by `cartpole_ppo` (0.83). `pendulum_ppo` seed 0 took",
-    "  40,560 steps on both; the unseeded RLlib run 24,960 (its per-iteration mean covers the 40 episodes",
-    "  that end together every 200 steps; flywheel's waits for 100). `multi_agent_cartpole_ppo` 1.95:",
+    "  fails on flywheel: best 163.9 unseeded and 291.7 with seed 0, < 350 in the file's 300,000-step",
+    "  budget (75 iterations; RLlib's run reached 360.3 at 237,875). The metric's window does not explain",
+    "  it (100 episodes of ~150 steps are ~15,000 env steps, 4 iterations); the cause in flywheel's",
+    "  recurrent PPO is not found yet.",
+    "- **Env steps to target** (<= 1.1x RLlib's): met by `cartpole_ppo` (0.83) and `pendulum_ppo` (1.00:",
+    "  seed 0 took 40,560 steps on both; RLlib's unseeded run 24,960 and seed 1 48,880; flywheel's seed 1",
+    "  run never started, see above). `multi_agent_cartpole_ppo` 1.95:",
     "  flywheel's 100-episode window (with 2 envs, about 10 iterations of episodes) against RLlib's",
     "  one-iteration mean; on the same measure (bench/ppo_parity.py, single-agent) the gap was 1.17.",
-    "- **Wall-clock** (>= 3x faster): met by `cartpole_ppo` (3.56); not by `pendulum_ppo` (1.24) or",
+    "- **Wall-clock** (>= 3x faster): met by `cartpole_ppo` (3.56); not by `pendulum_ppo` (1.26) or",
     "  `multi_agent_cartpole_ppo` (1.57). These runs overlapped each other on a machine at load 17 to 39,",
     "  Ray's start is in every figure, and the Pendulum runs are short (40 iterations): the seconds say",
     "  more about the machine than about the frameworks.",
     "- Run by hand before this script (same port, blocker and flags), so not in the table: flywheel's",
     "  unseeded `pendulum_ppo` passed after 48,880 env steps (Tune's run time 308 s) and a first",
     "  `cartpole_ppo` after 487,872 (248 s, load 7 to 15).",
-    "- **Not run** (time): seeds 1 and 2 of every example (but see any seeded rows above), and the DQN,",
+    "- **Not run** (time): seeds 1 and 2 of `cartpole_ppo` and `multi_agent_cartpole_ppo`, seed 1 of the LSTM",
+    "  example on both sides and seed 0 on RLlib, seed 2 of `pendulum_ppo`, and the DQN,"
     "  SAC, APPO and IMPALA examples (`cartpole_dqn.py`, `pendulum_sac.py`, `cartpole_appo.py`,",
     "  `cartpole_impala.py`).",
 ]
@@ -84,7 +86,7 @@ def tuned_section() -> list[str]:
                 )
     lines += [
         "",
-        "Medians over the runs that reached the target (runs that did not are counted in **reached**).",
+        "Medians over the runs, seeded or not, that reached the target (**reached** counts them).",
         "",
         "| example | reached, flywheel | reached, RLlib | median env steps, flywheel | median env steps, RLlib "
         "| flywheel / RLlib env steps (target <= 1.1) | median s, flywheel | median s, RLlib "
