@@ -453,3 +453,12 @@ def test_tuned_examples_reads_nested_and_flat_results_and_finds_the_examples_fol
     assert tuned_examples.examples_folder(tmp_path) == tmp_path  # a folder of <algo>/<name>.py files
     (tmp_path / "rllib" / "examples" / "algorithms").mkdir(parents=True)
     assert tuned_examples.examples_folder(tmp_path) == tmp_path / "rllib" / "examples" / "algorithms"
+
+
+def test_tuned_examples_holds_a_run_to_the_metric_the_harness_picks():
+    key = tuned_examples.RETURN_KEY
+    assert tuned_examples.success_metric({}, None, 450.0) == (key, 450.0)
+    assert tuned_examples.success_metric({key: 900.0, "training_iteration": 200}, None, 100.0) == (key, 900.0)
+    both = {key: 900.0, tuned_examples.EVAL_RETURN_KEY: 400.0}
+    assert tuned_examples.success_metric(both, None, 100.0) == (tuned_examples.EVAL_RETURN_KEY, 400.0)
+    assert tuned_examples.success_metric(both, {"custom/metric": 7}, 100.0) == ("custom/metric", 7.0)

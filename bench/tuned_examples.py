@@ -47,6 +47,7 @@ BENCH = Path(__file__).resolve().parent
 SRC = BENCH.parent / "src"
 RESULTS = BENCH / "results" / "tuned_examples.jsonl"
 RETURN_KEY = "env_runners/episode_return_mean"
+EVAL_RETURN_KEY = f"evaluation/{RETURN_KEY}"
 STEPS_KEY = "env_runners/num_env_steps_sampled_lifetime"
 BLOCKER = """import sys
 
@@ -75,6 +76,18 @@ def _lookup(result: dict[str, Any], key: str) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def success_metric(stop: dict, metric: dict | None, stop_reward: float) -> tuple[str, float]:
+    """The key and target `--as-test` holds a run to, as the harness picks them: `success_metric`, else
+    the evaluation or training return in `stop`, else the training return at `--stop-reward`."""
+    if metric:
+        key, value = next(iter(metric.items()))
+        return key, float(value)
+    for key in (EVAL_RETURN_KEY, RETURN_KEY):
+        if key in stop:
+            return key, float(stop[key])
+    return RETURN_KEY, float(stop_reward)
+
+
 def child(framework: str, seed: int | None, out: str, script: str, flags: list[str]) -> None:
     """Runs `script` as `__main__` with `flags`, the harness wrapped to seed the config and record results."""
     import runpy
@@ -83,11 +96,12 @@ def child(framework: str, seed: int | None, out: str, script: str, flags: list[s
 
     start = time.time()
     rows: list[dict[str, Any]] = []
-    target: list[float] = []
+    target: list[tuple[str, float]] = []
 
     class Record(tune.Callback):
         def on_trial_result(self, iteration, trials, trial, result, **info):
-            row = {"steps": _lookup(result, STEPS_KEY), "return": _lookup(result, RETURN_KEY)}
+            key = target[0][0] if target else RETURN_KEY
+            row = {"steps": _lookup(result, STEPS_KEY), "return": _lookup(result, key)}
             rows.append(row | {"seconds": time.time() - start, "iter": result.get("training_iteration")})
 
     if framework == "flywheel":
@@ -99,8 +113,8 @@ def child(framework: str, seed: int | None, out: str, script: str, flags: list[s
     def seeded(base_config, args=None, **kwargs):
         if seed is not None:
             base_config.debugging(seed=seed)
-        stop = kwargs.get("stop") or {}
-        target.append(float(stop.get(RETURN_KEY, getattr(args, "stop_reward", math.nan))))
+        stop_reward = getattr(args, "stop_reward", math.nan)
+        target.append(success_metric(kwargs.get("stop") or {}, kwargs.get("success_metric"), stop_reward))
         kwargs["tune_callbacks"] = [*(kwargs.get("tune_callbacks") or []), Record()]
         return original(base_config, args, **kwargs)
 
@@ -114,10 +128,11 @@ def child(framework: str, seed: int | None, out: str, script: str, flags: list[s
         error = f"{type(exc).__name__}: {exc}"[:400]
         raise
     finally:
-        goal = target[0] if target else math.nan
+        metric, goal = target[0] if target else (RETURN_KEY, math.nan)
         reached = next((r for r in rows if r["return"] is not None and r["return"] >= goal), None)
         returns = [r["return"] for r in rows if r["return"] is not None]
         summary = {
+            "metric": metric,
             "target": goal,
             "env_steps_to_target": reached and reached["steps"],
             "seconds_to_target": reached and round(reached["seconds"], 1),
