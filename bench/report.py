@@ -468,6 +468,7 @@ def main() -> None:
     from report_offline import offline_section
     from report_offpolicy_speed import offpolicy_speed_section
     from report_ppo_parity import ppo_parity_section
+    from report_tuned import tuned_section
 
     lines = [
         "# flywheel benchmark results",
@@ -504,6 +505,8 @@ def main() -> None:
         *offpolicy_speed_section(),
         "",
         *ppo_parity_section(),
+        "",
+        *tuned_section(),
     ]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
 

@@ -9,6 +9,8 @@ import benchlib
 import pytest
 import report
 import report_appo
+import report_tuned
+import tuned_examples
 from offpolicy_watch import ThresholdWatch
 from turns import Turns
 
@@ -420,3 +422,62 @@ def test_report_offpolicy_speed_tables_and_ratios_per_repeat(tmp_path, monkeypat
     assert any(
         "RuntimeError: boom" in line for line in lines[lines.index("### IQL rows/s (updates/s x 256)") :]
     )
+
+
+def test_report_tuned_examples_medians_and_ratios(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    run = {"example": "ppo/cartpole_ppo", "final_metric": 460.0, "best_metric": 471.5, "iterations": 30}
+    run |= {"load_start": 12.0}
+    write_lines(
+        tmp_path / "tuned_examples.jsonl",
+        [
+            run
+            | {"framework": "flywheel", "seed": 0, "passed": True, "env_steps_to_target": 120_000}
+            | {"seconds_to_target": 50.0},
+            run
+            | {"framework": "flywheel", "seed": 1, "passed": True, "env_steps_to_target": 160_000}
+            | {"seconds_to_target": 70.0},
+            run
+            | {"framework": "flywheel", "seed": 2, "passed": False, "env_steps_to_target": None}
+            | {"seconds_to_target": None, "final_metric": 300.0},
+            run
+            | {"framework": "rllib", "seed": None, "passed": True, "env_steps_to_target": 100_000}
+            | {"seconds_to_target": 240.0},
+            run
+            | {"framework": "rllib", "seed": 1, "passed": False, "env_steps_to_target": None}
+            | {"seconds_to_target": None, "iterations": None, "error": "Exception: node timed out"},
+        ],
+    )
+    text = "\n".join(report_tuned.tuned_section())
+    assert "| ppo/cartpole_ppo | flywheel (ported) | 2 | no | — | — | 300.0 | 471.5 | 30 | 12.0 |" in text
+    assert "| ppo/cartpole_ppo | RLlib 2.60 | — | yes | 100,000 | 240 | 460.0 | 471.5 | 30 | 12.0 |" in text
+    # medians over the runs that reached the target: 140,000 and 60 s; ratios 1.40 and 4.00
+    assert "| ppo/cartpole_ppo | 2/3 | 1/1 | 140,000 | 100,000 | 1.40 | 60 | 240 | 4.00 |" in text
+    assert "- ppo/cartpole_ppo, RLlib 2.60, seed 1: `Exception: node timed out`" in text
+
+
+def test_tuned_examples_reads_nested_and_flat_results_and_finds_the_examples_folder(tmp_path):
+    nested = {"env_runners": {"episode_return_mean": 451.5, "num_env_steps_sampled_lifetime": 4032}}
+    assert tuned_examples._lookup(nested, tuned_examples.RETURN_KEY) == 451.5
+    assert (
+        tuned_examples._lookup({"env_runners/num_env_steps_sampled_lifetime": 8064}, tuned_examples.STEPS_KEY)
+        == 8064
+    )
+    assert (
+        tuned_examples._lookup(
+            {"env_runners": {"episode_return_mean": float("nan")}}, tuned_examples.RETURN_KEY
+        )
+        is None
+    )
+    assert tuned_examples.examples_folder(tmp_path) == tmp_path  # a folder of <algo>/<name>.py files
+    (tmp_path / "rllib" / "examples" / "algorithms").mkdir(parents=True)
+    assert tuned_examples.examples_folder(tmp_path) == tmp_path / "rllib" / "examples" / "algorithms"
+
+
+def test_tuned_examples_holds_a_run_to_the_metric_the_harness_picks():
+    key = tuned_examples.RETURN_KEY
+    assert tuned_examples.success_metric({}, None, 450.0) == (key, 450.0)
+    assert tuned_examples.success_metric({key: 900.0, "training_iteration": 200}, None, 100.0) == (key, 900.0)
+    both = {key: 900.0, tuned_examples.EVAL_RETURN_KEY: 400.0}
+    assert tuned_examples.success_metric(both, None, 100.0) == (tuned_examples.EVAL_RETURN_KEY, 400.0)
+    assert tuned_examples.success_metric(both, {"custom/metric": 7}, 100.0) == ("custom/metric", 7.0)
