@@ -2,14 +2,18 @@
 recorded Pendulum (Box) and CartPole (Discrete) transitions with evaluation on env runners, a
 checkpoint round trip, and fine-tuning online with SAC afterwards."""
 
+import math
+
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 import flywheel
-from flywheel import IQL, DQNConfig, RLModuleSpec, SACConfig, SingleAgentEnvRunner
+from flywheel import IQL, Columns, DQNConfig, RLModuleSpec, SACConfig, SingleAgentEnvRunner
 from flywheel.algorithms.iql import DefaultIQLTorchRLModule, IQLConfig
 from flywheel.algorithms.registry import config_class
+from flywheel.algorithms.sac.rl_module import DefaultSACTorchRLModule
 from flywheel.errors import ConfigError
 
 MODULE = "learner_group/learner/rl_module/default_policy"
@@ -190,3 +194,27 @@ def test_sac_fine_tunes_the_iql_module_online(pendulum_data, tmp_path):
     finally:
         iql.stop()
         sac.stop()
+
+
+def test_the_policy_log_std_is_clamped_to_rllibs_bounds_not_sacs():
+    """IQL's policy clamps log std to [-5, 2] (RLlib 2.60's squashed Gaussian and the IQL paper),
+    SAC's to [-20, 2]: on a data action 0.5 away from the mean (atanh space), the actor's gradient
+    on the mean is 0.5 / std**2, 1.1e4 at std = exp(-5) but 1.2e17 at SAC's exp(-20)."""
+    obs, act = gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    model_config = {"fcnet_hiddens": [8], "twin_q": True}
+    iql = DefaultIQLTorchRLModule(obs, act, model_config=model_config)
+    sac = DefaultSACTorchRLModule(obs, act, model_config=model_config)
+    assert iql.log_std_bounds == (-5.0, 2.0) and sac.log_std_bounds == (-20.0, 2.0)
+    for module, floor in ((iql, -5.0), (sac, -20.0)):
+        with torch.no_grad():
+            module.pi.weight.zero_()
+            module.pi.bias.copy_(torch.tensor([0.0, -50.0]))
+        inputs = module.forward_train({Columns.OBS: torch.zeros(2, 3)})[Columns.ACTION_DIST_INPUTS]
+        assert inputs[:, 1].tolist() == [floor, floor]
+        with torch.no_grad():
+            module.pi.bias.copy_(torch.tensor([0.0, 50.0]))
+        assert module.forward_train({Columns.OBS: torch.zeros(1, 3)})[Columns.ACTION_DIST_INPUTS][0, 1] == 2.0
+        logits = torch.tensor([[0.0, floor]], requires_grad=True)
+        action = torch.tanh(torch.tensor([[0.5]]))
+        module.get_train_action_dist_cls().from_logits(logits).logp(action).sum().backward()
+        assert float(logits.grad[0, 0]) == pytest.approx(0.5 / math.exp(2 * floor), rel=1e-3)

@@ -20,13 +20,21 @@ from flywheel.core.models import build_encoder, build_head, split_masked
 from flywheel.core.rl_module.apis import ValueFunctionAPI
 
 _VALUE = ("vf_encoder", "vf")
+LOG_STD_BOUNDS = (-5.0, 2.0)
+"""The policy's log standard deviations are clamped to these (RLlib 2.60's squashed Gaussian clamps to
+them, and so does the IQL paper's policy): IQL's actor maximizes the weighted log-likelihood of the
+data's actions, and SAC's lower floor (-20) lets a few heavily weighted rows shrink the standard
+deviation until their gradients swamp every other row's."""
 
 
 class DefaultIQLTorchRLModule(DefaultSACTorchRLModule, ValueFunctionAPI):
     """SAC's module (Box or Discrete actions, same `model_config`) with a value network: an encoder
     of the observations as the policy's, and a head with one output. Its policy and critics have
     SAC's names, so SAC can fine-tune it online (build SAC with this module class and restore the
-    weights; SAC trains policy and critics and leaves V alone)."""
+    weights; SAC trains policy and critics and leaves V alone). The policy's log standard deviations
+    are clamped to `LOG_STD_BOUNDS` (Box actions)."""
+
+    log_std_bounds = LOG_STD_BOUNDS
 
     def setup(self) -> None:
         super().setup()

@@ -84,6 +84,8 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
     """
 
     uses_default_model_config = True  # model_config is checked against DefaultModelConfig's keys
+    log_std_bounds: tuple[float, float] = (LOG_STD_MIN, LOG_STD_MAX)
+    """The policy's log standard deviations (Box actions) are clamped to these bounds."""
     action_space: gym.spaces.Discrete | gym.spaces.Box  # setup() refuses other action spaces
 
     def setup(self) -> None:
@@ -195,7 +197,7 @@ class DefaultSACTorchRLModule(TorchRLModule, TargetNetworkAPI):
         if self.discrete:
             return {Columns.ACTION_DIST_INPUTS: inputs}
         mean, log_std = inputs.chunk(2, dim=-1)
-        log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+        log_std = log_std.clamp(*self.log_std_bounds)
         return {Columns.ACTION_DIST_INPUTS: torch.cat([mean, log_std], dim=-1)}
 
     def compute_q_values(self, batch: dict) -> dict:
