@@ -49,18 +49,6 @@ RESULTS = BENCH / "results" / "tuned_examples.jsonl"
 RETURN_KEY = "env_runners/episode_return_mean"
 EVAL_RETURN_KEY = f"evaluation/{RETURN_KEY}"
 STEPS_KEY = "env_runners/num_env_steps_sampled_lifetime"
-BLOCKER = """import sys
-
-
-class BlockRLlib:
-    def find_spec(self, name, path=None, target=None):
-        if name == "ray.rllib" or name.startswith("ray.rllib."):
-            raise ModuleNotFoundError(f"No module named {name!r} (blocked: run on flywheel)", name=name)
-        return None
-
-
-sys.meta_path.insert(0, BlockRLlib())
-"""
 
 
 # ------------------------------------------------------------------------------ the child process
@@ -161,6 +149,7 @@ def port(files: list[Path], work: Path) -> Path:
     (the wheel's own folder has some, in scripts the tuned examples do not import)."""
     sys.path.insert(0, str(SRC))
     from flywheel.cli import main
+    from flywheel.porting.rllib_blocker import write_rllib_blocker
 
     spec = find_spec("ray")
     if spec is None or spec.origin is None:
@@ -176,8 +165,7 @@ def port(files: list[Path], work: Path) -> Path:
                 raise SystemExit(
                     f"tuned_examples: {file} has lines flywheel port cannot port (see {log.name})"
                 )
-    (work / "block").mkdir(exist_ok=True)
-    (work / "block" / "sitecustomize.py").write_text(BLOCKER)
+    write_rllib_blocker(work / "block")
     return work
 
 

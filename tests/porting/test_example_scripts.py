@@ -22,23 +22,10 @@ from pathlib import Path
 import pytest
 
 import flywheel
+from flywheel.porting.rllib_blocker import write_rllib_blocker
 
 SRC = Path(flywheel.__file__).parent.parent
 TIMEOUT_S = 600
-BLOCKER = '''import sys
-
-
-class BlockRLlib:
-    """Makes `import ray.rllib` fail: the ported scripts must run on flywheel alone."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "ray.rllib" or name.startswith("ray.rllib."):
-            raise ModuleNotFoundError(f"No module named {name!r} (blocked: run on flywheel)", name=name)
-        return None
-
-
-sys.meta_path.insert(0, BlockRLlib())
-'''
 RUN = ("--stop-iters=2", "--num-env-runners=0")
 """Every harness script: two iterations, sampling in the trial's process (2 cores: one CPU per trial)."""
 TWO_AGENTS = (*RUN, "--num-agents=2")
@@ -200,8 +187,7 @@ def script_env(ported_rllib_examples, tmp_path_factory) -> dict[str, str]:
     """The child processes' environment: the RLlib blocker, the ported folder's parent and flywheel on
     PYTHONPATH, the venv's scripts (`serve`, `tune`) on PATH, as in an activated environment."""
     out, _ = ported_rllib_examples
-    blocker = tmp_path_factory.mktemp("block_rllib")
-    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    blocker = write_rllib_blocker(tmp_path_factory.mktemp("block_rllib"))
     path = os.pathsep.join([str(blocker), str(out.parent), str(SRC)])
     # A loaded machine (2 cores) can take Ray over a minute to start its node: allow 5.
     scripts = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
