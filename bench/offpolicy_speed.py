@@ -7,8 +7,9 @@ the peers' timed turns, see turns.py).
     python bench/offpolicy_speed.py --algo iql --framework flywheel --data DATA_DIR
 
 TQC: RLlib 2.60's defaults on both sides (25 quantiles, 2 critics, 2 dropped per net, SAC's
-settings: train batch 256, one update per env step), learning from step 256 on, one env, no
-remote runners or learners; the timed calls come after `--warmup` calls past that point, so each
+settings: train batch 256, one update per env step, 100 env steps a `train()`: RLlib's default, set on
+both, as flywheel's 1000 would spread its per-call cost thinner), learning from step 256 on, one env,
+no remote runners or learners; the timed calls come after `--warmup` calls past that point, so each
 one samples and updates. IQL: RLlib 2.60's defaults (beta 0.1, expectile 0.8, twin Q), train batch
 256 rows, one update a `train()` (`dataset_num_iters_per_learner=1`), rows recorded by flywheel's
 recorder as plain Parquet columns that both read (`input_read_episodes=False`), no evaluation.
@@ -25,6 +26,8 @@ from benchlib import peak_rss_mb, run_guarded, since_start, time_sampling, turns
 
 BATCH = 256
 LEARNING_STARTS = 256
+STEPS_PER_CALL = 100
+"""TQC's env steps a `train()`: RLlib's default for SAC and TQC, set on both (flywheel's is 1000)."""
 
 
 def record(folder: str, num_rows: int) -> dict[str, Any]:
@@ -56,7 +59,7 @@ def build(args: argparse.Namespace) -> Any:
         config = Config().environment("Pendulum-v1").env_runners(num_env_runners=0)
         config = config.training(
             train_batch_size_per_learner=BATCH, num_steps_sampled_before_learning_starts=LEARNING_STARTS
-        )
+        ).reporting(min_sample_timesteps_per_iteration=STEPS_PER_CALL)
     else:
         if rllib:
             from ray.rllib.algorithms.iql import IQLConfig as Config

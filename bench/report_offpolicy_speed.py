@@ -11,7 +11,7 @@ def offpolicy_speed_section() -> list[str]:
         "## TQC and IQL: `train()` throughput at RLlib 2.60's settings, side by side",
         "",
         "`bench/offpolicy_speed.py`. TQC: Pendulum-v1, RLlib's defaults on both sides (25 quantiles, 2",
-        "critics, 2 dropped per net, train batch 256, one update per env step, 1,000 env steps a",
+        "critics, 2 dropped per net, train batch 256, one update per env step, 100 env steps a",
         "`train()`), one env, no remote runners or learners, timed after learning starts. IQL: 20k",
         "Pendulum rows on disk (the same Parquet files for both), RLlib's defaults, train batch 256, one",
         "update per `train()`, no evaluation. Learners on the same torch threads. Timed `train()` calls",
