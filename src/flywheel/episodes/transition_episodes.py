@@ -59,7 +59,7 @@ class TransitionBlock:
     module_id: ModuleID | None = None
     observation_space: Any = None
     action_space: Any = None
-    lookback: dict[str, Any] | None = None
+    lookback: dict[str, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.columns[Columns.REWARDS])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -70,7 +69,7 @@ def readable_files(paths: list[str], ignore: bool) -> list[str]:
 
 def file_batches(
     path: str, batch_size: int, columns: list[str], ignore: bool, skipped: set[str]
-) -> tuple[Iterator[Any], int]:
+) -> tuple[Iterator[pa.RecordBatch], int]:
     """(the record batches of `path`, `batch_size` rows of `columns` each, its page checksums verified;
     its row count). A file pyarrow cannot open or decode raises the error naming it, or with `ignore`
     is added to `skipped` with a warning and ends there (the batches before the damaged one were read)."""
@@ -85,7 +84,9 @@ def file_batches(
     ), file.metadata.num_rows
 
 
-def _batches(batches: Iterator[Any], path: str, ignore: bool, skipped: set[str]) -> Iterator[Any]:
+def _batches(
+    batches: Iterator[pa.RecordBatch], path: str, ignore: bool, skipped: set[str]
+) -> Iterator[pa.RecordBatch]:
     while True:
         try:
             batch = next(batches, None)

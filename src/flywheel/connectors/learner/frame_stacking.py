@@ -12,7 +12,7 @@ from flywheel.columns import Columns
 from flywheel.connectors.connector import ConnectorV2
 from flywheel.connectors.env_to_module.frame_stacking import checked_num_frames, pad_front, stacked_space
 from flywheel.connectors.learner.module_episodes import module_episodes
-from flywheel.episodes.transition_episodes import TransitionEpisodes
+from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
 from flywheel.errors import ConnectorError
 from flywheel.typing import DEFAULT_MODULE_ID
 
@@ -88,7 +88,9 @@ class FrameStacking(ConnectorV2):
         windows = np.moveaxis(sliding_window_view(frames, k, axis=0), -1, -2)  # [n, ..., k, C]
         return windows.reshape(*windows.shape[:-2], -1)
 
-    def _stack_transitions(self, batch: dict[str, Any], episodes: TransitionEpisodes) -> dict[str, Any]:
+    def _stack_transitions(
+        self, batch: dict[str, dict[str, np.ndarray]], episodes: TransitionEpisodes
+    ) -> dict[str, dict[str, np.ndarray]]:
         """`OBS` and `NEXT_OBS` of replayed transitions: each block's lookback frames, then `o_t` (or
         `o_{t+n}`) from the block's columns, or from the episode objects once a piece asked for them."""
         current = self._transition_observations(episodes)
@@ -120,7 +122,7 @@ class FrameStacking(ConnectorV2):
             )
         return out
 
-    def _lookback(self, block: Any, column: str) -> np.ndarray:
+    def _lookback(self, block: TransitionBlock, column: str) -> np.ndarray:
         """The `num_frames - 1` frames before `column`'s observations in `block`."""
         need = self.num_frames - 1
         lookback = None if block.lookback is None else block.lookback.get(column)
