@@ -17,7 +17,33 @@ if TYPE_CHECKING:
     from flywheel.typing import EpisodeType
 
 
-class FrameStacking(ConnectorV2):
+class StackedFrames(ConnectorV2):
+    """What both `FrameStacking` pieces (env-to-module and learner) share: `num_frames`, the stacked
+    observation space, and the `num_frames - 1` frames of lookback a continuing chunk needs."""
+
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        *,
+        num_frames: int = 4,
+        **kwargs: object,
+    ):
+        self.num_frames = checked_num_frames(num_frames)
+        super().__init__(input_observation_space, input_action_space, **kwargs)
+
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
+    ) -> gym.Space:
+        return stacked_space(input_observation_space, self.num_frames)
+
+    @property
+    def required_episode_lookback(self) -> int:
+        """The `num_frames - 1` frames before a continuing chunk's first observation."""
+        return self.num_frames - 1
+
+
+class FrameStacking(StackedFrames):
     """Stacks each episode's last `num_frames` observations into one (oldest first).
 
     A Box observation of shape `(..., C)` becomes `(..., num_frames * C)`: frame `f` occupies
@@ -48,18 +74,7 @@ class FrameStacking(ConnectorV2):
                 "(RLlib's FrameStackingLearner), or flywheel.connectors.common.FrameStacking(..., "
                 "as_learner_connector=True), RLlib's spelling, which builds it."
             )
-        self.num_frames = checked_num_frames(num_frames)
-        super().__init__(input_observation_space, input_action_space, **kwargs)
-
-    def recompute_output_observation_space(
-        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
-    ) -> gym.Space:
-        return stacked_space(input_observation_space, self.num_frames)
-
-    @property
-    def required_episode_lookback(self) -> int:
-        """The `num_frames - 1` frames before a continuing chunk's first observation."""
-        return self.num_frames - 1
+        super().__init__(input_observation_space, input_action_space, num_frames=num_frames, **kwargs)
 
     def __call__(
         self,

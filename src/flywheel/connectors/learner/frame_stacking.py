@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from flywheel.columns import Columns
-from flywheel.connectors.connector import ConnectorV2
-from flywheel.connectors.env_to_module.frame_stacking import checked_num_frames, pad_front, stacked_space
+from flywheel.connectors.env_to_module.frame_stacking import StackedFrames, pad_front
 from flywheel.connectors.learner.module_episodes import module_episodes
 from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
 from flywheel.errors import ConnectorError
@@ -22,15 +20,15 @@ if TYPE_CHECKING:
     from flywheel.typing import EpisodeType
 
 
-class FrameStacking(ConnectorV2):
+class FrameStacking(StackedFrames):
     """The learner side of `flywheel.connectors.env_to_module.FrameStacking` (RLlib's
     `FrameStackingLearner`, or RLlib's `FrameStacking(as_learner_connector=True)`).
 
     Sets `batch[module_id][OBS]` to one row per step of each chunk (of every agent's chunk,
     multi-agent), the last `num_frames` observations up to that step stacked as the env-to-module
     piece stacks them: the frames ending at observations `0 .. len(chunk) - 1` (the observations the
-    actions were taken at), plus those ending at the chunk's last observation when
-    `AddOneTsToEpisodesAndTruncate` added a bootstrap row (PPO's pipeline). Chunks are concatenated
+    actions were taken at; with `AddOneTsToEpisodesAndTruncate` earlier, PPO's pipeline, the last of
+    them is the bootstrap timestep it appended). Chunks are concatenated
     in the learner pipeline's order, one module batch per module.
 
     Replayed transitions (`TransitionEpisodes`, DQN and SAC) get `OBS` and `NEXT_OBS`: the frames
@@ -38,27 +36,6 @@ class FrameStacking(ConnectorV2):
     when the batch was sampled (off-policy algorithms sample with this piece's
     `required_episode_lookback`), so the buffer stores each frame once.
     """
-
-    def __init__(
-        self,
-        input_observation_space: gym.Space | None = None,
-        input_action_space: gym.Space | None = None,
-        *,
-        num_frames: int = 4,
-        **kwargs: object,
-    ):
-        self.num_frames = checked_num_frames(num_frames)
-        super().__init__(input_observation_space, input_action_space, **kwargs)
-
-    def recompute_output_observation_space(
-        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
-    ) -> gym.Space:
-        return stacked_space(input_observation_space, self.num_frames)
-
-    @property
-    def required_episode_lookback(self) -> int:
-        """The `num_frames - 1` frames before a continuing chunk's first observation."""
-        return self.num_frames - 1
 
     def __call__(
         self,
