@@ -4,6 +4,7 @@ import gymnasium as gym
 import pytest
 
 from flywheel import AlgorithmConfig, PPOConfig, RLlibCallback
+from flywheel.env_runners.external_inference import EnvRunnerServerForExternalInference
 from flywheel.errors import ConfigError
 
 SCHEDULE_FIX = "Fix: pass a number or a list of [step, value] pairs such as [[0, 3e-4], [100_000, 1e-5]] to config.training(lr=...)."
@@ -113,6 +114,8 @@ def test_environment_problems():
     assert _problems(AlgorithmConfig()) == [
         "env is not set. Fix: call config.environment('CartPole-v1') (or a registered name, Env class or creator)."
     ]
+    # A custom runner may have no env (EnvRunnerServerForExternalInference: the env runs elsewhere).
+    PPOConfig().env_runners(env_runner_cls=EnvRunnerServerForExternalInference).validate()
     config = AlgorithmConfig().environment(3, env_config=[], clip_rewards=-1)
     assert _problems(config) == [
         "env=3 (int) is not an env id, name, class or creator. Fix: pass a gymnasium id, a name given to "

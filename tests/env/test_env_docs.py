@@ -4,7 +4,7 @@ import re
 
 
 def test_environments_page_blocks_run(run_doc_blocks):
-    run_doc_blocks("docs/concepts/environments.md", blocks=8)
+    run_doc_blocks("docs/concepts/environments.md", blocks=9)
 
 
 def test_pixels_page_blocks_run(capsys, run_doc_blocks):

@@ -126,7 +126,6 @@ XFAILS: dict[str, str] = {
     "algorithms/maml_lr_supervised_learning.py": (
         NOT_IN_FLYWHEEL + "DifferentiableAlgorithmConfig, DifferentiableLearnerConfig, TrainingData (MAML)"
     ),
-    "envs/env_connecting_to_rllib_w_tcp_client.py": NOT_IN_FLYWHEEL + "EnvRunnerServerForExternalInference",
     "envs/env_rendering_and_recording.py": (
         "two PPO iterations on its default Pong (4x64x64 float32 frames rendered every step, 10 epochs on "
         "4000 steps an iteration) take longer than the 600 s timeout on 2 shared cores: run alone it "

@@ -171,11 +171,13 @@ def check_schedule(config: AlgorithmConfig, name: str, minimum: float, *, strict
 
 def _check_env(config: AlgorithmConfig) -> list[str | None]:
     problems: list[str | None] = []
-    if config.env is None:
+    if (
+        config.env is None and config.env_runner_cls is None
+    ):  # a custom runner may have no env (an external one)
         problems.append(
             "env is not set. Fix: call config.environment('CartPole-v1') (or a registered name, Env class or creator)."
         )
-    elif not (isinstance(config.env, str) or callable(config.env)):
+    elif config.env is not None and not (isinstance(config.env, str) or callable(config.env)):
         problems.append(
             f"env={config.env!r} ({type(config.env).__name__}) is not an env id, name, class or creator. "
             "Fix: pass a gymnasium id, a name given to register_env(), an Env subclass or a callable to config.environment()."

@@ -77,7 +77,7 @@ def _encode(value: object, where: str, pickles: list | None) -> Any:
     if isinstance(value, np.ndarray | np.generic):
         return _encode_array(value, where)
     if isinstance(value, gym.Space):
-        return {"__space__": _encode_space(value, where)}
+        return {"__space__": encode_space(value, where)}
     if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
         return {"__import__": import_path(value, where, by_value_ok=pickles is not None)}
     # A dataclass built by its own __init__ from its fields (e.g. RLModuleSpec, which also has
@@ -139,7 +139,8 @@ def _encode_array(value: np.ndarray | np.generic, where: str) -> dict:
     }
 
 
-def _encode_space(space: gym.Space, where: str) -> dict:
+def encode_space(space: gym.Space, where: str) -> dict:
+    """`space` as plain data (Box, Discrete, MultiDiscrete, MultiBinary, Dict, Tuple); `where` names it in errors."""
     kind = type(space)
     if kind is gym.spaces.Box and isinstance(space, gym.spaces.Box):  # exact types only (no subclasses)
         return {
@@ -163,10 +164,10 @@ def _encode_space(space: gym.Space, where: str) -> dict:
     if kind is gym.spaces.Dict and isinstance(space, gym.spaces.Dict):
         return {
             "type": "Dict",
-            "spaces": [[k, _encode_space(s, f"{where}[{k!r}]")] for k, s in space.items()],
+            "spaces": [[k, encode_space(s, f"{where}[{k!r}]")] for k, s in space.items()],
         }
     if kind is gym.spaces.Tuple and isinstance(space, gym.spaces.Tuple):
-        return {"type": "Tuple", "spaces": [_encode_space(s, f"{where}[{i}]") for i, s in enumerate(space)]}
+        return {"type": "Tuple", "spaces": [encode_space(s, f"{where}[{i}]") for i, s in enumerate(space)]}
     raise NotPlainError(
         where,
         f"a {kind.__name__} space (plain forms exist for Box, Discrete, MultiDiscrete, MultiBinary, Dict, Tuple)",
@@ -284,7 +285,7 @@ class _Decoder:
         return array[()] if data["scalar"] is True else array
 
     def _space(self, data: dict) -> gym.Space:
-        return _decode_space(data["__space__"])
+        return decode_space(data["__space__"])
 
     def _import(self, data: dict) -> Any:
         return self.allowed.resolve(data["__import__"], self.file)
@@ -338,7 +339,8 @@ def _shape(shape: Any) -> tuple[int, ...]:
     return _bad(shape)
 
 
-def _decode_space(spec: dict) -> gym.Space:
+def decode_space(spec: dict) -> gym.Space:
+    """The space `encode_space` described (a malformed description raises ValueError or KeyError)."""
     kind = spec["type"]
     if kind == "Box":
         shape, dtype = _shape(spec["shape"]), _plain_dtype(spec["dtype"])
@@ -351,7 +353,7 @@ def _decode_space(spec: dict) -> gym.Space:
     if kind == "MultiBinary":
         return gym.spaces.MultiBinary(spec["n"])
     if kind == "Dict":
-        return gym.spaces.Dict({key: _decode_space(sub) for key, sub in spec["spaces"]})
+        return gym.spaces.Dict({key: decode_space(sub) for key, sub in spec["spaces"]})
     if kind == "Tuple":
-        return gym.spaces.Tuple([_decode_space(sub) for sub in spec["spaces"]])
+        return gym.spaces.Tuple([decode_space(sub) for sub in spec["spaces"]])
     return _bad(kind)

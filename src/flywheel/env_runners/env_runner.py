@@ -363,7 +363,8 @@ class EnvRunner(Checkpointable, abc.ABC):
         return "pong"
 
     def stop(self) -> None:
-        """Writes what the runner still buffers for `config.output`, then releases the env."""
+        """Writes what the runner still buffers for `config.output`, then releases the env (if it has one)."""
         if self._writer is not None:
             self._writer.close()
-        self.env.close()
+        if self.env is not None:
+            self.env.close()

@@ -81,7 +81,7 @@ class SingleAgentEnvRunner(EnvRunner):
     def _module_spaces(self) -> dict[str, tuple]:
         return {DEFAULT_MODULE_ID: (self._env_to_module.observation_space, self._env_to_module.action_space)}
 
-    def _env_check(self) -> Callable[[Any], None]:
+    def _env_check(self) -> Callable[[gym.Env], None]:
         # Unseeded: the runner's first reset seeds the env as configured. Observations outside a Box's
         # bounds: the runner's observation monitor warns once, for the check and the sampling together.
         return partial(check_env, seed=None, warn_bounds=False)
@@ -256,28 +256,35 @@ class SingleAgentEnvRunner(EnvRunner):
         self._recorder.start(index, episode)
 
     def _log_sample_metrics(self, episodes: list[SingleAgentEpisode], stats: list[tuple[float, int]]) -> None:
-        m, window = self.metrics, self.config.metrics_num_episodes_for_smoothing
-        # A window keeps only its newest `window` values, so older ones would be dropped unseen
-        # (at 64 sub-envs a sample() finishes ~190 CartPole episodes).
-        for ret, length in stats[-window:]:
-            m.log_value(keys.EPISODE_RETURN_MEAN, ret, window=window)
-            m.log_value(keys.EPISODE_RETURN_MIN, ret, reduce="min", window=window)
-            m.log_value(keys.EPISODE_RETURN_MAX, ret, reduce="max", window=window)
-            m.log_value(keys.EPISODE_LEN_MEAN, length, window=window)
-            m.log_value(keys.EPISODE_LEN_MIN, length, reduce="min", window=window)
-            m.log_value(keys.EPISODE_LEN_MAX, length, reduce="max", window=window)
-        num_steps = sum(len(e) for e in episodes)
-        m.log_value(keys.NUM_EPISODES, len(stats), reduce="sum")
-        m.log_value(keys.NUM_EPISODES_LIFETIME, len(stats), reduce="lifetime_sum")
-        m.log_value(keys.NUM_ENV_STEPS_SAMPLED, num_steps, reduce="sum")
-        m.log_value(
-            keys.NUM_ENV_STEPS_SAMPLED_LIFETIME, num_steps, reduce="lifetime_sum", with_throughput=True
-        )
-        m.log_value(keys.WEIGHTS_SEQ_NO, self.weights_seq_no, reduce="max", window=1)
+        log_episode_metrics(self, episodes, stats)
         if self._restart_sub_envs:
+            m = self.metrics
             m.log_value("num_sub_env_restarts", self._num_sub_env_restarts, reduce="sum")
             m.log_value("num_sub_env_restarts_lifetime", self._num_sub_env_restarts, reduce="lifetime_sum")
             self._num_sub_env_restarts = 0
+
+
+def log_episode_metrics(
+    runner: EnvRunner, episodes: list[SingleAgentEpisode], stats: list[tuple[float, int]]
+) -> None:
+    """Logs one `sample()` call's metrics on `runner.metrics`: the returned `episodes` (finished ones
+    and chunks), and `(return, length)` of each episode that finished, over its whole length."""
+    m, window = runner.metrics, runner.config.metrics_num_episodes_for_smoothing
+    # A window keeps only its newest `window` values, so older ones would be dropped unseen
+    # (at 64 sub-envs a sample() finishes ~190 CartPole episodes).
+    for ret, length in stats[-window:]:
+        m.log_value(keys.EPISODE_RETURN_MEAN, ret, window=window)
+        m.log_value(keys.EPISODE_RETURN_MIN, ret, reduce="min", window=window)
+        m.log_value(keys.EPISODE_RETURN_MAX, ret, reduce="max", window=window)
+        m.log_value(keys.EPISODE_LEN_MEAN, length, window=window)
+        m.log_value(keys.EPISODE_LEN_MIN, length, reduce="min", window=window)
+        m.log_value(keys.EPISODE_LEN_MAX, length, reduce="max", window=window)
+    num_steps = sum(len(e) for e in episodes)
+    m.log_value(keys.NUM_EPISODES, len(stats), reduce="sum")
+    m.log_value(keys.NUM_EPISODES_LIFETIME, len(stats), reduce="lifetime_sum")
+    m.log_value(keys.NUM_ENV_STEPS_SAMPLED, num_steps, reduce="sum")
+    m.log_value(keys.NUM_ENV_STEPS_SAMPLED_LIFETIME, num_steps, reduce="lifetime_sum", with_throughput=True)
+    m.log_value(keys.WEIGHTS_SEQ_NO, runner.weights_seq_no, reduce="max", window=1)
 
 
 def _reward_clipper(clip: bool | float | None):
