@@ -71,7 +71,8 @@ def test_a_learner_killed_mid_run_fails_the_trial_which_tune_retries_from_its_la
     ray_session, tmp_path
 ):
     """Killed in the update of iteration EVERY + 2 (ci: 4 of 6): the last checkpoint is iteration EVERY.
-    Measured (ci, 6 runs): 72 s at load 5 on 2 cores, 73-97 s at load 10-16, 157 and 177 s at load 17-21."""
+    Measured (ci, 6 runs): 72 s at load 5 on 2 cores, 73-97 s at load 10-16, 157 and 177 s at load 17-21;
+    long: 173 s at load 24-27."""
     marker = tmp_path / "in_update"
     killed_in = EVERY + 2
     config = (
@@ -129,7 +130,8 @@ def test_an_experiment_whose_driver_was_killed_resumes_every_unfinished_trial_fr
     """tune_driver.py runs 4 trials under ASHA and is SIGKILLed once a trial has finished and another is
     past a checkpoint; `Tuner.restore` then finishes the experiment in this process.
     Measured (ci, 8 runs, with Ray already started here): 108-122 s at load 5-16 on 2 cores, 131 and 156 s
-    at load 17-20; most of it process and Ray startup (the trials' 6 iterations take about 3 s)."""
+    at load 17-20; most of it process and Ray startup (the trials' 6 iterations take about 3 s). Long
+    (24 iterations, rungs at 4, 8 and 16): 171 s at load 24-27."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OPENBLAS_NUM_THREADS": "1"}
     with open(tmp_path / "driver.err", "w") as err:  # the driver has its own copy of the descriptor
         driver = subprocess.Popen(
