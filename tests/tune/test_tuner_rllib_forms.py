@@ -70,3 +70,16 @@ def test_gpus_are_not_checked_against_a_cluster_or_a_search_space(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS")
     check_gpus_here({"num_gpus_per_learner": tune.choice([0, 1])})
     check_gpus_here(APPO.get_default_config())  # no GPU asked
+
+
+def test_restore_takes_config_algo_class_and_a_name_as_the_tuner_does(ray_session, tmp_path, monkeypatch):
+    # RLlib's programs resume with `tune.Tuner.restore(path, trainable=config.algo_class)` (or "PPO").
+    monkeypatch.setattr("flywheel.tune.tuner.is_tune_registered_trainable", lambda name: False)
+    config = tiny_config()
+    stop = {"training_iteration": 1}
+    grid = Tuner(config.algo_class, param_space=config, run_config=run_config(tmp_path, stop=stop)).fit()
+    for trainable in (config.algo_class, "PPO"):
+        restored = Tuner.restore(grid.experiment_path, trainable=trainable).fit()
+        assert restored.errors == [] and restored[0].metrics["training_iteration"] == 1
+        assert restored[0].metrics["num_env_steps_sampled_lifetime"] == 200
+    assert not [name for name in sys.modules if name.startswith("ray.rllib")]  # never RLlib's PPO

@@ -7,6 +7,7 @@ run flywheel's algorithms unchanged:
     tune.Tuner("PPO", param_space=config.to_dict())            # a built-in algorithm's name
 
 Anything else (a Tune Trainable, a function, a name registered with Tune) goes to Tune as given.
+`Tuner.restore(path, trainable=...)` takes the same forms.
 
 `fit()` refuses a config whose trials ask for more GPUs than this machine has when Tune would start
 Ray here (no `RAY_ADDRESS`, Ray not started): its trials would stay PENDING forever, as RLlib's do.
@@ -44,6 +45,14 @@ class Tuner(tune.Tuner):
         """Tune's `fit()`, after `check_gpus_here` on the param space."""
         check_gpus_here(self._flywheel_param_space)
         return super().fit()
+
+    @classmethod
+    def restore(cls, path: Any, trainable: Any, *args: Any, param_space: Any = None, **kwargs: Any) -> Any:
+        """Tune's `restore`, with `trainable` taken as `Tuner(...)` takes it: RLlib's
+        `tune.Tuner.restore(path, trainable=config.algo_class)` (or `trainable="PPO"`) resumes the
+        experiment with flywheel's trainable, named as the one that started it."""
+        trainable = as_tune_trainable(trainable, param_space)
+        return super().restore(path, trainable, *args, param_space=param_space, **kwargs)
 
 
 def check_gpus_here(param_space: Any) -> None:
