@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray import tune
@@ -28,6 +28,9 @@ from flywheel.algorithms.registry import ALGORITHMS
 from flywheel.compat import is_tune_registered_trainable
 from flywheel.errors import ConfigError
 from flywheel.tune.algorithm_trainable import trainable as flywheel_trainable
+
+if TYPE_CHECKING:
+    import pyarrow.fs
 
 
 class Tuner(tune.Tuner):
@@ -47,12 +50,23 @@ class Tuner(tune.Tuner):
         return super().fit()
 
     @classmethod
-    def restore(cls, path: Any, trainable: Any, *args: Any, param_space: Any = None, **kwargs: Any) -> Any:
+    def restore(
+        cls,
+        path: str,
+        trainable: object,
+        resume_unfinished: bool = True,
+        resume_errored: bool = False,
+        restart_errored: bool = False,
+        param_space: dict[str, object] | None = None,
+        storage_filesystem: pyarrow.fs.FileSystem | None = None,
+    ) -> tune.Tuner:
         """Tune's `restore`, with `trainable` taken as `Tuner(...)` takes it: RLlib's
         `tune.Tuner.restore(path, trainable=config.algo_class)` (or `trainable="PPO"`) resumes the
         experiment with flywheel's trainable, named as the one that started it."""
-        trainable = as_tune_trainable(trainable, param_space)
-        return super().restore(path, trainable, *args, param_space=param_space, **kwargs)
+        return super().restore(
+            path, as_tune_trainable(trainable, param_space), resume_unfinished, resume_errored, restart_errored,
+            param_space, storage_filesystem,
+        )  # fmt: skip
 
 
 def check_gpus_here(param_space: Any) -> None:
