@@ -72,6 +72,10 @@ class TwoHot:
         """The prediction in real units: `symexp` of the expected bucket."""
         return symexp(self.decode_symlog(logits))
 
+    def cross_entropy_symlog(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """`-sum_k two_hot(y)_k * log_softmax(logits)_k` per row, for targets `y` already in symlog space."""
+        return -(self.encode_symlog(y) * torch.log_softmax(logits, dim=-1)).sum(-1)
+
     def cross_entropy(self, logits: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """`-sum_k two_hot(x)_k * log_softmax(logits)_k` per row: the loss of predicting real values `x`."""
-        return -(self.encode(x) * torch.log_softmax(logits, dim=-1)).sum(-1)
+        """The loss of predicting real values `x`: `cross_entropy_symlog(logits, symlog(x))`."""
+        return self.cross_entropy_symlog(logits, symlog(x))
