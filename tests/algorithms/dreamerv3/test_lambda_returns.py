@@ -35,9 +35,11 @@ def test_limits_lambda_zero_and_one():
 
 
 def test_weights_stop_after_a_predicted_end():
-    continues = torch.tensor([[0.0], [1.0], [0.5], [0.0], [1.0]])
+    continues = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.5, 1.0], [0.0, 1.0], [1.0, 1.0]])
     weights = imagination_weights(continues, gamma=0.9)
     assert torch.allclose(weights[:, 0], torch.tensor([1.0, 0.9, 0.405, 0.0, 0.0]))
+    # A start state that ended its episode (c_0 = 0) teaches nothing.
+    assert torch.equal(weights[:, 1], torch.zeros(5))
 
 
 def test_shape_mismatch_is_refused():

@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flywheel.algorithms import config_validation as checks
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
 from flywheel.algorithms.config_settings import Schedule, setting
 from flywheel.algorithms.dreamerv3.model_sizes import MODEL_SIZES
+from flywheel.typing import DEFAULT_MODULE_ID
+
+if TYPE_CHECKING:
+    from flywheel.algorithms.dreamerv3.learner import DreamerV3TorchLearner
+    from flywheel.core.rl_module.spec import RLModuleSpec
+
+MODEL_CONFIG_SETTINGS = ("gamma", "horizon_H", "model_size", "symlog_obs", "use_float16", "batch_length_T")
+"""Settings copied into the module's `model_config` (RLlib 2.60's auto-included keys)."""
 
 _REPLAY_KEYS = ("type", "capacity")
 _REPLAY_EXAMPLE = {"type": "EpisodeReplayBuffer", "capacity": 1_000_000}
@@ -104,6 +112,30 @@ class DreamerV3Config(AlgorithmConfig):
     def batch_size_B_per_learner(self) -> int:
         """Sequences each learner replays per update: `batch_size_B // max(1, num_learners)`."""
         return self.batch_size_B // max(1, self.num_learners)
+
+    def get_default_learner_class(self) -> type[DreamerV3TorchLearner]:
+        """DreamerV3TorchLearner (imported on first use)."""
+        from flywheel.algorithms.dreamerv3.learner import DreamerV3TorchLearner
+
+        return DreamerV3TorchLearner
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """DreamerV3TorchRLModule: world model, actor and critic sized by `model_size`."""
+        from flywheel.algorithms.dreamerv3.rl_module import DreamerV3TorchRLModule
+        from flywheel.core.rl_module.spec import RLModuleSpec
+
+        return RLModuleSpec(module_class=DreamerV3TorchRLModule)
+
+    def get_rl_module_spec(
+        self, spaces: tuple | dict | None = None, module_id: str = DEFAULT_MODULE_ID, **kwargs: Any
+    ) -> RLModuleSpec:
+        """The merged spec, with the `MODEL_CONFIG_SETTINGS` and `return_normalization_decay` in its
+        `model_config`."""
+        spec = super().get_rl_module_spec(spaces, module_id, **kwargs)
+        settings = {name: getattr(self, name) for name in MODEL_CONFIG_SETTINGS}
+        settings["return_normalization_decay"] = self.return_normalization_decay
+        spec.model_config = {**(spec.model_config or {}), **settings}
+        return spec
 
     def validation_problems(self) -> list[str]:
         """The common problems plus DreamerV3's."""

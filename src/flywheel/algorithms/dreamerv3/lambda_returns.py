@@ -7,7 +7,8 @@ state t. Then, with R_H = v_H,
 
     R_t = r_{t+1} + γ c_{t+1} ((1 - λ) v_{t+1} + λ R_{t+1})        for t = H-1 .. 0
 
-and the loss weight of step t is prod_{i=1..t} γ c_i (1 at the start state).
+and the loss weight of step t is c_0 prod_{i=1..t} γ c_i (c_0 at the start state: 0 where the replayed
+start state ended its episode, so nothing is learned from imagining past it).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ def lambda_returns(
 
 
 def imagination_weights(continues: torch.Tensor, *, gamma: float) -> torch.Tensor:
-    """Loss weights of the imagined steps 0..H: `w_0 = 1`, `w_t = prod_{i=1..t} γ c_i` (shape of
+    """Loss weights of the imagined steps 0..H: `w_0 = c_0`, `w_t = c_0 prod_{i=1..t} γ c_i` (shape of
     `continues`). A step after a predicted episode end (c ≈ 0) weighs ≈ 0."""
-    ones = torch.ones_like(continues[:1])
-    return torch.cumprod(torch.cat([ones, gamma * continues[1:]]), dim=0)
+    return torch.cumprod(torch.cat([continues[:1], gamma * continues[1:]]), dim=0)
