@@ -25,6 +25,7 @@ from flywheel.columns import Columns
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
 from flywheel.errors import ConfigError, EpisodeError
+from flywheel.replay.sequences import sample_sequences
 from flywheel.replay.step_storage import StepStorage
 
 INDICES = "replay_indices"
@@ -164,6 +165,19 @@ class EpisodeReplayBuffer:
             lookback=before,
         )
         return TransitionEpisodes([block])
+
+    def sample_sequences(
+        self, *, batch_size_B: int | None = None, batch_length_T: int = 64
+    ) -> dict[str, Any]:
+        """``batch_size_B`` (default: the buffer's) rows of ``batch_length_T`` consecutive env steps, as
+        ``{"obs", "actions": (B, T, ...), "rewards", "is_first", "is_terminated": (B, T)}``: what DreamerV3
+        replays (see `flywheel.replay.sequences`)."""
+        size = self._batch_size(None, batch_size_B)
+        if not isinstance(batch_length_T, int | np.integer) or batch_length_T < 1:
+            raise ConfigError(
+                f"Expected batch_length_T to be an int >= 1 (steps per row), got {batch_length_T!r}."
+            )
+        return sample_sequences(self._storage, size, int(batch_length_T), self._rng)
 
     def _draw(self, size: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
         """Row positions drawn uniformly over the stored steps, and their (unit) weights."""
