@@ -20,6 +20,7 @@ from flywheel.algorithms.dreamerv3.model_sizes import MODEL_SIZES
 from flywheel.typing import DEFAULT_MODULE_ID
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.dreamerv3.dreamerv3 import DreamerV3
     from flywheel.algorithms.dreamerv3.learner import DreamerV3TorchLearner
     from flywheel.core.rl_module.spec import RLModuleSpec
 
@@ -112,6 +113,16 @@ class DreamerV3Config(AlgorithmConfig):
     def batch_size_B_per_learner(self) -> int:
         """Sequences each learner replays per update: `batch_size_B // max(1, num_learners)`."""
         return self.batch_size_B // max(1, self.num_learners)
+
+    if TYPE_CHECKING:  # what build_algo() returns, for editors
+
+        def build_algo(self) -> DreamerV3: ...
+
+    def get_default_algo_class(self) -> type[DreamerV3]:
+        """DreamerV3 (imported on first use)."""
+        from flywheel.algorithms.dreamerv3.dreamerv3 import DreamerV3
+
+        return DreamerV3
 
     def get_default_learner_class(self) -> type[DreamerV3TorchLearner]:
         """DreamerV3TorchLearner (imported on first use)."""

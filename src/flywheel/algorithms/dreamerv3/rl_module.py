@@ -1,5 +1,11 @@
 """`DreamerV3TorchRLModule`: DreamerV3's world model, actor and critic in one module.
 
+    acting (runners, one step per call; the state travels as any recurrent module's does):
+        OBS (B, 1, obs), STATE_IN {"h", "z", "a"} -> ACTIONS (B, 1), STATE_OUT {"h", "z", "a"}
+        h, z: the posterior state after this observation; a: the action taken in it, as the RSSM reads
+        it. A new episode starts from `get_initial_state()`: the learned h_0, the prior's mode z_0, a = 0.
+        Exploring samples the actor; inference takes its mode (argmax, or the mean for Box actions).
+
     train batch (rows = B x T replayed steps, row-major by sequence):
         OBS (B*T, obs), ACTIONS (B*T,) ints or (B*T, A), REWARDS, TERMINATEDS, IS_FIRST (B*T,)
     forward_train -> {WORLD_MODEL_OUT: WorldModelOutput over (B, T)}
@@ -11,13 +17,15 @@ config sets, as RLlib 2.60 auto-includes them); vector observations only so far.
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from flywheel.algorithms.dreamerv3.actor import Actor
 from flywheel.algorithms.dreamerv3.critic import Critic
 from flywheel.algorithms.dreamerv3.model_sizes import model_dims, uses_symlog_obs
-from flywheel.algorithms.dreamerv3.world_model import WorldModel
+from flywheel.algorithms.dreamerv3.rssm import RSSMState
+from flywheel.algorithms.dreamerv3.world_model import WorldModel, model_state
 from flywheel.columns import Columns
 from flywheel.core.rl_module.torch_rl_module import TorchRLModule
 from flywheel.errors import ModuleError
@@ -76,3 +84,38 @@ class DreamerV3TorchRLModule(TorchRLModule):
         actions = self.actions_as_inputs(batch[Columns.ACTIONS]).reshape(*steps, self.action_size)
         is_first = batch[IS_FIRST].reshape(steps)
         return {WORLD_MODEL_OUT: self.world_model.observe(obs, actions, is_first)}
+
+    def get_initial_state(self) -> dict:
+        """The state of a new episode (no batch axis): h_0 = tanh(w), z_0 the prior's mode, a zero action."""
+        with torch.no_grad():
+            start = self.world_model.rssm.initial_state(1)
+        return {
+            "h": start.h[0].cpu().numpy(),
+            "z": start.z[0].cpu().numpy(),
+            "a": np.zeros(self.action_size, np.float32),
+        }
+
+    def _forward_exploration(self, batch: dict, **kwargs: object) -> dict:
+        return self._act(batch, explore=True)
+
+    def _forward_inference(self, batch: dict, **kwargs: object) -> dict:
+        return self._act(batch, explore=False)
+
+    def _act(self, batch: dict, *, explore: bool) -> dict:
+        obs = batch[Columns.OBS][:, 0]  # the runner's time axis of length 1
+        state_in = batch[Columns.STATE_IN]
+        previous = RSSMState(state_in["h"], state_in["z"])
+        embed = self.world_model.encode(obs)
+        state, _, _ = self.world_model.rssm.observe_step(previous, state_in["a"], embed)
+        dist = self.actor.distribution(model_state(state))
+        if isinstance(dist, torch.distributions.OneHotCategorical):
+            probs = dist.probs
+            index = torch.multinomial(probs, 1)[:, 0] if explore else probs.argmax(-1)
+            taken = F.one_hot(index, self.action_size).float()
+            actions = index
+        else:
+            taken = actions = torch.clamp(dist.sample() if explore else dist.mean, -1.0, 1.0)
+        return {
+            Columns.ACTIONS: actions[:, None],
+            Columns.STATE_OUT: {"h": state.h, "z": state.z, "a": taken},
+        }

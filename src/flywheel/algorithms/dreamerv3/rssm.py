@@ -90,11 +90,12 @@ class RSSM(nn.Module):
         state: RSSMState,
         previous_action: torch.Tensor,
         embed: torch.Tensor,
-        is_first: torch.Tensor,
+        is_first: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
     ) -> tuple[RSSMState, torch.Tensor, torch.Tensor]:
         """One observed step (what an acting runner calls): the posterior state of this step and the
-        posterior and prior probabilities; rows with `is_first` start from the initial state."""
+        posterior and prior probabilities; rows with `is_first` start from the initial state (a runner
+        passes none: its new episodes start from the module's initial state already)."""
         h = self.step(state, previous_action, is_first)
         posterior = self.posterior_probs(h, embed)
         return RSSMState(h, straight_through_sample(posterior, generator)), posterior, self.prior_probs(h)
