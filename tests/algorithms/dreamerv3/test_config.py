@@ -91,6 +91,7 @@ def test_batch_size_per_learner():
         ),
         ({"symlog_obs": "yes"}, "symlog_obs='yes' must be 'auto', True or False"),
         ({"use_float16": 1}, "use_float16=1 must be True or False"),
+        ({"use_float16": True}, "mixed-precision training is not in flywheel's DreamerV3 yet"),
         ({"lr": 1e-3}, "lr=0.001: DreamerV3 does not use lr"),
         ({"train_batch_size": 1024}, r"train_batch_size=1024: DreamerV3 does not use it; .* 16 x 64"),
         ({"train_actor": True, "train_critic": False}, "the actor learns from the critic's values"),

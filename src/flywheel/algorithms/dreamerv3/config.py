@@ -101,7 +101,8 @@ class DreamerV3Config(AlgorithmConfig):
     symlog_obs: bool | str = setting("training", "auto")
     """Regress observations in symlog space; "auto": yes, unless they are images."""
     use_float16: bool = setting("training", False)
-    """Mixed precision: parameters in float32, the networks' computations in float16."""
+    """RLlib's mixed precision (parameters in float32, computations in float16); not in flywheel yet, so
+    True is refused."""
     report_individual_batch_item_stats: bool = setting("reporting", False)
     """Also report the losses per batch row and time step (large)."""
     report_dream_data: bool = setting("reporting", False)
@@ -173,6 +174,7 @@ class DreamerV3Config(AlgorithmConfig):
             checks.check_bool(self, "report_individual_batch_item_stats"),
             checks.check_bool(self, "report_dream_data"),
             checks.check_bool(self, "report_images_and_videos"),
+            _check_float16(self),
             _check_unused(self),
             _check_fragment(self),
             _check_actor_needs_critic(self),
@@ -199,6 +201,15 @@ def _check_symlog_obs(config: DreamerV3Config) -> str | None:
     return (
         f"symlog_obs={config.symlog_obs!r} must be 'auto', True or False ('auto': symlog unless the "
         "observations are images). Fix: pass one of them to config.training(symlog_obs=...)."
+    )
+
+
+def _check_float16(config: DreamerV3Config) -> str | None:
+    if config.use_float16 is not True:
+        return None
+    return (
+        "use_float16=True: mixed-precision training is not in flywheel's DreamerV3 yet (the setting is there "
+        "for RLlib's configs). Fix: leave use_float16=False."
     )
 
 
