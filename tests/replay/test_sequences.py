@@ -7,7 +7,7 @@ import pytest
 from flywheel.errors import ConfigError, EpisodeError
 from flywheel.replay import EpisodeReplayBuffer
 
-from .conftest import chunk
+from .conftest import chunk, columns
 
 
 def check_rows(sample, episodes):
@@ -68,3 +68,23 @@ def test_errors():
     buffer.add(chunk([1.0], base=100, terminated=True))
     with pytest.raises(ConfigError, match="batch_length_T to be an int >= 1"):
         buffer.sample_sequences(batch_length_T=0)
+
+
+def test_extra_model_outputs_can_be_left_out():
+    extras = {"logp": [-0.0, -0.5, -1.0]}
+    kept, dropped = (
+        EpisodeReplayBuffer(100, seed=0),
+        EpisodeReplayBuffer(100, seed=0, store_extra_model_outputs=False),
+    )
+    for buffer in (kept, dropped):
+        buffer.add(chunk([1.0, 2.0, 3.0], base=100, terminated=True, extras=extras))
+    assert "logp" in columns(kept.sample(4, include_extra_model_outputs=True))
+    assert set(columns(dropped.sample(4, include_extra_model_outputs=True))) == set(
+        columns(dropped.sample(4))
+    )
+    # A restored buffer keeps leaving them out.
+    restored = EpisodeReplayBuffer(100, store_extra_model_outputs=False)
+    restored.set_state(dropped.get_state())
+    restored.add(chunk([1.0], base=200, terminated=True, extras={"logp": [-0.1]}))
+    assert len(restored) == 4
+    assert "logp" not in columns(restored.sample(4, include_extra_model_outputs=True))

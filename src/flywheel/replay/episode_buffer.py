@@ -44,9 +44,18 @@ class EpisodeReplayBuffer:
         capacity: Maximum number of env steps stored.
         batch_size_B: Default number of transitions per `sample` call.
         seed: Seed of the buffer's random generator (sampling and random n-step lengths).
+        store_extra_model_outputs: False: the episodes' extra model outputs are not stored (e.g. a
+            recurrent module's states, which DreamerV3 recomputes from the replayed sequences).
     """
 
-    def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None):
+    def __init__(
+        self,
+        capacity: int = 10_000,
+        *,
+        batch_size_B: int = 16,
+        seed: Any = None,
+        store_extra_model_outputs: bool = True,
+    ):
         problems = []
         if not isinstance(capacity, int | np.integer) or capacity < 1:
             problems.append(f"capacity must be an int >= 1 (env steps), got {capacity!r}")
@@ -57,7 +66,8 @@ class EpisodeReplayBuffer:
         self.capacity = int(capacity)
         self.batch_size_B = int(batch_size_B)
         self._rng = np.random.default_rng(seed)
-        self._storage = StepStorage(self.capacity)
+        self._store_extras = bool(store_extra_model_outputs)
+        self._storage = StepStorage(self.capacity, store_extras=self._store_extras)
 
     # --------------------------------------------------------------------- adding
 
@@ -225,6 +235,7 @@ class EpisodeReplayBuffer:
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores `get_state` output (into a buffer of at least the stored number of steps)."""
         self._storage = StepStorage.from_state(state["storage"], self.capacity)
+        self._storage.store_extras = self._store_extras
         rng = state["rng"]
         self._rng.bit_generator.state = {**rng, "state": {k: int(v) for k, v in rng["state"].items()}}
 

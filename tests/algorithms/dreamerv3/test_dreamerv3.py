@@ -48,8 +48,10 @@ def test_cartpole_smoke_keeps_the_replay_ratio_exactly():
     try:
         for _ in range(30):
             result = algo.train()
+        (block,) = algo.replay_buffer.sample(4, include_extra_model_outputs=True).blocks
     finally:
         algo.stop()
+    assert Columns.STATE_OUT not in block.columns  # the runners' states are recomputed, not stored
     sampled = result["num_env_steps_sampled_since_learning_lifetime"]
     replayed = result["num_env_steps_replayed_lifetime"]
     assert sampled == 30 - 16 + 1  # learning starts once the buffer holds B x T = 16 steps

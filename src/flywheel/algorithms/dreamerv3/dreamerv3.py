@@ -44,8 +44,12 @@ class DreamerV3(Algorithm):
     def setup(self, config: DreamerV3Config) -> None:
         super().setup(config)
         capacity = int(self.config.replay_buffer_config.get("capacity", 1_000_000))
+        # The runners' recurrent states (h, z, a: kilobytes per step) are recomputed from the sequences.
         self.replay_buffer = EpisodeReplayBuffer(
-            capacity, batch_size_B=self.config.batch_size_B, seed=self.config.seed
+            capacity,
+            batch_size_B=self.config.batch_size_B,
+            seed=self.config.seed,
+            store_extra_model_outputs=False,
         )
         self._sampled_since_learning = 0
         self._replayed = 0
