@@ -17,6 +17,8 @@ _EXPORTS = {
     "PPOConfig": "flywheel.algorithms.ppo",
     "DQN": "flywheel.algorithms.dqn",
     "DQNConfig": "flywheel.algorithms.dqn",
+    "DreamerV3": "flywheel.algorithms.dreamerv3",
+    "DreamerV3Config": "flywheel.algorithms.dreamerv3",
     "SAC": "flywheel.algorithms.sac",
     "BC": "flywheel.algorithms.bc",
     "BCConfig": "flywheel.algorithms.bc",
@@ -64,6 +66,7 @@ if TYPE_CHECKING:  # what editors and type checkers see; at run time each name l
     from flywheel.algorithms.bc import BC, BCConfig
     from flywheel.algorithms.cql import CQL, CQLConfig
     from flywheel.algorithms.dqn import DQN, DQNConfig
+    from flywheel.algorithms.dreamerv3 import DreamerV3, DreamerV3Config
     from flywheel.algorithms.impala import IMPALA, IMPALAConfig
     from flywheel.algorithms.iql import IQL, IQLConfig
     from flywheel.algorithms.marwil import MARWIL, MARWILConfig
@@ -107,6 +110,8 @@ __all__ = [
     "ConnectorV2",
     "DQN",
     "DQNConfig",
+    "DreamerV3",
+    "DreamerV3Config",
     "EnvRunnerGroup",
     "IMPALA",
     "IMPALAConfig",

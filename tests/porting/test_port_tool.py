@@ -340,7 +340,10 @@ def test_report_lines_name_the_line_what_it_is_and_what_to_use_instead():
         ("from ray.rllib.models import ModelCatalog\n", "ModelCatalog"),
         ("from ray.rllib.policy.torch_policy_v2 import TorchPolicyV2\n", "TorchPolicyV2"),
         ("from ray.rllib.utils.framework import try_import_tf\n", "ray.rllib.utils.framework:try_import_tf"),
-        ("from ray.rllib.algorithms.dreamerv3 import DreamerV3Config\n", "ray.rllib.algorithms.dreamerv3"),
+        (
+            "from ray.rllib.algorithms.dreamerv3.utils import do_symlog_obs\n",
+            "ray.rllib.algorithms.dreamerv3",
+        ),
         ("from ray.rllib.connectors.common import AgentToModuleMapping\n", "ray.rllib.connectors.common"),
         ("import ray.rllib.policy.sample_batch as sb\n", "ray.rllib.policy"),
     ],
@@ -358,6 +361,18 @@ def test_old_stack_names_new_stack_programs_use_port_to_flywheel_old_stack():
     )
     assert port(source) == (
         "from flywheel.old_stack import Policy, PolicySpec\nfrom flywheel.old_stack import SampleBatch\n",
+        [],
+    )
+
+
+def test_dreamerv3_names_port():
+    source = (
+        "from ray.rllib.algorithms.dreamerv3 import DreamerV3Config\n"
+        "from ray.rllib.algorithms.dreamerv3.torch.dreamerv3_torch_learner import DreamerV3TorchLearner\n"
+    )
+    assert port(source) == (
+        "from flywheel.algorithms.dreamerv3 import DreamerV3Config\n"
+        "from flywheel.algorithms.dreamerv3 import DreamerV3TorchLearner\n",
         [],
     )
 

@@ -25,6 +25,7 @@ from flywheel.algorithms.appo.config import APPOConfig
 from flywheel.algorithms.bc.config import BCConfig
 from flywheel.algorithms.cql.config import CQLConfig
 from flywheel.algorithms.dqn.config import DQNConfig
+from flywheel.algorithms.dreamerv3.config import DreamerV3Config
 from flywheel.algorithms.impala.config import IMPALAConfig
 from flywheel.algorithms.iql.config import IQLConfig
 from flywheel.algorithms.marwil.config import MARWILConfig
@@ -44,6 +45,7 @@ CONFIGS = {
     "CQL": (CQLConfig, "ray.rllib.algorithms.cql"),
     "IQL": (IQLConfig, "ray.rllib.algorithms.iql"),
     "TQC": (TQCConfig, "ray.rllib.algorithms.tqc"),
+    "DreamerV3": (DreamerV3Config, "ray.rllib.algorithms.dreamerv3"),
 }
 ALL = tuple(CONFIGS)
 

@@ -82,6 +82,9 @@ class AlgorithmConfig(StackSettings, RLlibOnlySections, AlgorithmSettings):
     uses_lr: ClassVar[bool] = True
     """False for algorithms whose optimizers have learning rates of their own (SAC's `actor_lr`,
     `critic_lr`, `alpha_lr`): `lr` is then None and not checked as a rate."""
+    uses_train_batch_size: ClassVar[bool] = True
+    """False for algorithms that size their batches otherwise (DreamerV3's `batch_size_B` x
+    `batch_length_T`): `train_batch_size` is then None and checked by the algorithm's config."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -289,7 +289,7 @@ def _check_learners_and_training(config: AlgorithmConfig) -> list[str | None]:
         check_number(config, "adam_epsilon", 0, strict=True),
         check_number(config, "grad_clip", 0, strict=True, allow_none=True),
         check_choice(config, "grad_clip_by", ("value", "norm", "global_norm")),
-        check_int(config, "train_batch_size", 1),
+        check_int(config, "train_batch_size", 1) if config.uses_train_batch_size else None,
         check_optional_class(config, "env_runner_cls"),
         _check_cpu_runners(config),
         check_int(config, "train_batch_size_per_learner", 1, allow_none=True),

@@ -23,6 +23,7 @@ ALGORITHMS: dict[str, str] = {
     "CQL": "flywheel.algorithms.cql:CQLConfig",
     "IQL": "flywheel.algorithms.iql:IQLConfig",
     "TQC": "flywheel.algorithms.tqc:TQCConfig",
+    "DreamerV3": "flywheel.algorithms.dreamerv3:DreamerV3Config",
 }
 """Algorithm name -> "module:ConfigClass"; names whose module is not installed are not offered."""
 

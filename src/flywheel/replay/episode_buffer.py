@@ -25,6 +25,7 @@ from flywheel.columns import Columns
 from flywheel.episodes.single_agent_episode import SingleAgentEpisode
 from flywheel.episodes.transition_episodes import TransitionBlock, TransitionEpisodes
 from flywheel.errors import ConfigError, EpisodeError
+from flywheel.replay.sequences import sample_sequences
 from flywheel.replay.step_storage import StepStorage
 
 INDICES = "replay_indices"
@@ -43,9 +44,18 @@ class EpisodeReplayBuffer:
         capacity: Maximum number of env steps stored.
         batch_size_B: Default number of transitions per `sample` call.
         seed: Seed of the buffer's random generator (sampling and random n-step lengths).
+        store_extra_model_outputs: False: the episodes' extra model outputs are not stored (e.g. a
+            recurrent module's states, which DreamerV3 recomputes from the replayed sequences).
     """
 
-    def __init__(self, capacity: int = 10_000, *, batch_size_B: int = 16, seed: Any = None):
+    def __init__(
+        self,
+        capacity: int = 10_000,
+        *,
+        batch_size_B: int = 16,
+        seed: Any = None,
+        store_extra_model_outputs: bool = True,
+    ):
         problems = []
         if not isinstance(capacity, int | np.integer) or capacity < 1:
             problems.append(f"capacity must be an int >= 1 (env steps), got {capacity!r}")
@@ -56,7 +66,8 @@ class EpisodeReplayBuffer:
         self.capacity = int(capacity)
         self.batch_size_B = int(batch_size_B)
         self._rng = np.random.default_rng(seed)
-        self._storage = StepStorage(self.capacity)
+        self._store_extras = bool(store_extra_model_outputs)
+        self._storage = StepStorage(self.capacity, store_extras=self._store_extras)
 
     # --------------------------------------------------------------------- adding
 
@@ -165,6 +176,19 @@ class EpisodeReplayBuffer:
         )
         return TransitionEpisodes([block])
 
+    def sample_sequences(
+        self, *, batch_size_B: int | None = None, batch_length_T: int = 64
+    ) -> dict[str, Any]:
+        """``batch_size_B`` (default: the buffer's) rows of ``batch_length_T`` consecutive env steps, as
+        ``{"obs", "actions": (B, T, ...), "rewards", "is_first", "is_terminated": (B, T)}``: what DreamerV3
+        replays (see `flywheel.replay.sequences`)."""
+        size = self._batch_size(None, batch_size_B)
+        if not isinstance(batch_length_T, int | np.integer) or batch_length_T < 1:
+            raise ConfigError(
+                f"Expected batch_length_T to be an int >= 1 (steps per row), got {batch_length_T!r}."
+            )
+        return sample_sequences(self._storage, size, int(batch_length_T), self._rng)
+
     def _draw(self, size: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
         """Row positions drawn uniformly over the stored steps, and their (unit) weights."""
         storage = self._storage
@@ -211,6 +235,7 @@ class EpisodeReplayBuffer:
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores `get_state` output (into a buffer of at least the stored number of steps)."""
         self._storage = StepStorage.from_state(state["storage"], self.capacity)
+        self._storage.store_extras = self._store_extras
         rng = state["rng"]
         self._rng.bit_generator.state = {**rng, "state": {k: int(v) for k, v in rng["state"].items()}}
 

@@ -31,8 +31,9 @@ from flywheel.utils.nested import stack
 class StepStorage:
     """Rows of env steps (a ring of ``capacity``) plus the table of the episodes they belong to."""
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, *, store_extras: bool = True):
         self.capacity = capacity
+        self.store_extras = store_extras  # False: the chunks' extra model outputs are not kept
         self.num_steps = 0  # live rows: ids [next_id - num_steps, next_id)
         self.next_id = 0  # rows ever written (= env steps ever added)
         self._chunks: deque[tuple[int, int]] = deque()  # (slot, length) in the order added
@@ -114,7 +115,11 @@ class StepStorage:
             "obs": stack(episode.get_observations(), space_struct(episode.observation_space)),
             "actions": stack(episode.get_actions(), space_struct(episode.action_space)),
             "rewards": stack(episode.get_rewards()),
-            "extras": {key: stack(items) for key, items in episode.get_extra_model_outputs().items()},
+            "extras": (
+                {key: stack(items) for key, items in episode.get_extra_model_outputs().items()}
+                if self.store_extras
+                else {}
+            ),
         }
         if self.obs is None:
             self.obs = ColumnStore("observation", columns["obs"], self.capacity)
