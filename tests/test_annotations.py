@@ -16,9 +16,10 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "flywheel"
 _ANY = re.compile(r"\bAny\b")
 
-ANY_CEILING = 1138
+ANY_CEILING = 1137
 """Annotations naming `Any` (1,491 of 6,606 before the configs were typed, 1,088 after; 1,138 of 6,843
-with IQL, TQC, EnvPool, OpenSpiel and the fuzz fixes, written beside the typing, 2026-12-07)."""
+with IQL, TQC, EnvPool, OpenSpiel and the fuzz fixes, written beside the typing, 2026-12-07; 1,137 with
+DreamerV3 and the external-env runner, 2026-12-08)."""
 
 
 def annotations(tree: ast.AST) -> Iterator[ast.expr]:

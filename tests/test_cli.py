@@ -265,7 +265,9 @@ def test_algo_must_match_the_class_a_py_file_builds(tmp_path, capsys):
 
 @pytest.mark.parametrize("module", ["flywheel", "flywheel.cli"])
 def test_python_m_flywheel_help_works_without_importing_torch(module):
-    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0
     assert done.stdout.startswith("usage: flywheel [-h] COMMAND ...")
     assert "train" in done.stdout and "evaluate" in done.stdout

@@ -44,7 +44,7 @@ class Tuner(tune.Tuner):
         super().__init__(as_tune_trainable(trainable, param_space), *args, param_space=param_space, **kwargs)
         self._flywheel_param_space = param_space
 
-    def fit(self) -> Any:
+    def fit(self) -> tune.ResultGrid:
         """Tune's `fit()`, after `check_gpus_here` on the param space."""
         check_gpus_here(self._flywheel_param_space)
         return super().fit()
@@ -69,7 +69,7 @@ class Tuner(tune.Tuner):
         )  # fmt: skip
 
 
-def check_gpus_here(param_space: Any) -> None:
+def check_gpus_here(param_space: object) -> None:
     """Raises a ConfigError when one trial of `param_space` (a config or its dict) asks for more learner
     GPUs than torch sees on this machine and the Ray cluster would be this machine alone (no
     `RAY_ADDRESS`, Ray not started yet). A cluster Tune connects to may have or add GPUs: not checked."""
@@ -102,5 +102,5 @@ def as_tune_trainable(trainable: Any, param_space: Any = None) -> Any:
     return trainable
 
 
-def _setting(param_space: Any, name: str) -> Any:
+def _setting(param_space: object, name: str) -> object:
     return param_space.get(name, 0) if isinstance(param_space, Mapping) else getattr(param_space, name, 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flywheel.algorithms import config_validation as checks
 from flywheel.algorithms.algorithm_config import AlgorithmConfig
@@ -139,11 +139,16 @@ class DreamerV3Config(AlgorithmConfig):
         return RLModuleSpec(module_class=DreamerV3TorchRLModule)
 
     def get_rl_module_spec(
-        self, spaces: tuple | dict | None = None, module_id: str = DEFAULT_MODULE_ID, **kwargs: Any
+        self,
+        spaces: tuple | dict | None = None,
+        module_id: str = DEFAULT_MODULE_ID,
+        *,
+        env: object = None,
+        inference_only: bool | None = None,
     ) -> RLModuleSpec:
         """The merged spec, with the `MODEL_CONFIG_SETTINGS` and `return_normalization_decay` in its
         `model_config`."""
-        spec = super().get_rl_module_spec(spaces, module_id, **kwargs)
+        spec = super().get_rl_module_spec(spaces, module_id, env=env, inference_only=inference_only)
         settings = {name: getattr(self, name) for name in MODEL_CONFIG_SETTINGS}
         settings["return_normalization_decay"] = self.return_normalization_decay
         spec.model_config = {**(spec.model_config or {}), **settings}
@@ -262,7 +267,7 @@ def _check_single_agent(config: DreamerV3Config) -> str | None:
 
 
 def _check_replay(config: DreamerV3Config) -> list[str]:
-    given: Any = config.replay_buffer_config
+    given: object = config.replay_buffer_config
     fix = f"Fix: pass e.g. config.training(replay_buffer_config={_REPLAY_EXAMPLE})."
     if not isinstance(given, Mapping):
         return [f"replay_buffer_config={given!r} is not a dict. {fix}"]

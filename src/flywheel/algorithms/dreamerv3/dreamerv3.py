@@ -15,7 +15,7 @@ lie in [training_ratio * sampled, training_ratio * sampled + B * T), reported as
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from flywheel.metrics import keys
 from flywheel.metrics.keys import LEARNER_RESULTS, TIMERS
 from flywheel.replay import EpisodeReplayBuffer
 from flywheel.replay.sequences import IS_TERMINATED
-from flywheel.typing import DEFAULT_MODULE_ID
+from flywheel.typing import DEFAULT_MODULE_ID, StateDict
 
 if TYPE_CHECKING:
     from flywheel.algorithms.dreamerv3.config import DreamerV3Config
@@ -84,7 +84,7 @@ class DreamerV3(Algorithm):
             window=1,
         )
 
-    def _replay_batch(self) -> dict[str, dict[str, Any]]:
+    def _replay_batch(self) -> dict[str, dict[str, np.ndarray]]:
         """B x T replayed steps as learner rows (row-major by sequence)."""
         config = self.config
         sample = self.replay_buffer.sample_sequences(
@@ -104,13 +104,13 @@ class DreamerV3(Algorithm):
         components: str | list[str] | None = None,
         not_components: str | list[str] | None = None,
         **kwargs: object,
-    ) -> dict[str, Any]:
+    ) -> StateDict:
         """`Algorithm.get_state`, plus the replay-ratio counters (the buffer itself is not stored)."""
         state = super().get_state(components, not_components, **kwargs)
         state[_COUNTERS] = {"sampled": self._sampled_since_learning, "replayed": self._replayed}
         return state
 
-    def set_state(self, state: dict[str, Any]) -> None:
+    def set_state(self, state: StateDict) -> None:
         super().set_state(state)
         if _COUNTERS in state:
             self._sampled_since_learning = int(state[_COUNTERS]["sampled"])

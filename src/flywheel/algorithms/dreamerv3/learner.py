@@ -14,7 +14,7 @@ so this equals three separate backward passes. Metrics use RLlib 2.60's names (W
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -28,6 +28,7 @@ from flywheel.errors import LearnerError
 from flywheel.typing import ModuleID
 
 if TYPE_CHECKING:
+    from flywheel.algorithms.algorithm_config import AlgorithmConfig
     from flywheel.algorithms.dreamerv3.config import DreamerV3Config
 
 __all__ = ["DreamerV3TorchLearner"]
@@ -112,12 +113,12 @@ class DreamerV3TorchLearner(TorchLearner):
         return world_model.total + actor_loss + critic_loss
 
     def postprocess_gradients_for_module(
-        self, *, module_id: ModuleID, config: Any = None, module_gradients_dict: dict
+        self, *, module_id: ModuleID, config: AlgorithmConfig | None = None, module_gradients_dict: dict
     ) -> dict:
         """Clips each optimizer's gradients by global norm with its own limit
         (`world_model_grad_clip_by_global_norm`, `actor_...`, `critic_...`) and logs the pre-clip norms
         as `<NAME>_gradients_global_norm`."""
-        config = self.config if config is None else config
+        config = cast("DreamerV3Config", self.config if config is None else config)
         limits = {
             "world_model": config.world_model_grad_clip_by_global_norm,
             "actor": config.actor_grad_clip_by_global_norm,
