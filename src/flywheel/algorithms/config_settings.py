@@ -148,7 +148,8 @@ class AlgorithmSettings:
     num_epochs: int = setting("training", 1)
     """Passes over each train batch."""
     shuffle_batch_per_epoch: bool = setting("training", True)
-    """Shuffle rows (whole sequences for recurrent modules) before each epoch's minibatches."""
+    """Shuffle rows (whole sequences for recurrent modules) before each epoch's minibatches. As in
+    RLlib, only with `num_epochs > 1`: a single pass takes its minibatches in the sampled order."""
 
     # multi_agent()
     policies: set | dict = setting("multi_agent", factory=lambda: {DEFAULT_MODULE_ID})

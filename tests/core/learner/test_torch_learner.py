@@ -157,6 +157,24 @@ def test_minibatches_cover_every_row_per_epoch():
     assert seen == [rewards] * 2
 
 
+def test_a_single_epoch_keeps_the_sampled_order():
+    """RLlib 2.60 shuffles a train batch only between epochs (`shuffle_batch_per_epoch and num_epochs >
+    1` in `Learner._create_iterator_if_necessary`): one pass takes its minibatches in sampled order."""
+    seen = []
+
+    class Recording(RegressionLearner):
+        def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+            seen.append(batch[Columns.REWARDS].tolist())
+            return super().compute_loss_for_module(
+                module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+            )
+
+    learner = make_learner(Recording)
+    rewards = [float(i) for i in range(10)]
+    learner.update(episodes=[episode(rewards)], num_epochs=1, minibatch_size=4, shuffle_batch_per_epoch=True)
+    assert seen == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+
+
 def test_weights_seq_no_and_results():
     learner = make_learner(RegressionLearner)
     assert learner.weights_seq_no == 0

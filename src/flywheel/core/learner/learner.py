@@ -331,7 +331,7 @@ class Learner(OptimizerRegistry, ModuleChanges, Checkpointable, abc.ABC):
         minibatch_size = config.minibatch_size if minibatch_size is None else minibatch_size
         shuffle = (
             config.shuffle_batch_per_epoch if shuffle_batch_per_epoch is None else shuffle_batch_per_epoch
-        )
+        ) and epochs > 1  # as RLlib: a single pass keeps the sampled order
         self._timestep = int((timesteps or {}).get(TIMESTEP_KEY, self._timestep))
         self.before_gradient_based_update(timesteps=timesteps)
         train_batch = self.make_train_batch(batch, episodes)
