@@ -171,9 +171,8 @@ def check_schedule(config: AlgorithmConfig, name: str, minimum: float, *, strict
 
 def _check_env(config: AlgorithmConfig) -> list[str | None]:
     problems: list[str | None] = []
-    if (
-        config.env is None and config.env_runner_cls is None
-    ):  # a custom runner may have no env (an external one)
+    # A custom runner may have no env (EnvRunnerServerForExternalInference: the env runs elsewhere).
+    if config.env is None and config.env_runner_cls is None:
         problems.append(
             "env is not set. Fix: call config.environment('CartPole-v1') (or a registered name, Env class or creator)."
         )
