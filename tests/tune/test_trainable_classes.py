@@ -43,7 +43,7 @@ def test_names_and_algorithm_classes_give_trainables_named_after_the_algorithm()
 def test_unknown_algorithms_are_refused_with_the_choices():
     with pytest.raises(
         ConfigError,
-        match=r"Unknown algorithm 'XPO'. Fix: use one of \['PPO', 'DQN', 'SAC', 'IMPALA', 'APPO', 'BC', 'MARWIL', 'CQL', 'IQL', 'TQC'\]",
+        match=r"Unknown algorithm 'XPO'. Fix: use one of \['PPO', 'DQN', 'SAC', 'IMPALA', 'APPO', 'BC', 'MARWIL', 'CQL', 'IQL', 'TQC', 'DreamerV3'\]",
     ):
         flywheel.tune.trainable("XPO")
     with pytest.raises(
