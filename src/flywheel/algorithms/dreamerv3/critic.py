@@ -9,14 +9,13 @@ with the EMA copy updated after every gradient step: theta_ema = 0.98 theta_ema 
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from torch import nn
 
 from flywheel.algorithms.dreamerv3.model_sizes import ModelDims
 from flywheel.algorithms.dreamerv3.two_hot import TwoHot
 from flywheel.algorithms.dreamerv3.world_model import bucket_head
+from flywheel.core.learner.utils import make_target_network, update_target_network
 
 __all__ = ["EMA_DECAY", "Critic"]
 
@@ -31,7 +30,7 @@ class Critic(nn.Module):
         self.ema_decay = ema_decay
         self.two_hot = TwoHot()
         self.net = bucket_head(state_size, dims, self.two_hot.num_buckets)
-        self.ema_net = copy.deepcopy(self.net).requires_grad_(False)
+        self.ema_net = make_target_network(self.net)
 
     def logits(self, states: torch.Tensor) -> torch.Tensor:
         """Bucket logits of v(s)."""
@@ -51,8 +50,6 @@ class Critic(nn.Module):
         regularizer = self.two_hot.cross_entropy_symlog(logits, ema_symlog)
         return (weights.detach() * (return_loss + regularizer)).mean()
 
-    @torch.no_grad()
     def update_ema(self) -> None:
         """theta_ema <- decay * theta_ema + (1 - decay) * theta."""
-        for ema, param in zip(self.ema_net.parameters(), self.net.parameters(), strict=True):
-            ema.lerp_(param, 1.0 - self.ema_decay)
+        update_target_network(self.net, self.ema_net, tau=1.0 - self.ema_decay)
