@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import pickle
+import runpy
 import socket
 import threading
+from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 import pytest
-import torch
 
 from flywheel import PPOConfig
-from flywheel.columns import Columns
 from flywheel.env.external import RLlink, get_rllink_message, send_rllink_message
 from flywheel.env_runners.external_inference import EnvRunnerServerForExternalInference
-from flywheel.episodes import SingleAgentEpisode
 from flywheel.errors import ConfigError
 
 FRAGMENT = 200
+EXAMPLE = runpy.run_path(
+    str(Path(__file__).parents[2] / "examples" / "external_env_cartpole.py"), run_name="example"
+)
+"""examples/external_env_cartpole.py: the server's config and an external CartPole client."""
 
 
 def free_port() -> int:
@@ -28,95 +29,17 @@ def free_port() -> int:
 
 
 def server_config(port: int) -> PPOConfig:
-    env = gym.make("CartPole-v1")
-    return (
-        PPOConfig()
-        .environment(
-            observation_space=env.observation_space, action_space=env.action_space, env_config={"port": port}
-        )
-        .env_runners(env_runner_cls=EnvRunnerServerForExternalInference)
-        .training(train_batch_size_per_learner=FRAGMENT, minibatch_size=100, num_epochs=1)
-        .debugging(seed=0)
-    )
+    return EXAMPLE["build_config"](port, fragment=FRAGMENT).training(minibatch_size=100, num_epochs=1)
 
 
 def connect(port: int) -> socket.socket:
     return socket.create_connection(("localhost", port), timeout=60)
 
 
-class Client:
-    """An external CartPole that acts with the module the server's config and weights describe, and
-    sends `FRAGMENT` steps per message, as RLlib's dummy client does."""
-
-    def __init__(self, port: int, messages: int):
-        self.sock = connect(port)
-        self.messages = messages
-        self.finished_returns: list[list[float]] = []  # per message: whole returns of the episodes it ended
-        self.weights_seq_nos: list[int] = []
-        self.weights: dict = {}
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as err:  # reported by the test
-            self.error = err
-
-    def _run(self) -> None:
-        send_rllink_message(self.sock, {"type": RLlink.PING.name})
-        assert get_rllink_message(self.sock)[0] is RLlink.PONG
-        send_rllink_message(self.sock, {"type": RLlink.GET_CONFIG.name})
-        kind, body = get_rllink_message(self.sock)
-        assert kind is RLlink.SET_CONFIG
-        module = pickle.loads(body["config"]).get_rl_module_spec().build()
-        send_rllink_message(self.sock, {"type": RLlink.GET_STATE.name})
-        self._set_state(module)
-        env = gym.make("CartPole-v1")
-        rng = np.random.default_rng(0)
-        obs, _ = env.reset(seed=0)
-        episode, returns = SingleAgentEpisode(observations=[obs]), {}
-        episodes, ended = [episode], []
-        for _ in range(self.messages):
-            for _ in range(FRAGMENT):
-                with torch.no_grad():
-                    logits = module.forward_exploration({Columns.OBS: torch.tensor(obs[None])})
-                logits = logits[Columns.ACTION_DIST_INPUTS][0].numpy()
-                probs = np.exp(logits - logits.max())
-                probs /= probs.sum()
-                action = int(rng.choice(2, p=probs))
-                obs, reward, terminated, truncated, _ = env.step(action)
-                episode.add_env_step(
-                    obs, action, reward, terminated=terminated, truncated=truncated,
-                    extra_model_outputs={Columns.ACTION_DIST_INPUTS: logits, Columns.ACTION_LOGP: np.log(probs[action])},
-                )  # fmt: skip
-                returns[episode.id_] = returns.get(episode.id_, 0.0) + reward
-                if episode.is_done:
-                    ended.append(returns[episode.id_])
-                    obs, _ = env.reset()
-                    episode = SingleAgentEpisode(observations=[obs])
-                    episodes.append(episode)
-            message = {
-                "episodes": [e.get_state() for e in episodes],
-                "type": RLlink.EPISODES_AND_GET_STATE.name,
-            }
-            send_rllink_message(self.sock, message)
-            self.finished_returns.append(ended)
-            self._set_state(module)
-            episode = episode.cut()
-            episodes, ended = [episode], []
-
-    def _set_state(self, module) -> None:
-        kind, body = get_rllink_message(self.sock)
-        assert kind is RLlink.SET_STATE
-        module.set_state(body["state"]["rl_module"])
-        self.weights_seq_nos.append(body["state"]["weights_seq_no"])
-        self.weights = body["state"]["rl_module"]
-
-
 def test_ppo_trains_on_the_episodes_an_external_client_sends():
     port = free_port()
     algo = server_config(port).build_algo()
-    client = Client(port, messages=2)
+    client = EXAMPLE["CartPoleClient"](port, messages=2)
     thread = threading.Thread(target=client.run, daemon=True)
     thread.start()
     try:
@@ -167,3 +90,15 @@ def test_the_server_needs_the_spaces_and_a_free_port():
     taken = rf"could not listen on localhost:{port} .*Fix: env_config="
     with socket.create_server(("localhost", port)), pytest.raises(ConfigError, match=taken):
         EnvRunnerServerForExternalInference(server_config(port))
+
+
+def test_stop_ends_the_connection_of_a_client_the_runner_is_waiting_on():
+    port = free_port()
+    runner = EnvRunnerServerForExternalInference(server_config(port))
+    with connect(port) as client:
+        send_rllink_message(client, {"type": RLlink.PING.name})
+        assert get_rllink_message(client)[0] is RLlink.PONG  # the listener now waits in recv()
+        runner.stop()
+        client.settimeout(5)
+        with pytest.raises(ConnectionError, match=r"the peer closed the connection \(0 of 8 bytes read\)"):
+            get_rllink_message(client)
