@@ -15,6 +15,7 @@ for. One client at a time; when it disconnects, the runner waits for the next.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -134,11 +135,15 @@ class EnvRunnerServerForExternalInference(EnvRunner):
             self._new_weights.set()
 
     def stop(self) -> None:
-        """Closes the sockets (the client sees its connection end)."""
+        """Shuts the sockets down, which also wakes the listener thread blocked on them (a bare close()
+        would leave it blocked and the connection open), and closes them: the client sees its
+        connection end."""
         self._stopped = True
         self._new_weights.set()
         for sock in (self._client, self._server):
             if sock is not None:
+                with contextlib.suppress(OSError):  # already shut down by the peer
+                    sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
         super().stop()
 
